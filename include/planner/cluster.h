@@ -1,0 +1,91 @@
+#pragma once
+#include <array>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace planner {
+
+enum class Dtype { fp16, bf16, fp8, tf32 };
+inline constexpr int kNumDtypes = 4;
+const char* to_string(Dtype d);
+
+/// One thread-block tile shape the GEMM model may choose, with its efficiency relative to the
+/// largest tile (smaller tiles reuse less data per load).
+struct GemmTile {
+  int m = 128;
+  int n = 128;
+  double relative_efficiency = 1.0;
+};
+
+/// Parameters of the GEMM efficiency model (cost/compute.h). Defaults in the profiles come from
+/// published measurements (shared/data/hardware-reference.md section 4); calibrate/ refits them.
+struct GemmModel {
+  double max_efficiency = 0.8;      ///< best achieved / dense peak on large aligned shapes
+  double k_half = 64;               ///< K at which the main loop reaches half its efficiency
+  double misaligned_factor = 0.7;   ///< a dimension not a multiple of `alignment` elements
+  int alignment = 8;                ///< elements (16 bytes in fp16/bf16)
+  double launch_s = 4e-6;           ///< per-kernel fixed cost
+  std::vector<GemmTile> tiles;      ///< candidates; the model takes the fastest
+};
+
+/// Attention kernels the stack runs: flash-style fused (no s^2 tensor in memory) or batched GEMMs
+/// with a fused scale-mask-softmax and a dropout kernel (Megatron-LM 2021).
+enum class AttentionKernel { flash, unfused };
+
+/// What the measured software stack does; the profile states it because measurements depend on it.
+struct SoftwareStack {
+  AttentionKernel attention = AttentionKernel::flash;
+  double flash_efficiency = 0.6;       ///< flash attention FLOP/s / dense peak
+  bool overlap_grad_reduce = true;     ///< DP reduce-scatter/allreduce overlapped with backward
+  bool overlap_param_gather = true;    ///< ZeRO parameter allgather overlapped with forward
+  bool causal_attention_skip = true;   ///< fused kernels skip the masked half of s^2
+};
+
+struct Gpu {
+  std::string name;
+  int sms = 0;
+  std::array<double, kNumDtypes> peak_flops{};  ///< dense tensor-core FLOP/s; 0 = unsupported
+  double hbm_bytes = 0;
+  double hbm_Bps = 0;               ///< datasheet
+  double hbm_efficiency = 0.85;     ///< achieved stream bandwidth / datasheet
+  GemmModel gemm;
+  double hbm_achieved_Bps() const { return hbm_Bps * hbm_efficiency; }
+};
+
+enum class Collective { allreduce, allgather, reduce_scatter, alltoall, sendrecv };
+inline constexpr int kNumCollectives = 5;
+const char* to_string(Collective c);
+
+/// Achieved cost of one collective on one tier: nccl-tests bus bandwidth, optionally as a curve
+/// over message size (log-linear interpolation), and the small-message latency.
+struct CollectiveCost {
+  double busbw_Bps = 0;  ///< asymptotic (large-message) bus bandwidth
+  double latency_s = 0;  ///< time of a tiny message on `reference_ranks` ranks
+  std::vector<std::pair<double, double>> curve;  ///< (bytes, busbw_Bps), ascending bytes
+};
+
+/// A level of the network. Tier 0 is inside a node (NVLink/NVSwitch); tier 1 spans nodes
+/// (InfiniBand), where busbw is per GPU's NIC (one NIC per GPU in DGX nodes).
+struct NetworkTier {
+  std::string name;
+  int reference_ranks = 8;       ///< group size the latencies were measured on
+  double hop_latency_s = 0;      ///< added per extra ring/tree step beyond reference
+  std::array<CollectiveCost, kNumCollectives> cost;
+};
+
+struct ClusterProfile {
+  std::string name;
+  std::string file;
+  Gpu gpu;
+  int gpus_per_node = 8;
+  int nodes = 1;
+  NetworkTier intra;  ///< NVLink / NVSwitch
+  NetworkTier inter;  ///< InfiniBand, per GPU NIC
+  SoftwareStack software;
+  double gpu_hour_usd = 0;  ///< optional price, for --objective cost reports
+  std::map<std::string, std::string> provenance;
+  int total_gpus() const { return gpus_per_node * nodes; }
+};
+
+}  // namespace planner

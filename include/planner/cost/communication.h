@@ -1,0 +1,40 @@
+#pragma once
+#include "planner/cluster.h"
+#include "planner/plan.h"
+
+namespace planner {
+
+/// nccl-tests bus-bandwidth factor (doc/PERFORMANCE.md): allreduce 2(n-1)/n, allgather,
+/// reduce-scatter and all-to-all (n-1)/n, send/recv 1.
+double bus_factor(Collective c, int ranks);
+
+/// Where the ranks of one communicator sit: `ranks` in total, `ranks_per_node` of them in each
+/// of `nodes` nodes.
+struct GroupLayout {
+  int ranks = 1;
+  int ranks_per_node = 1;
+  int nodes = 1;
+};
+
+/// A group of `size` ranks whose consecutive members are `stride` global ranks apart.
+GroupLayout group_layout(int size, int stride, int gpus_per_node);
+
+/// Rank order TP innermost, then CP, then DP, then PP (Megatron-LM's default).
+GroupLayout tp_group(const Plan& p, int gpus_per_node);
+GroupLayout cp_group(const Plan& p, int gpus_per_node);
+GroupLayout dp_group(const Plan& p, int gpus_per_node);
+/// Two neighbouring pipeline stages (a send/recv pair).
+GroupLayout pp_pair(const Plan& p, int gpus_per_node);
+
+/// Achieved bus bandwidth of a tier for a collective at a message size (log-linear
+/// interpolation of the measured curve; the asymptote outside it).
+double tier_busbw_Bps(const CollectiveCost& cost, double bytes);
+
+/// Time of one collective over `bytes` (the nccl-tests size S: the full buffer for allreduce,
+/// the gathered output for allgather, the input for reduce-scatter). Inside a node: alpha + S
+/// f(n) / busbw. Across nodes: a ring whose bottleneck is min(NVLink busbw, ranks_per_node x
+/// per-GPU NIC busbw), i.e. the hierarchical reading of nccl-tests numbers.
+double collective_time_s(const ClusterProfile& c, Collective coll, double bytes,
+                         const GroupLayout& g);
+
+}  // namespace planner

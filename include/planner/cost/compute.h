@@ -1,0 +1,63 @@
+#pragma once
+#include "planner/cluster.h"
+#include "planner/model.h"
+
+namespace planner {
+
+/// C[m x n] = A[m x k] B[k x n], `batch` independent copies.
+struct GemmShape {
+  double m = 0;
+  double n = 0;
+  double k = 0;
+  double batch = 1;
+  double flops() const { return 2.0 * m * n * k * batch; }
+};
+
+/// Fraction of the dense peak this GEMM reaches: the large-shape ceiling times tile and wave
+/// quantization (the best tile of the profile's candidates), a short-K main-loop penalty and an
+/// alignment penalty (NVIDIA Matrix Multiplication Background guide, sections 2.2, 3.1, 3.2).
+double gemm_efficiency(const Gpu& gpu, const GemmShape& g);
+
+/// max(compute time, HBM time for A, B and C) plus the launch cost, in seconds.
+double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& g);
+
+/// Forward, backward-data and backward-weights shapes of a linear layer y = x W
+/// with x [tokens x in], W [in x out].
+struct LinearShapes {
+  GemmShape fwd, bwd_data, bwd_weight;
+};
+LinearShapes linear_shapes(double tokens, double in, double out);
+
+/// What one transformer layer costs one rank for one micro-batch (seconds and FLOPs).
+struct LayerCompute {
+  double fwd_gemm_s = 0, bwd_gemm_s = 0;       ///< QKV, projection, MLP
+  double fwd_attn_s = 0, bwd_attn_s = 0;       ///< attention core: flash, or GEMMs + softmax
+  double fwd_elementwise_s = 0, bwd_elementwise_s = 0;  ///< norms, activation, dropout, residual
+  double fwd_flops = 0, bwd_flops = 0;         ///< executed FLOPs on this rank
+  double min_shard_dim = 0;                    ///< smallest m/n/k among the sharded GEMMs
+  double fwd_s() const { return fwd_gemm_s + fwd_attn_s + fwd_elementwise_s; }
+  double bwd_s() const { return bwd_gemm_s + bwd_attn_s + bwd_elementwise_s; }
+};
+
+struct LayerConfig {
+  int tp = 1;
+  int cp = 1;
+  int mbs = 1;
+  bool sp = false;
+  Dtype dtype = Dtype::bf16;
+  AttentionKernel attention = AttentionKernel::flash;
+};
+
+LayerCompute layer_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg);
+
+/// Embedding lookup (first stage) and logits + cross-entropy (last stage) for one micro-batch.
+struct HeadCompute {
+  double embed_fwd_s = 0, embed_bwd_s = 0;
+  double logits_fwd_s = 0, logits_bwd_s = 0;
+};
+HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg);
+
+/// Mixed-precision Adam step over `params` parameters held by this rank, HBM-bound.
+double optimizer_step_s(const Gpu& gpu, double params);
+
+}  // namespace planner

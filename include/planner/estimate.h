@@ -1,0 +1,85 @@
+#pragma once
+#include <string>
+
+#include "planner/cluster.h"
+#include "planner/cost/compute.h"
+#include "planner/cost/memory.h"
+#include "planner/model.h"
+#include "planner/plan.h"
+
+namespace planner {
+
+/// Why a plan is not ranked. Infeasible plans are an expected outcome, not an error.
+enum class Rejection {
+  none,
+  gpus_mismatch,          ///< dp*tp*pp*cp differs from the GPU count
+  tp_not_dividing_heads,  ///< tp must divide heads and kv_heads
+  tp_across_nodes,        ///< tp larger than (or not dividing) a node without --tp-across-nodes
+  pp_not_dividing_layers,
+  cp_not_dividing_seq,
+  batch_not_divisible,    ///< gbs not a multiple of mbs*dp
+  vpp_invalid,            ///< vpp needs pp > 1 and (layers/pp) % vpp == 0
+  interleave_microbatches,///< interleaved 1F1B needs microbatches % pp == 0
+  sp_without_tp,
+  zero_invalid,
+  dtype_unsupported,      ///< the GPU has no tensor-core peak for this precision
+  out_of_memory,
+  count_
+};
+inline constexpr int kNumRejections = static_cast<int>(Rejection::count_);
+const char* to_string(Rejection r);
+
+/// Where one iteration's time goes, seconds on the critical path.
+struct Breakdown {
+  double compute_s = 0;    ///< forward, backward and recompute work of the critical stage
+  double tp_comm_s = 0;    ///< exposed TP (and CP) collectives
+  double pp_comm_s = 0;    ///< exposed stage-to-stage transfers
+  double dp_comm_s = 0;    ///< exposed DP reduction and ZeRO gathers
+  double bubble_s = 0;     ///< pipeline fill and drain
+  double optimizer_s = 0;  ///< optimizer step
+};
+
+/// One transformer layer, one micro-batch, one rank.
+struct LayerTimes {
+  double fwd_compute_s = 0, bwd_compute_s = 0, fwd_comm_s = 0, bwd_comm_s = 0;
+};
+
+struct Estimate {
+  Plan plan;
+  Rejection rejection = Rejection::none;
+  std::string reason;  ///< detail of a structural rejection (memory: see memory_bytes)
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;  ///< model FLOPs (megatron-mfu formula) / time / GPUs
+  double mfu = 0;
+  double memory_bytes = 0;    ///< most loaded stage
+  double memory_limit_bytes = 0;
+  MemoryBreakdown memory;
+  Breakdown breakdown;
+  LayerTimes layer;
+  LayerCompute layer_compute;
+  double bubble_fraction = 0;      ///< bubble / iteration
+  double exposed_comm_fraction = 0;
+  double dp_comm_total_s = 0;      ///< DP traffic before overlap (for diagnostics)
+  bool ok() const { return rejection == Rejection::none; }
+};
+
+struct EstimateOptions {
+  bool tp_across_nodes = false;
+  double memory_limit_bytes = 0;  ///< 0: the GPU's HBM
+  bool reasons = true;            ///< build rejection messages (the search turns this off)
+};
+
+/// Structural checks only (divisibility, layout, dtype); Rejection::none when the plan is valid.
+Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const EstimateOptions& o, std::string* reason);
+
+/// The full estimate of one plan. `layer` may carry a precomputed layer_compute() for the plan's
+/// (tp, cp, mbs, sp, dtype, attention); the search memoises it.
+Estimate estimate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                  const EstimateOptions& o = {}, const LayerCompute* layer = nullptr);
+
+/// The attention kernel a plan runs: its own override, else the profile's stack.
+AttentionKernel attention_of(const Plan& p, const ClusterProfile& c);
+
+}  // namespace planner

@@ -1,0 +1,41 @@
+#pragma once
+#include <optional>
+#include <string>
+
+#include "planner/cluster.h"
+
+namespace planner {
+
+enum class Recompute { none, selective, full };
+enum class Schedule { gpipe, one_f_one_b, interleaved };
+const char* to_string(Recompute r);
+const char* to_string(Schedule s);
+
+/// One way to split training over the GPUs. dp*tp*pp*cp = GPUs; gbs = mbs * dp * microbatches.
+struct Plan {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int cp = 1;
+  int vpp = 1;  ///< model chunks per pipeline rank (interleaved schedule)
+  int mbs = 1;
+  int gbs = 1;
+  int zero = 0;  ///< 0 none, 1 optimizer states, 2 + gradients, 3 + parameters
+  Recompute recompute = Recompute::none;
+  bool sp = false;
+  Schedule schedule = Schedule::one_f_one_b;
+  Dtype dtype = Dtype::bf16;
+  std::optional<AttentionKernel> attention;  ///< overrides the profile's stack when set
+
+  int gpus() const { return dp * tp * pp * cp; }
+  int microbatches() const { return gbs / (mbs * dp); }
+};
+
+/// The reproducible argument string: "tp=8,pp=8,dp=16,cp=1,vpp=3,mbs=1,gbs=1536,zero=1,...".
+std::string to_plan_string(const Plan& p);
+
+/// Parses a --plan string. Unknown keys and bad values throw InputError naming `origin`
+/// (e.g. "--plan") and the key, with the nearest valid key suggested.
+Plan parse_plan(const std::string& text, const std::string& origin);
+
+}  // namespace planner

@@ -1,0 +1,40 @@
+#pragma once
+#include <iosfwd>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/report/diagnostics.h"
+#include "planner/search.h"
+
+namespace planner {
+
+inline constexpr int kJsonSchemaVersion = 1;
+
+/// The inputs of a run, echoed in every report.
+struct RunContext {
+  std::string model_file, cluster_file;
+  const ModelSpec* model = nullptr;
+  const ClusterProfile* cluster = nullptr;
+  int gpus = 0;
+  int global_batch = 0;
+  double train_tokens = 0;  ///< 0: not asked
+};
+
+/// "12,480 plans: 3,117 ranked, 8,903 out of memory, 460 batch not divisible"
+std::string counts_line(const SearchResult& r);
+
+void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchResult& r);
+void print_suggest_csv(std::ostream& out, const SearchResult& r);
+nlohmann::json suggest_json(const RunContext& ctx, const SearchResult& r);
+
+void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimate& e);
+nlohmann::json estimate_json(const RunContext& ctx, const Estimate& e);
+
+/// The JSON object of one plan (plan, metrics, breakdown).
+nlohmann::json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens);
+
+/// "12,480"
+std::string with_commas(long long v);
+
+}  // namespace planner

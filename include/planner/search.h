@@ -1,0 +1,46 @@
+#pragma once
+#include <array>
+#include <functional>
+#include <vector>
+
+#include "planner/estimate.h"
+
+namespace planner {
+
+/// Values each knob may take; the search enumerates their product.
+struct KnobSpace {
+  std::vector<int> tp, pp, cp, vpp, mbs, zero;
+  std::vector<Recompute> recompute;
+  std::vector<int> sp;
+  std::vector<Schedule> schedule;  ///< interleaved is implied by vpp > 1
+};
+
+/// Defaults: tp 1..gpus_per_node, pp every divisor of layers up to the GPU count, cp 1,
+/// vpp 1..8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp 0/1, 1F1B/interleaved.
+KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus);
+
+enum class Objective { time, cost };
+
+struct SearchOptions {
+  std::vector<int> gpus;  ///< candidate GPU counts (usually one)
+  int global_batch = 0;
+  int top_k = 10;
+  Objective objective = Objective::time;
+  Dtype dtype = Dtype::bf16;
+  EstimateOptions estimate;
+  std::function<void(double)> progress;  ///< fraction done, called now and then
+};
+
+struct SearchResult {
+  long long evaluated = 0;
+  std::array<long long, kNumRejections> rejections{};
+  std::vector<Estimate> top;   ///< best first, at most top_k
+  Estimate closest_infeasible; ///< smallest memory overshoot, when nothing fits
+  bool any_memory_rejection = false;
+  double search_time_s = 0;
+};
+
+SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,
+                    const SearchOptions& o);
+
+}  // namespace planner

@@ -1,0 +1,10 @@
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace planner::cli {
+
+/// Each registers its subcommand; the callback runs it and stores the exit code in `*rc`.
+void add_suggest(CLI::App& app, int* rc);
+void add_estimate(CLI::App& app, int* rc);
+
+}  // namespace planner::cli

@@ -1,0 +1,50 @@
+#include "cli/common.h"
+
+#include "planner/error.h"
+#include "planner/io/cluster_io.h"
+#include "planner/io/knobs.h"
+#include "planner/io/model_io.h"
+
+namespace planner::cli {
+
+Inputs load_inputs(const std::string& model_file, const std::string& cluster_file) {
+  Inputs in;
+  in.model_file = model_file;
+  in.cluster_file = cluster_file;
+  in.model = io::load_model(model_file);
+  in.cluster = io::load_cluster(cluster_file);
+  return in;
+}
+
+std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c) {
+  if (text.empty()) return {c.total_gpus()};
+  const bool range = text.find('-') != std::string::npos;
+  std::vector<int> out;
+  for (int g : io::parse_int_set(text, "--gpus")) {
+    if (range && g % c.gpus_per_node != 0) continue;  // a range keeps whole nodes
+    if (g <= 0)
+      throw InputError("", 0, "--gpus", "must be positive, got " + std::to_string(g));
+    if (g % c.gpus_per_node != 0)
+      throw InputError("", 0, "--gpus",
+                       std::to_string(g) + " is not a multiple of gpus_per_node=" +
+                           std::to_string(c.gpus_per_node) + " in " + c.file);
+    if (g > c.total_gpus())
+      throw InputError("", 0, "--gpus",
+                       std::to_string(g) + " exceeds the " + std::to_string(c.total_gpus()) +
+                           " GPUs of " + c.file + " (raise its nodes)");
+    out.push_back(g);
+  }
+  if (out.empty()) throw InputError("", 0, "--gpus", "'" + text + "' holds no whole-node GPU count");
+  return out;
+}
+
+Dtype parse_dtype(const std::string& text) {
+  const auto w = io::parse_word_set(text, "--dtype", {"bf16", "fp16", "fp8", "tf32"});
+  if (w.size() != 1) throw InputError("", 0, "--dtype", "expected one precision");
+  if (w[0] == "fp16") return Dtype::fp16;
+  if (w[0] == "fp8") return Dtype::fp8;
+  if (w[0] == "tf32") return Dtype::tf32;
+  return Dtype::bf16;
+}
+
+}  // namespace planner::cli

@@ -1,0 +1,24 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "planner/cluster.h"
+#include "planner/model.h"
+
+namespace planner::cli {
+
+struct Inputs {
+  std::string model_file, cluster_file;
+  ModelSpec model;
+  ClusterProfile cluster;
+};
+
+Inputs load_inputs(const std::string& model_file, const std::string& cluster_file);
+
+/// --gpus: one count or a set ("512,1024", "256-1024" keeps node multiples); default all GPUs.
+/// Each must be a positive multiple of gpus_per_node and at most the cluster's GPUs.
+std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c);
+
+Dtype parse_dtype(const std::string& text);
+
+}  // namespace planner::cli

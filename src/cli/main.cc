@@ -1,0 +1,34 @@
+#include <iostream>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "planner/error.h"
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_st("planner"));
+  spdlog::set_pattern("[%l] %v");
+  CLI::App app{"planner: parallel training plans for large transformers, from first principles"};
+  app.set_version_flag("--version", std::string("planner ") + PLANNER_VERSION);
+  app.require_subcommand(1);
+  bool verbose = false, quiet = false;
+  app.add_flag("-v,--verbose", verbose, "log details on stderr");
+  app.add_flag("-q,--quiet", quiet, "log only errors");
+  app.parse_complete_callback([&] {
+    spdlog::set_level(quiet ? spdlog::level::err : verbose ? spdlog::level::debug : spdlog::level::warn);
+  });
+  int rc = 0;
+  planner::cli::add_suggest(app, &rc);
+  planner::cli::add_estimate(app, &rc);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const planner::InputError& e) {
+    std::cerr << "planner: error: " << e.what() << "\n";
+    return 2;
+  }
+  return rc;
+}

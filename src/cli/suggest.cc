@@ -1,0 +1,117 @@
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/no_fit.h"
+#include "planner/error.h"
+#include "planner/io/knobs.h"
+#include "planner/report/report.h"
+
+namespace planner::cli {
+namespace {
+
+struct SuggestArgs {
+  std::string model, cluster, gpus, tp, pp, cp, vpp, mbs, zero, recompute, sp, schedule;
+  std::string format = "table", objective = "time", dtype = "bf16", train_tokens;
+  int global_batch = 0;
+  int top = 10;
+  bool tp_across_nodes = false;
+  double memory_limit_GiB = 0;
+};
+
+KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
+  KnobSpace k = default_knobs(in.model, in.cluster, gpus);
+  if (a.tp_across_nodes && a.tp.empty())
+    for (int t = in.cluster.gpus_per_node * 2; t <= in.model.heads; t *= 2) k.tp.push_back(t);
+  auto ints = [](const std::string& text, const char* opt, std::vector<int>& dst) {
+    if (!text.empty()) dst = io::parse_int_set(text, opt);
+  };
+  ints(a.tp, "--tp", k.tp);
+  ints(a.pp, "--pp", k.pp);
+  ints(a.cp, "--cp", k.cp);
+  ints(a.vpp, "--vpp", k.vpp);
+  ints(a.mbs, "--mbs", k.mbs);
+  ints(a.zero, "--zero", k.zero);
+  ints(a.sp, "--sp", k.sp);
+  for (auto [v, name] : {std::pair{&k.tp, "--tp"}, {&k.pp, "--pp"}, {&k.cp, "--cp"},
+                         {&k.vpp, "--vpp"}, {&k.mbs, "--mbs"}})
+    if (v->front() <= 0) throw InputError("", 0, name, "values must be positive");
+  if (k.zero.back() > 3) throw InputError("", 0, "--zero", "ZeRO stages are 0, 1, 2 and 3");
+  if (k.sp.back() > 1) throw InputError("", 0, "--sp", "expected 0 and/or 1");
+  if (!a.recompute.empty()) {
+    k.recompute.clear();
+    for (const auto& w : io::parse_word_set(a.recompute, "--recompute", {"none", "selective", "full"}))
+      k.recompute.push_back(w == "none" ? Recompute::none
+                                        : w == "selective" ? Recompute::selective : Recompute::full);
+  }
+  if (!a.schedule.empty()) {
+    k.schedule.clear();
+    for (const auto& w : io::parse_word_set(a.schedule, "--schedule", {"1f1b", "gpipe", "interleaved"}))
+      k.schedule.push_back(w == "gpipe" ? Schedule::gpipe
+                                        : w == "1f1b" ? Schedule::one_f_one_b : Schedule::interleaved);
+    const bool interleave = std::find(k.schedule.begin(), k.schedule.end(), Schedule::interleaved) != k.schedule.end();
+    if (!interleave && a.vpp.empty()) k.vpp = {1};
+  }
+  return k;
+}
+
+int run_suggest(const SuggestArgs& a) {
+  const Inputs in = load_inputs(a.model, a.cluster);
+  SearchOptions so;
+  so.gpus = parse_gpus(a.gpus, in.cluster);
+  if (a.global_batch <= 0)
+    throw InputError("", 0, "--global-batch", "must be a positive number of sequences");
+  so.global_batch = a.global_batch;
+  so.top_k = a.top;
+  so.objective = a.objective == "cost" ? Objective::cost : Objective::time;
+  so.dtype = parse_dtype(a.dtype);
+  so.estimate.tp_across_nodes = a.tp_across_nodes;
+  so.estimate.memory_limit_bytes = a.memory_limit_GiB * 1024.0 * 1024.0 * 1024.0;
+  const KnobSpace knobs = knobs_from(a, in, so.gpus.back());
+  const SearchResult r = search(in.model, in.cluster, knobs, so);
+  spdlog::info("{}", counts_line(r));
+  if (r.top.empty()) throw_no_fit(in, r);
+
+  RunContext ctx{in.model_file, in.cluster_file, &in.model, &in.cluster, so.gpus.back(),
+                 a.global_batch, a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
+  if (a.format == "json")
+    std::cout << suggest_json(ctx, r).dump(2) << "\n";
+  else if (a.format == "csv")
+    print_suggest_csv(std::cout, r);
+  else
+    print_suggest_table(std::cout, ctx, r);
+  return 0;
+}
+
+}  // namespace
+
+void add_suggest(CLI::App& app, int* rc) {
+  auto a = std::make_shared<SuggestArgs>();
+  CLI::App* s = app.add_subcommand("suggest", "search every parallel plan and rank the feasible ones");
+  s->add_option("--model", a->model, "model YAML (configs/models/)")->required();
+  s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
+  s->add_option("--gpus", a->gpus, "GPUs to use: a count or a set/range of counts (default: all)");
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences")->required();
+  s->add_option("--tp", a->tp, "tensor-parallel sizes, e.g. 8 or 1-8");
+  s->add_option("--pp", a->pp, "pipeline-parallel sizes, e.g. 1-64");
+  s->add_option("--cp", a->cp, "context-parallel sizes (default 1)");
+  s->add_option("--vpp", a->vpp, "virtual pipeline chunks per rank, e.g. 1-4");
+  s->add_option("--mbs", a->mbs, "micro-batch sizes, e.g. 1,2,4");
+  s->add_option("--zero", a->zero, "ZeRO stages, e.g. 0,1");
+  s->add_option("--recompute", a->recompute, "none,selective,full");
+  s->add_option("--sp", a->sp, "sequence parallelism 0,1");
+  s->add_option("--schedule", a->schedule, "1f1b,gpipe,interleaved");
+  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
+  s->add_option("--top", a->top, "plans to list (default 10)")->check(CLI::PositiveNumber);
+  s->add_option("--objective", a->objective, "rank by iteration time or by GPU-seconds")
+      ->check(CLI::IsMember({"time", "cost"}));
+  s->add_option("--train-tokens", a->train_tokens, "report days and GPU-hours for this many tokens (e.g. 300B)");
+  s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
+  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)");
+  s->add_option("--format", a->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
+  s->callback([a, rc] { *rc = run_suggest(*a); });
+}
+
+}  // namespace planner::cli

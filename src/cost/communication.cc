@@ -1,0 +1,83 @@
+#include "planner/cost/communication.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace planner {
+
+double bus_factor(Collective c, int n) {
+  assert(n >= 1);
+  switch (c) {
+    case Collective::allreduce: return 2.0 * (n - 1) / n;
+    case Collective::allgather:
+    case Collective::reduce_scatter:
+    case Collective::alltoall: return double(n - 1) / n;
+    case Collective::sendrecv: return 1.0;
+  }
+  return 1.0;
+}
+
+GroupLayout group_layout(int size, int stride, int gpus_per_node) {
+  assert(size >= 1 && stride >= 1 && gpus_per_node >= 1);
+  GroupLayout g;
+  g.ranks = size;
+  g.ranks_per_node = stride >= gpus_per_node ? 1 : std::min(size, std::max(1, gpus_per_node / stride));
+  g.nodes = (size + g.ranks_per_node - 1) / g.ranks_per_node;
+  return g;
+}
+
+GroupLayout tp_group(const Plan& p, int gpn) { return group_layout(p.tp, 1, gpn); }
+GroupLayout cp_group(const Plan& p, int gpn) { return group_layout(p.cp, p.tp, gpn); }
+GroupLayout dp_group(const Plan& p, int gpn) { return group_layout(p.dp, p.tp * p.cp, gpn); }
+GroupLayout pp_pair(const Plan& p, int gpn) {
+  return p.pp > 1 ? group_layout(2, p.tp * p.cp * p.dp, gpn) : GroupLayout{};
+}
+
+double tier_busbw_Bps(const CollectiveCost& cost, double bytes) {
+  const auto& c = cost.curve;
+  if (c.empty()) return cost.busbw_Bps;
+  if (bytes <= c.front().first) return c.front().second;
+  if (bytes >= c.back().first) return c.back().second;
+  auto hi = std::upper_bound(c.begin(), c.end(), bytes,
+                             [](double b, const std::pair<double, double>& p) { return b < p.first; });
+  auto lo = hi - 1;
+  const double x = std::log(bytes / lo->first) / std::log(hi->first / lo->first);
+  return lo->second + x * (hi->second - lo->second);
+}
+
+namespace {
+
+/// Latency of a tier measured on its reference group, plus a hop per extra step of the ring
+/// (allgather, reduce-scatter, all-to-all) or of the tree (allreduce, log2 of the nodes).
+double latency_s(const NetworkTier& tier, Collective c, int steps) {
+  return tier.cost[static_cast<int>(c)].latency_s + std::max(0, steps) * tier.hop_latency_s;
+}
+
+}  // namespace
+
+double collective_time_s(const ClusterProfile& cl, Collective coll, double bytes,
+                         const GroupLayout& g) {
+  if (g.ranks <= 1 || bytes <= 0) return 0.0;
+  const int ci = static_cast<int>(coll);
+  const double traffic = bytes * bus_factor(coll, g.ranks);
+  const CollectiveCost& intra = cl.intra.cost[ci];
+  if (g.nodes <= 1) {
+    const double lat = latency_s(cl.intra, coll, 0);
+    const double bw = tier_busbw_Bps(intra, bytes);
+    return intra.curve.empty() ? lat + traffic / bw : std::max(lat, traffic / bw);
+  }
+  // Across nodes the ring's slowest link sets the pace: NVLink inside the node, or the NICs of
+  // the group's ranks in one node (one NIC per GPU), whichever is slower.
+  const CollectiveCost& inter = cl.inter.cost[ci];
+  const double bw = std::min(tier_busbw_Bps(intra, bytes),
+                             g.ranks_per_node * tier_busbw_Bps(inter, bytes / g.ranks_per_node));
+  int steps = 0;
+  if (coll == Collective::allreduce)
+    steps = 2 * static_cast<int>(std::ceil(std::log2(double(g.nodes))));
+  else if (coll != Collective::sendrecv)
+    steps = g.nodes - 1;
+  return latency_s(cl.inter, coll, steps) + traffic / bw;
+}
+
+}  // namespace planner

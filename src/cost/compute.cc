@@ -1,0 +1,192 @@
+#include "planner/cost/compute.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+namespace planner {
+namespace {
+
+/// Bytes per element of GEMM operands and outputs in each precision.
+double element_bytes(Dtype d) {
+  switch (d) {
+    case Dtype::fp8: return 1;
+    case Dtype::tf32: return 4;
+    default: return 2;
+  }
+}
+
+/// Split-K factors cuBLAS may use when the output has too few tiles to fill the GPU.
+constexpr int kSplitK[] = {1, 2, 4, 8};
+
+/// Fused scale-mask-softmax (read 2 B, write 2 B) then dropout (read 2, write 2, 1-byte mask):
+/// bytes per attention-score element in the forward pass of unfused attention (Megatron-LM 2021).
+constexpr double kSoftmaxDropoutFwdBytes = 9;
+/// Backward: dropout (read grad 2, mask 1, write 2) and softmax (read probs 2, grad 2, write 2).
+constexpr double kSoftmaxDropoutBwdBytes = 11;
+/// Flash attention's backward runs five matmuls to the forward's two (Dao 2023, FlashAttention-2,
+/// section 3.1.2), so it does 2.5x the forward FLOPs.
+constexpr double kFlashBackwardFlopRatio = 2.5;
+/// Per token, outside the TP region: layer norm 1 (read 2h, write 2h), bias-dropout-add after the
+/// projection (read 2h + 2h residual, write 2h, mask h), layer norm 2 (4h), bias-dropout-add after
+/// the MLP (7h): 22 bytes per hidden element (Megatron's fused kernels, one pass each).
+constexpr double kNormResidualBytesPerHidden = 22;
+/// A backward element-wise kernel reads the saved input and the incoming gradient and writes one
+/// gradient: about twice the forward's traffic.
+constexpr double kBackwardElementwiseFactor = 2;
+/// Element-wise kernels launched per layer in the forward (2 norms, 2 residual, activation,
+/// rotary/bias); each pays the launch cost.
+constexpr int kElementwiseKernelsPerLayer = 6;
+/// Vocab-parallel cross-entropy on fp32 logits per element: forward casts to fp32 (read 2, write
+/// 4), max (read 4), subtract (read 4, write 4), exp (read 4, write 4), sum (read 4): 30 bytes;
+/// backward scales the softmax and casts back (read 4, write 4, write 2): 10 bytes.
+constexpr double kCrossEntropyFwdBytes = 30;
+constexpr double kCrossEntropyBwdBytes = 10;
+/// Embedding backward: read the gradient (2 B), read-modify-write the fp32 table row (8 B).
+constexpr double kEmbeddingBwdBytesPerElement = 10;
+/// Mixed-precision Adam per parameter: fp32 master, m and v each read and written (24 B), fp32
+/// gradient read (4 B), 16-bit weight written (2 B).
+constexpr double kAdamBytesPerParam = 30;
+
+bool aligned(double x, int alignment) { return std::fmod(x, alignment) == 0.0; }
+
+}  // namespace
+
+double gemm_efficiency(const Gpu& gpu, const GemmShape& g) {
+  const GemmModel& gm = gpu.gemm;
+  assert(g.m > 0 && g.n > 0 && g.k > 0 && gpu.sms > 0);
+  double best = 0;
+  for (const GemmTile& t : gm.tiles) {
+    const double tiles = std::ceil(g.m / t.m) * std::ceil(g.n / t.n) * g.batch;
+    for (int split : kSplitK) {
+      const double k = g.k / split;
+      if (split > 1 && k < 256) break;  // cuBLAS does not split short main loops
+      const double waves = std::ceil(tiles * split / gpu.sms);
+      const double useful = g.m * g.n * g.batch * split;
+      const double quantization = useful / (waves * gpu.sms * t.m * t.n);
+      const double mainloop = k / (k + gm.k_half);
+      best = std::max(best, t.relative_efficiency * quantization * mainloop);
+    }
+  }
+  const bool all_aligned = aligned(g.m, gm.alignment) && aligned(g.n, gm.alignment) &&
+                           aligned(g.k, gm.alignment);
+  return gm.max_efficiency * best * (all_aligned ? 1.0 : gm.misaligned_factor);
+}
+
+double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& g) {
+  const double peak = gpu.peak_flops[static_cast<int>(dtype)];
+  assert(peak > 0);
+  const double compute_s = g.flops() / (peak * gemm_efficiency(gpu, g));
+  const double bytes = element_bytes(dtype) * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n);
+  const double memory_s = bytes / gpu.hbm_achieved_Bps();
+  return std::max(compute_s, memory_s) + gpu.gemm.launch_s;
+}
+
+LinearShapes linear_shapes(double tokens, double in, double out) {
+  LinearShapes s;
+  s.fwd = {tokens, out, in};         // y[T x out] = x[T x in] W[in x out]
+  s.bwd_data = {tokens, in, out};    // dx[T x in] = dy[T x out] W^T
+  s.bwd_weight = {in, out, tokens};  // dW[in x out] = x^T dy, reduced over tokens
+  return s;
+}
+
+namespace {
+
+struct Shard {
+  double tokens, h, qkv_out, attn_in, mlp_up, mlp_down_in;
+};
+
+Shard shard_of(const ModelSpec& m, const LayerConfig& cfg) {
+  const double t = cfg.tp, d = m.head_dim();
+  Shard s;
+  s.tokens = double(cfg.mbs) * m.seq_len / cfg.cp;
+  s.h = m.hidden;
+  s.qkv_out = (m.heads + 2.0 * m.kv_heads) * d / t;
+  s.attn_in = m.heads * d / t;
+  s.mlp_up = (m.swiglu ? 2.0 : 1.0) * m.ffn / t;
+  s.mlp_down_in = m.ffn / t;
+  return s;
+}
+
+void add_gemms(const Gpu& gpu, Dtype dt, const Shard& s, LayerCompute& out) {
+  const LinearShapes linears[] = {linear_shapes(s.tokens, s.h, s.qkv_out),
+                                  linear_shapes(s.tokens, s.attn_in, s.h),
+                                  linear_shapes(s.tokens, s.h, s.mlp_up),
+                                  linear_shapes(s.tokens, s.mlp_down_in, s.h)};
+  out.min_shard_dim = 1e300;
+  for (const LinearShapes& l : linears) {
+    out.fwd_gemm_s += gemm_time_s(gpu, dt, l.fwd);
+    out.bwd_gemm_s += gemm_time_s(gpu, dt, l.bwd_data) + gemm_time_s(gpu, dt, l.bwd_weight);
+    out.fwd_flops += l.fwd.flops();
+    out.bwd_flops += l.bwd_data.flops() + l.bwd_weight.flops();
+    out.min_shard_dim = std::min({out.min_shard_dim, l.fwd.n, l.fwd.k});
+  }
+}
+
+void add_attention(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg,
+                   LayerCompute& out) {
+  const Gpu& gpu = c.gpu;
+  const double heads = double(m.heads) / cfg.tp, d = m.head_dim();
+  const double batch = cfg.mbs * heads, sq = double(m.seq_len) / cfg.cp, sk = m.seq_len;
+  if (cfg.attention == AttentionKernel::unfused) {
+    const GemmShape score{sq, sk, d, batch}, context{sq, d, sk, batch};
+    const GemmShape dq{sq, d, sk, batch}, dk{sk, d, sq, batch};
+    const GemmShape dp{sq, sk, d, batch}, dv{sk, d, sq, batch};
+    const double elems = batch * sq * sk;
+    out.fwd_attn_s = gemm_time_s(gpu, cfg.dtype, score) + gemm_time_s(gpu, cfg.dtype, context) +
+                     elems * kSoftmaxDropoutFwdBytes / gpu.hbm_achieved_Bps();
+    out.bwd_attn_s = gemm_time_s(gpu, cfg.dtype, dq) + gemm_time_s(gpu, cfg.dtype, dk) +
+                     gemm_time_s(gpu, cfg.dtype, dp) + gemm_time_s(gpu, cfg.dtype, dv) +
+                     elems * kSoftmaxDropoutBwdBytes / gpu.hbm_achieved_Bps();
+    out.fwd_flops += score.flops() + context.flops();
+    out.bwd_flops += 2 * (score.flops() + context.flops());
+    return;
+  }
+  const double causal = c.software.causal_attention_skip ? 0.5 : 1.0;
+  const double fwd_flops = 4.0 * batch * sq * sk * d * causal;
+  const double rate = gpu.peak_flops[static_cast<int>(cfg.dtype)] * c.software.flash_efficiency;
+  out.fwd_attn_s = fwd_flops / rate + gpu.gemm.launch_s;
+  out.bwd_attn_s = kFlashBackwardFlopRatio * fwd_flops / rate + gpu.gemm.launch_s;
+  out.fwd_flops += fwd_flops;
+  out.bwd_flops += kFlashBackwardFlopRatio * fwd_flops;
+}
+
+}  // namespace
+
+LayerCompute layer_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg) {
+  const Shard s = shard_of(m, cfg);
+  LayerCompute out;
+  add_gemms(c.gpu, cfg.dtype, s, out);
+  add_attention(m, c, cfg, out);
+  const double outside_tp = cfg.sp ? cfg.tp : 1.0;
+  const double activation_bytes = 2.0 * (s.mlp_up + s.mlp_down_in);  // read input, write output
+  const double fwd_bytes =
+      s.tokens * (kNormResidualBytesPerHidden * s.h / outside_tp + activation_bytes);
+  const double launches = kElementwiseKernelsPerLayer * c.gpu.gemm.launch_s;
+  out.fwd_elementwise_s = fwd_bytes / c.gpu.hbm_achieved_Bps() + launches;
+  out.bwd_elementwise_s =
+      kBackwardElementwiseFactor * fwd_bytes / c.gpu.hbm_achieved_Bps() + launches;
+  return out;
+}
+
+HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg) {
+  const Gpu& gpu = c.gpu;
+  const double tokens = double(cfg.mbs) * m.seq_len / cfg.cp;
+  const double vocab_shard = double(m.vocab) / cfg.tp;
+  const LinearShapes logits = linear_shapes(tokens, m.hidden, vocab_shard);
+  const double logit_elems = tokens * vocab_shard, bw = gpu.hbm_achieved_Bps();
+  HeadCompute h;
+  h.embed_fwd_s = tokens * m.hidden * 4.0 / bw + gpu.gemm.launch_s;
+  h.embed_bwd_s = tokens * m.hidden * kEmbeddingBwdBytesPerElement / bw + gpu.gemm.launch_s;
+  h.logits_fwd_s = gemm_time_s(gpu, cfg.dtype, logits.fwd) + logit_elems * kCrossEntropyFwdBytes / bw;
+  h.logits_bwd_s = gemm_time_s(gpu, cfg.dtype, logits.bwd_data) +
+                   gemm_time_s(gpu, cfg.dtype, logits.bwd_weight) +
+                   logit_elems * kCrossEntropyBwdBytes / bw;
+  return h;
+}
+
+double optimizer_step_s(const Gpu& gpu, double params) {
+  return params * kAdamBytesPerParam / gpu.hbm_achieved_Bps();
+}
+
+}  // namespace planner

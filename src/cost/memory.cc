@@ -1,0 +1,97 @@
+#include "planner/cost/memory.h"
+
+#include <algorithm>
+#include <cassert>
+
+namespace planner {
+
+/// Korthikanti et al. 2022, Table 2, term by term (no parallelism: sbh(34 + 5as/h)):
+///   outside the TP region, 10 sbh: two layer-norm inputs (4), two dropout masks (2), the QKV
+///   and MLP GEMM inputs (2 + 2); sharded by t only with sequence parallelism;
+///   inside the TP region, 24 sbh / t: Q and the projection input (2 + 2 sbh), K and V
+///   (2 + 2 s b g d), the activation input (2 s b f_up) and the fc2 input (2 s b f);
+///   attention scores, softmax and its dropout, 5 a s^2 b / t: gone with selective recompute or a
+///   flash kernel, which keeps only fp32 softmax statistics (4 a s b / t).
+/// Full recompute keeps only each layer's input, 2 sbh (sharded with sequence parallelism).
+double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp,
+                                  Recompute r, AttentionKernel attn) {
+  const double s = double(m.seq_len) / cp, b = mbs, h = m.hidden, t = tp;
+  const double sbh = s * b * h;
+  const double outside_tp = sp ? t : 1.0;
+  if (r == Recompute::full) return 2.0 * sbh / outside_tp;
+  const double d = m.head_dim(), g = m.kv_heads, a = m.heads;
+  const double f = m.ffn, f_up = m.swiglu ? 2.0 * f : f;
+  const double non_tp = 10.0 * sbh;
+  const double tp_part = s * b * (4.0 * h + 4.0 * g * d + 2.0 * f_up + 2.0 * f);
+  double core = 0;
+  if (attn == AttentionKernel::flash)
+    core = 4.0 * a * s * b;
+  else if (r == Recompute::none)
+    core = 5.0 * a * s * double(m.seq_len) * b;
+  return non_tp / outside_tp + (tp_part + core) / t;
+}
+
+double microbatches_in_flight(const Plan& p) {
+  const int m = p.microbatches();
+  switch (p.schedule) {
+    case Schedule::gpipe: return m;
+    case Schedule::one_f_one_b: return std::min(p.pp, m);
+    case Schedule::interleaved:
+      return std::min<double>(m, p.pp + double(p.pp - 1) / p.vpp);
+  }
+  return m;
+}
+
+namespace {
+
+/// In flight on `stage`: the first stage holds the most; stage i of 1F1B holds pp - i.
+double in_flight_on(const Plan& p, int stage) {
+  if (p.schedule == Schedule::gpipe) return p.microbatches();
+  const double first = microbatches_in_flight(p);
+  return std::max(1.0, first - stage);
+}
+
+}  // namespace
+
+double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage) {
+  assert(p.pp >= 1 && m.layers % p.pp == 0);
+  double params = double(m.layers / p.pp) * m.layer_params();
+  const bool first = stage == 0, last = stage == p.pp - 1;
+  if (first) params += m.embedding_params();
+  // The last stage holds the output layer: its own weights when untied, a copy of the embedding
+  // when tied and pipelined (Megatron-LM keeps both copies and all-reduces their gradients).
+  if (last && (!m.tied_embeddings || p.pp > 1)) params += double(m.vocab) * m.hidden;
+  if (last) params += m.hidden;  // final norm
+  return params / p.tp;
+}
+
+MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Plan& p, const Gpu& gpu,
+                               AttentionKernel attn, int stage) {
+  (void)gpu;
+  const double params = stage_params_per_rank(m, p, stage);
+  MemoryBreakdown mem;
+  mem.weights = params * kWeightBytesPerParam / (p.zero >= 3 ? p.dp : 1);
+  mem.grads = params * kGradBytesPerParam / (p.zero >= 2 ? p.dp : 1);
+  mem.optimizer = params * kOptimizerBytesPerParam / (p.zero >= 1 ? p.dp : 1);
+  if (p.zero >= 3)  // two layers gathered at a time (current + prefetch)
+    mem.weights += 2.0 * m.layer_params() / p.tp * kWeightBytesPerParam;
+
+  const double layers = double(m.layers) / p.pp;
+  const double per_layer =
+      activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn);
+  const double in_flight = in_flight_on(p, stage);
+  mem.activations = per_layer * layers * in_flight;
+  if (p.recompute == Recompute::full)  // one layer recomputed at a time, fully materialised
+    mem.activations += activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn);
+  const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
+  if (stage == 0)  // embedding output dropout mask, Korthikanti's (sbh L / t)(p / L) term
+    mem.activations += sbh * in_flight / p.tp;
+  if (stage == p.pp - 1)  // final norm and output GEMM input, fp32 logits: 4sbh/t (1 + v/h)
+    mem.activations += 4.0 * sbh / p.tp + 4.0 * s * p.mbs * double(m.vocab) / p.tp;
+
+  const double used = mem.weights + mem.grads + mem.optimizer + mem.activations;
+  mem.reserve = kRuntimeReserveBytes + kFragmentationFraction * used;
+  return mem;
+}
+
+}  // namespace planner

@@ -1,0 +1,161 @@
+#include "planner/io/cluster_io.h"
+
+#include "planner/error.h"
+#include "planner/io/yaml_util.h"
+#include "planner/units.h"
+
+namespace planner::io {
+namespace {
+
+double positive(const YamlReader& r, const std::string& key) {
+  const double v = r.get_double(key);
+  if (!(v > 0)) r.fail(key, "must be positive");
+  return v;
+}
+
+double fraction(const YamlReader& r, const std::string& key) {
+  const double v = r.get_double(key);
+  if (!(v > 0 && v <= 1)) r.fail(key, "must be in (0, 1]");
+  return v;
+}
+
+GemmModel read_gemm(const YamlReader& r) {
+  r.check_keys({"max_efficiency", "k_half", "misaligned_factor", "alignment", "launch_us", "tiles"});
+  GemmModel g;
+  g.max_efficiency = fraction(r, "max_efficiency");
+  g.k_half = r.get_double("k_half");
+  g.misaligned_factor = fraction(r, "misaligned_factor");
+  g.alignment = r.get_int("alignment");
+  g.launch_s = r.get_double("launch_us") * kUs;
+  const YAML::Node tiles = r.node("tiles");
+  if (!tiles.IsSequence() || tiles.size() == 0)
+    r.fail("tiles", "expected a list of [m, n, relative_efficiency]");
+  for (const auto& t : tiles) {
+    GemmTile tile;
+    try {
+      if (t.IsSequence() && t.size() == 3)
+        tile = {t[0].as<int>(), t[1].as<int>(), t[2].as<double>()};
+    } catch (const YAML::Exception&) {
+      tile.m = 0;
+    }
+    if (!t.IsSequence() || t.size() != 3 || tile.m <= 0 || tile.n <= 0 ||
+        !(tile.relative_efficiency > 0 && tile.relative_efficiency <= 1))
+      throw InputError(r.file(), t.Mark().line + 1, r.path("tiles"),
+                       "expected [m, n, relative_efficiency] with positive m, n and efficiency in (0, 1]");
+    g.tiles.push_back(tile);
+  }
+  return g;
+}
+
+Gpu read_gpu(const YamlReader& r) {
+  r.check_keys({"name", "sms", "peak_tflops", "hbm_GiB", "hbm_bandwidth_GBps", "hbm_efficiency", "gemm"});
+  Gpu g;
+  g.name = r.get_string("name");
+  g.sms = r.get_int("sms");
+  if (g.sms <= 0) r.fail("sms", "must be a positive integer");
+  const YamlReader peak = r.child("peak_tflops");
+  peak.check_keys({"fp16", "bf16", "fp8", "tf32"});
+  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32}) {
+    const std::string key = to_string(d);
+    const double v = peak.has(key) ? peak.get_double(key) : 0.0;
+    if (v < 0) peak.fail(key, "must not be negative");
+    g.peak_flops[static_cast<int>(d)] = v * kTera;
+  }
+  g.hbm_bytes = positive(r, "hbm_GiB") * kGiB;
+  g.hbm_Bps = positive(r, "hbm_bandwidth_GBps") * kGB;
+  g.hbm_efficiency = fraction(r, "hbm_efficiency");
+  g.gemm = read_gemm(r.child("gemm"));
+  return g;
+}
+
+CollectiveCost read_collective(const YamlReader& r) {
+  r.check_keys({"busbw_GBps", "latency_us", "curve"});
+  CollectiveCost c;
+  c.busbw_Bps = positive(r, "busbw_GBps") * kGB;
+  c.latency_s = r.get_double("latency_us") * kUs;
+  if (!r.has("curve")) return c;
+  const YAML::Node curve = r.node("curve");
+  if (!curve.IsSequence()) r.fail("curve", "expected a list of [bytes, busbw_GBps]");
+  double last = 0;
+  for (const auto& p : curve) {
+    double bytes = 0, busbw = 0;
+    try {
+      if (p.IsSequence() && p.size() == 2) bytes = p[0].as<double>(), busbw = p[1].as<double>();
+    } catch (const YAML::Exception&) {
+      bytes = 0;
+    }
+    if (bytes <= last || busbw <= 0)
+      throw InputError(r.file(), p.Mark().line + 1, r.path("curve"),
+                       "expected [bytes, busbw_GBps] pairs with ascending bytes and positive busbw");
+    last = bytes;
+    c.curve.emplace_back(bytes, busbw * kGB);
+  }
+  return c;
+}
+
+NetworkTier read_tier(const YamlReader& r) {
+  r.check_keys({"name", "reference_ranks", "hop_latency_us", "allreduce", "allgather",
+                "reduce_scatter", "alltoall", "sendrecv"});
+  NetworkTier t;
+  t.name = r.get_string("name");
+  t.reference_ranks = r.get_int("reference_ranks");
+  t.hop_latency_s = r.get_double("hop_latency_us") * kUs;
+  for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
+                       Collective::alltoall, Collective::sendrecv})
+    t.cost[static_cast<int>(c)] = read_collective(r.child(to_string(c)));
+  return t;
+}
+
+SoftwareStack read_software(const YamlReader& r) {
+  r.check_keys({"attention", "flash_efficiency", "overlap_grad_reduce", "overlap_param_gather",
+                "causal_attention_skip"});
+  SoftwareStack s;
+  const std::string attn = r.get_string("attention");
+  if (attn != "flash" && attn != "unfused") r.fail("attention", "expected flash or unfused, got '" + attn + "'");
+  s.attention = attn == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
+  s.flash_efficiency = fraction(r, "flash_efficiency");
+  s.overlap_grad_reduce = r.get_bool("overlap_grad_reduce");
+  s.overlap_param_gather = r.get_bool("overlap_param_gather");
+  s.causal_attention_skip = r.get_bool("causal_attention_skip");
+  return s;
+}
+
+ClusterProfile read_cluster(const YamlReader& r) {
+  r.check_keys({"name", "gpus_per_node", "nodes", "gpu_hour_usd", "gpu", "software", "network",
+                "provenance"});
+  ClusterProfile c;
+  c.file = r.file();
+  c.name = r.get_string("name");
+  c.gpus_per_node = r.get_int("gpus_per_node");
+  if (c.gpus_per_node <= 0) r.fail("gpus_per_node", "must be a positive integer");
+  c.nodes = r.get_int("nodes");
+  if (c.nodes <= 0) r.fail("nodes", "must be a positive integer");
+  if (r.has("gpu_hour_usd")) c.gpu_hour_usd = r.get_double("gpu_hour_usd");
+  c.gpu = read_gpu(r.child("gpu"));
+  c.software = read_software(r.child("software"));
+  const YamlReader net = r.child("network");
+  net.check_keys({"intra_node", "inter_node"});
+  c.intra = read_tier(net.child("intra_node"));
+  c.inter = read_tier(net.child("inter_node"));
+  const YAML::Node prov = r.node("provenance");
+  if (!prov.IsMap() || prov.size() == 0) r.fail("provenance", "expected a mapping of key: source");
+  for (auto it = prov.begin(); it != prov.end(); ++it) {
+    if (!it->second.IsScalar())
+      throw InputError(r.file(), it->first.Mark().line + 1, "provenance." + it->first.Scalar(),
+                       "expected a source as text");
+    c.provenance[it->first.Scalar()] = it->second.Scalar();
+  }
+  return c;
+}
+
+}  // namespace
+
+ClusterProfile load_cluster(const std::string& path) {
+  return read_cluster(YamlReader(load_yaml_file(path), path));
+}
+
+ClusterProfile parse_cluster(const std::string& text, const std::string& file) {
+  return read_cluster(YamlReader(parse_yaml_text(text, file), file));
+}
+
+}  // namespace planner::io

@@ -1,0 +1,104 @@
+#include "planner/io/yaml_util.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "planner/error.h"
+
+namespace planner::io {
+
+YAML::Node load_yaml_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, 0, "", "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_yaml_text(ss.str(), path);
+}
+
+YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(file, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
+  }
+  if (!doc || doc.IsNull()) throw InputError(file, 0, "", "the file is empty");
+  return doc;
+}
+
+YamlReader::YamlReader(YAML::Node node, std::string file, std::string prefix)
+    : node_(std::move(node)), file_(std::move(file)), prefix_(std::move(prefix)) {
+  if (!node_.IsMap())
+    throw InputError(file_, line(), prefix_, prefix_.empty() ? "expected a mapping of keys"
+                                                             : "expected a mapping of keys here");
+}
+
+std::string YamlReader::path(const std::string& key) const {
+  return prefix_.empty() ? key : prefix_ + "." + key;
+}
+
+int YamlReader::line() const { return node_.Mark().line >= 0 ? node_.Mark().line + 1 : 0; }
+
+int YamlReader::line_of(const std::string& key) const {
+  for (auto it = node_.begin(); it != node_.end(); ++it)
+    if (it->first.as<std::string>() == key) return it->first.Mark().line + 1;
+  return line();
+}
+
+void YamlReader::fail(const std::string& key, const std::string& what) const {
+  throw InputError(file_, line_of(key), path(key), what);
+}
+
+void YamlReader::check_keys(const std::vector<std::string>& allowed) const {
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    const std::string key = it->first.as<std::string>();
+    bool ok = false;
+    for (const auto& a : allowed) ok = ok || a == key;
+    if (ok) continue;
+    const std::string near = nearest_word(key, allowed);
+    throw InputError(file_, it->first.Mark().line + 1, path(key),
+                     "unknown key" + (near.empty() ? std::string() : ", did you mean '" + near + "'?"));
+  }
+}
+
+bool YamlReader::has(const std::string& key) const { return bool(node_[key]); }
+
+YAML::Node YamlReader::node(const std::string& key) const {
+  YAML::Node n = node_[key];
+  if (!n) throw InputError(file_, line(), path(key), "missing required key");
+  return n;
+}
+
+namespace {
+
+template <typename T>
+T convert(const YamlReader& r, const YAML::Node& n, const std::string& key, const char* type) {
+  if (!n.IsScalar()) r.fail(key, std::string("expected ") + type);
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    r.fail(key, std::string("expected ") + type + ", got '" + n.Scalar() + "'");
+  }
+}
+
+}  // namespace
+
+int YamlReader::get_int(const std::string& key) const {
+  return convert<int>(*this, node(key), key, "an integer");
+}
+double YamlReader::get_double(const std::string& key) const {
+  return convert<double>(*this, node(key), key, "a number");
+}
+bool YamlReader::get_bool(const std::string& key) const {
+  return convert<bool>(*this, node(key), key, "true or false");
+}
+std::string YamlReader::get_string(const std::string& key) const {
+  return convert<std::string>(*this, node(key), key, "a string");
+}
+YamlReader YamlReader::child(const std::string& key) const {
+  YAML::Node n = node(key);
+  if (!n.IsMap()) fail(key, "expected a mapping of keys");
+  return YamlReader(n, file_, path(key));
+}
+
+}  // namespace planner::io

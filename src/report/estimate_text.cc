@@ -1,0 +1,64 @@
+#include <cstdio>
+#include <ostream>
+
+#include "planner/report/report.h"
+#include "planner/units.h"
+
+namespace planner {
+
+namespace {
+
+template <typename... Args>
+void line(std::ostream& out, const char* f, Args... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, f, args...);
+  out << buf;
+}
+
+void share(std::ostream& out, const char* name, double s, double total) {
+  line(out, "  %-22s %10.4f s  %5.1f%%\n", name, s, total > 0 ? 100 * s / total : 0.0);
+}
+
+}  // namespace
+
+void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimate& e) {
+  const ModelSpec& m = *ctx.model;
+  const Breakdown& b = e.breakdown;
+  const double t = e.iteration_time_s;
+  line(out, "# planner %s estimate\n# model   %s (%s): %.3fB parameters\n# cluster %s (%s)\n",
+       PLANNER_VERSION, m.name.c_str(), ctx.model_file.c_str(), m.total_params() / 1e9,
+       ctx.cluster->name.c_str(), ctx.cluster_file.c_str());
+  out << "# plan    --plan \"" << to_plan_string(e.plan) << "\"\n\n";
+  line(out, "iteration time          %10.4f s   (%d micro-batches of %d)\n", t,
+       e.plan.microbatches(), e.plan.mbs);
+  line(out, "throughput              %10.0f tokens/s\n", e.tokens_per_s);
+  line(out, "model TFLOP/s per GPU   %10.1f     (MFU %.1f%%)\n", e.tflops_per_gpu, 100 * e.mfu);
+  if (ctx.train_tokens > 0) {
+    const double seconds = ctx.train_tokens / e.tokens_per_s;
+    line(out, "training %.3g tokens    %10.1f days, %.4g GPU-hours\n", ctx.train_tokens,
+         seconds / kSecondsPerDay, seconds * e.plan.gpus() / kSecondsPerHour);
+  }
+  out << "\ntime breakdown (critical path)\n";
+  share(out, "compute", b.compute_s, t);
+  share(out, "TP communication", b.tp_comm_s, t);
+  share(out, "PP communication", b.pp_comm_s, t);
+  share(out, "DP communication", b.dp_comm_s, t);
+  share(out, "pipeline bubble", b.bubble_s, t);
+  share(out, "optimizer step", b.optimizer_s, t);
+  out << "\none layer, one micro-batch, one rank\n";
+  line(out, "  forward  compute %9.3f ms  comm %8.3f ms\n", e.layer.fwd_compute_s / kMs,
+       e.layer.fwd_comm_s / kMs);
+  line(out, "  backward compute %9.3f ms  comm %8.3f ms\n", e.layer.bwd_compute_s / kMs,
+       e.layer.bwd_comm_s / kMs);
+  const MemoryBreakdown& mem = e.memory;
+  out << "\nmemory per GPU (most loaded stage)\n";
+  line(out, "  weights %.2f, gradients %.2f, optimizer %.2f, activations %.2f, reserve %.2f GiB\n",
+       mem.weights / kGiB, mem.grads / kGiB, mem.optimizer / kGiB, mem.activations / kGiB,
+       mem.reserve / kGiB);
+  line(out, "  total %.2f GiB of %.2f GiB\n", e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB);
+  out << "\ndiagnostics\n";
+  for (const Diagnostic& d : diagnose(m, *ctx.cluster, e))
+    out << "  [" << d.severity << "] " << d.message << "\n      -> " << d.remedy << "\n";
+}
+
+}  // namespace planner

@@ -1,0 +1,104 @@
+#include <cstdio>
+#include <ostream>
+
+#include "planner/report/report.h"
+#include "planner/units.h"
+
+namespace planner {
+
+std::string with_commas(long long v) {
+  const std::string digits = std::to_string(v < 0 ? -v : v);
+  std::string out = v < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string counts_line(const SearchResult& r) {
+  std::string line = with_commas(r.evaluated) + " plans: " +
+                     with_commas(r.rejections[int(Rejection::none)]) + " ranked";
+  for (int i = 1; i < kNumRejections; ++i)
+    if (r.rejections[i] > 0)
+      line += ", " + with_commas(r.rejections[i]) + " " + to_string(static_cast<Rejection>(i));
+  return line;
+}
+
+namespace {
+
+void print_context(std::ostream& out, const RunContext& ctx) {
+  const ModelSpec& m = *ctx.model;
+  const ClusterProfile& c = *ctx.cluster;
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "# planner %s\n# model   %s (%s): %.2fB parameters, %d layers, hidden %d, %d heads "
+                "(%d kv), ffn %d%s, vocab %d, seq %d\n",
+                PLANNER_VERSION, m.name.c_str(), ctx.model_file.c_str(), m.total_params() / 1e9,
+                m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.swiglu ? " swiglu" : "", m.vocab,
+                m.seq_len);
+  out << buf;
+  std::snprintf(buf, sizeof buf,
+                "# cluster %s (%s): %s, %d GPUs/node, %.0f GiB HBM, %.0f dense bf16 TFLOP/s, "
+                "attention %s\n",
+                c.name.c_str(), ctx.cluster_file.c_str(), c.gpu.name.c_str(), c.gpus_per_node,
+                c.gpu.hbm_bytes / kGiB, c.gpu.peak_flops[int(Dtype::bf16)] / kTera,
+                c.software.attention == AttentionKernel::flash ? "flash" : "unfused");
+  out << buf;
+  std::snprintf(buf, sizeof buf, "# job     %d GPUs, global batch %d sequences (%s tokens)\n",
+                ctx.gpus, ctx.global_batch,
+                with_commas(static_cast<long long>(ctx.global_batch) * m.seq_len).c_str());
+  out << buf;
+}
+
+}  // namespace
+
+void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchResult& r) {
+  print_context(out, ctx);
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "# %s in %.3f s\n#\n", counts_line(r).c_str(), r.search_time_s);
+  out << buf;
+  out << "# rank    dp  tp  pp vpp mbs zero recompute sp   iter_s TFLOP/s   MFU%   mem_GiB "
+         "bubble% comm%";
+  if (ctx.train_tokens > 0) out << "    days GPU-hours";
+  out << "  plan\n";
+  int rank = 0;
+  for (const Estimate& e : r.top) {
+    const Plan& p = e.plan;
+    std::snprintf(buf, sizeof buf,
+                  "  %4d %5d %3d %3d %3d %3d %4d %-9s %2d %8.3f %7.1f %6.1f %9.1f %7.1f %5.1f",
+                  ++rank, p.dp, p.tp, p.pp, p.vpp, p.mbs, p.zero, to_string(p.recompute),
+                  p.sp ? 1 : 0, e.iteration_time_s, e.tflops_per_gpu, 100 * e.mfu,
+                  e.memory_bytes / kGiB, 100 * e.bubble_fraction, 100 * e.exposed_comm_fraction);
+    out << buf;
+    if (ctx.train_tokens > 0) {
+      const double seconds = ctx.train_tokens / e.tokens_per_s;
+      std::snprintf(buf, sizeof buf, " %7.1f %9.3g", seconds / kSecondsPerDay,
+                    seconds * p.gpus() / kSecondsPerHour);
+      out << buf;
+    }
+    out << "  --plan \"" << to_plan_string(p) << "\"\n";
+  }
+}
+
+void print_suggest_csv(std::ostream& out, const SearchResult& r) {
+  out << "rank,dp,tp,pp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,iteration_time_s,tokens_per_s,"
+         "tflops_per_gpu,mfu,memory_bytes_per_gpu,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,"
+         "bubble_s,optimizer_s,plan\n";
+  int rank = 0;
+  for (const Estimate& e : r.top) {
+    const Plan& p = e.plan;
+    const Breakdown& b = e.breakdown;
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
+                  "%.6g,%.6g,%.6g,",
+                  ++rank, p.dp, p.tp, p.pp, p.cp, p.vpp, p.mbs, p.gbs, p.zero,
+                  to_string(p.recompute), p.sp ? 1 : 0, to_string(p.schedule), e.iteration_time_s,
+                  e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes, b.compute_s,
+                  b.tp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s, b.optimizer_s);
+    out << buf << '"' << to_plan_string(p) << "\"\n";
+  }
+}
+
+}  // namespace planner

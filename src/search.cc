@@ -1,0 +1,118 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <queue>
+
+namespace planner {
+
+KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
+  KnobSpace k;
+  for (int t = 1; t <= c.gpus_per_node; ++t) k.tp.push_back(t);
+  for (int p = 1; p <= std::min(m.layers, gpus); ++p)
+    if (m.layers % p == 0) k.pp.push_back(p);
+  k.cp = {1};
+  k.vpp = {1, 2, 3, 4, 5, 6, 7, 8};
+  k.mbs = {1, 2, 4, 8, 16};
+  k.zero = {0, 1, 2, 3};
+  k.recompute = {Recompute::none, Recompute::selective, Recompute::full};
+  k.sp = {0, 1};
+  k.schedule = {Schedule::one_f_one_b};
+  return k;
+}
+
+namespace {
+
+double score(const Estimate& e, Objective o) {
+  return o == Objective::cost ? e.iteration_time_s * e.plan.gpus() : e.iteration_time_s;
+}
+
+struct Worse {
+  Objective o;
+  bool operator()(const Estimate& a, const Estimate& b) const { return score(a, o) < score(b, o); }
+};
+
+class TopK {
+ public:
+  TopK(int k, Objective o) : k_(k), worse_{o}, heap_(worse_) {}
+  void offer(const Estimate& e) {
+    if (static_cast<int>(heap_.size()) < k_) {
+      heap_.push(e);
+    } else if (worse_(e, heap_.top())) {
+      heap_.pop();
+      heap_.push(e);
+    }
+  }
+  std::vector<Estimate> sorted() {
+    std::vector<Estimate> v;
+    for (; !heap_.empty(); heap_.pop()) v.push_back(heap_.top());
+    std::reverse(v.begin(), v.end());
+    return v;
+  }
+
+ private:
+  int k_;
+  Worse worse_;
+  std::priority_queue<Estimate, std::vector<Estimate>, Worse> heap_;
+};
+
+std::vector<Schedule> schedules_for(int vpp, const std::vector<Schedule>& allowed) {
+  if (vpp > 1) return {Schedule::interleaved};
+  std::vector<Schedule> s;
+  for (Schedule x : allowed)
+    if (x != Schedule::interleaved) s.push_back(x);
+  return s;
+}
+
+}  // namespace
+
+SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,
+                    const SearchOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  SearchResult r;
+  TopK top(std::max(1, o.top_k), o.objective);
+  EstimateOptions eo = o.estimate;
+  eo.reasons = false;
+  const AttentionKernel attn = c.software.attention;
+  const double outer = double(o.gpus.size() * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size());
+  double outer_done = 0;
+  for (int gpus : o.gpus)
+    for (int tp : k.tp)
+      for (int cp : k.cp)
+        for (int mbs : k.mbs)
+          for (int sp : k.sp) {
+            if (o.progress) o.progress(outer_done / outer);
+            outer_done += 1;
+            const LayerConfig cfg{tp, cp, mbs, sp != 0, o.dtype, attn};
+            const LayerCompute layer = layer_compute(m, c, cfg);
+            for (int pp : k.pp) {
+              Plan p;
+              p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.gbs = o.global_batch;
+              p.dtype = o.dtype;
+              p.dp = gpus / std::max(1, tp * cp * pp);
+              const bool divides = p.dp * tp * cp * pp == gpus;
+              for (int vpp : k.vpp)
+                for (Schedule sched : schedules_for(vpp, k.schedule))
+                  for (int zero : k.zero)
+                    for (Recompute rc : k.recompute) {
+                      ++r.evaluated;
+                      if (!divides) { ++r.rejections[int(Rejection::gpus_mismatch)]; continue; }
+                      p.vpp = vpp, p.schedule = sched, p.zero = zero, p.recompute = rc;
+                      Estimate e = estimate(m, c, p, eo, &layer);
+                      ++r.rejections[int(e.rejection)];
+                      if (e.rejection == Rejection::out_of_memory) {
+                        r.any_memory_rejection = true;
+                        if (r.closest_infeasible.memory_bytes == 0 ||
+                            e.memory_bytes < r.closest_infeasible.memory_bytes)
+                          r.closest_infeasible = e;
+                      }
+                      if (e.ok()) top.offer(e);
+                    }
+            }
+          }
+  r.top = top.sorted();
+  r.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace planner

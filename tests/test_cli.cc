@@ -1,0 +1,126 @@
+// End-to-end: the planner binary's exit codes, messages and output formats.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Run {
+  int rc = -1;
+  std::string out;  ///< stdout and stderr together
+};
+
+Run planner(const std::string& args) {
+  const std::string cmd = "cd " PLANNER_SOURCE_DIR " && " PLANNER_BINARY " " + args + " 2>&1";
+  Run r;
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kModel = "--model configs/models/gpt3-175b.yaml";
+const std::string kCluster = "--cluster hw_profiles/dgx-a100-80gb.yaml";
+
+void check_error(const std::string& args, const std::string& message) {
+  const Run r = planner(args);
+  CAPTURE(args);
+  CHECK(r.rc == 2);
+  CHECK(r.out == "planner: error: " + message + "\n");
+}
+
+}  // namespace
+
+TEST_CASE("suggest prints a ranked table with reproducible plans") {
+  const Run r = planner("suggest " + kModel + " " + kCluster + " --gpus 1024 --global-batch 1536 --top 3");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("# model   gpt3-175b") != std::string::npos);
+  CHECK(r.out.find(" ranked, ") != std::string::npos);
+  CHECK(r.out.find("--plan \"tp=") != std::string::npos);
+}
+
+TEST_CASE("suggest --format json carries the documented keys") {
+  const Run r = planner("suggest " + kModel + " " + kCluster +
+                        " --gpus 1024 --global-batch 1536 --top 2 --format json --train-tokens 300B");
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"schema_version", "context", "plans_evaluated", "search_time_s", "rejections", "plans"})
+    CHECK(j.contains(k));
+  REQUIRE(j["plans"].size() == 2);
+  const auto& p = j["plans"][0];
+  for (const char* k : {"dp", "tp", "pp", "cp", "vpp", "mbs", "gbs", "zero", "recompute", "sp", "schedule"})
+    CHECK(p["plan"].contains(k));
+  for (const char* k : {"iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_bytes_per_gpu",
+                        "train_days", "train_gpu_hours"})
+    CHECK(p.contains(k));
+  for (const char* k : {"compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"})
+    CHECK(p["breakdown"].contains(k));
+}
+
+TEST_CASE("suggest --format csv has a header and K rows") {
+  const Run r = planner("suggest " + kModel + " " + kCluster + " --gpus 1024 --global-batch 1536 --top 4 --format csv");
+  REQUIRE(r.rc == 0);
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
+  CHECK(r.out.rfind("rank,dp,tp,pp,", 0) == 0);
+}
+
+TEST_CASE("estimate --format json has model_params, layer and diagnostics") {
+  const Run r = planner("estimate " + kModel + " " + kCluster +
+                        " --plan \"tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1\" --format json");
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["model_params"].get<double>() == doctest::Approx(174.56e9).epsilon(0.001));
+  for (const char* k : {"fwd_compute_s", "bwd_compute_s", "fwd_comm_s", "bwd_comm_s"}) CHECK(j["layer"].contains(k));
+  std::vector<std::string> ids;
+  for (const auto& d : j["diagnostics"]) ids.push_back(d["id"]);
+  CHECK(std::find(ids.begin(), ids.end(), "compute_vs_comm") != ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), "bubble_share") != ids.end());
+  CHECK(std::find(ids.begin(), ids.end(), "memory_headroom") != ids.end());
+}
+
+TEST_CASE("estimate diagnoses too few micro-batches and tiny shards") {
+  const Run r = planner("estimate --model configs/models/gpt3-350m.yaml " + kCluster +
+                        " --plan \"tp=8,pp=4,dp=1,mbs=1,gbs=2\"");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("2 micro-batches for 4 pipeline stages") != std::string::npos);
+  CHECK(r.out.find("the smallest GEMM shard dimension is 128") != std::string::npos);
+  CHECK(r.out.find("tensor cores are under-used") != std::string::npos);
+}
+
+TEST_CASE("bad input: one clear message and exit 2") {
+  check_error("suggest --model /no/such.yaml " + kCluster + " --global-batch 8", "/no/such.yaml: cannot open file");
+  check_error("suggest " + kModel + " " + kCluster + " --gpus 0 --global-batch 8", "option --gpus: must be positive, got 0");
+  check_error("suggest " + kModel + " " + kCluster + " --gpus 12 --global-batch 8",
+              "option --gpus: 12 is not a multiple of gpus_per_node=8 in hw_profiles/dgx-a100-80gb.yaml");
+  check_error("estimate " + kModel + " " + kCluster + " --plan \"tp=8,pipe=4\" --global-batch 8",
+              "--plan: key 'pipe': unknown plan knob, did you mean 'pp'?");
+  check_error("estimate " + kModel + " " + kCluster + " --gpus 1280 --plan \"tp=5,pp=4\" --global-batch 1536",
+              "option --plan: tp=5 does not divide heads=96 and kv_heads=96 (model "
+              "configs/models/gpt3-175b.yaml, cluster hw_profiles/dgx-a100-80gb.yaml)");
+  check_error("estimate " + kModel + " " + kCluster + " --plan \"tp=8,pp=1,dp=1,gbs=8\"",
+              "option --plan: out of memory: the plan needs 440.5 GiB per GPU of 80.0 GiB");
+}
+
+TEST_CASE("a model that fits no plan says how far the closest is and what would help") {
+  const Run r = planner("suggest " + kModel + " " + kCluster + " --gpus 32 --global-batch 64");
+  CHECK(r.rc == 2);
+  CHECK(r.out.rfind("planner: error: no plan fits: ", 0) == 0);
+  CHECK(r.out.find("the closest plan needs") != std::string::npos);
+  CHECK(r.out.find("at least 37 GPUs of 80 GiB") != std::string::npos);
+}
+
+TEST_CASE("usage errors exit 2, --version exits 0") {
+  CHECK(planner("suggest " + kModel + " " + kCluster).rc == 2);  // --global-batch missing
+  CHECK(planner("frobnicate").rc == 2);
+  const Run v = planner("--version");
+  CHECK(v.rc == 0);
+  CHECK(v.out.rfind("planner ", 0) == 0);
+}

@@ -1,0 +1,80 @@
+#include <doctest/doctest.h>
+
+#include <cstdio>
+
+#include "planner/cost/compute.h"
+#include "planner/io/cluster_io.h"
+
+using namespace planner;
+
+namespace {
+// A toy GPU: 4 SMs, one 128x128 tile, no main-loop or alignment penalty, 100 TFLOP/s.
+Gpu toy() {
+  Gpu g;
+  g.sms = 4;
+  g.peak_flops[int(Dtype::bf16)] = 100e12;
+  g.hbm_Bps = 1e15, g.hbm_efficiency = 1;
+  g.gemm.max_efficiency = 1, g.gemm.k_half = 0, g.gemm.launch_s = 0;
+  g.gemm.tiles = {{128, 128, 1.0}};
+  return g;
+}
+}  // namespace
+
+TEST_CASE("tile and wave quantization") {
+  const Gpu g = toy();
+  // 256 x 256: 4 tiles on 4 SMs, one full wave.
+  CHECK(gemm_efficiency(g, {256, 256, 128}) == doctest::Approx(1.0));
+  // 384 x 384: 9 tiles -> 3 waves of 4 = 12 tile slots for 9 tiles of work: 0.75.
+  CHECK(gemm_efficiency(g, {384, 384, 128}) == doctest::Approx(0.75));
+  // 200 x 256: tiles padded to 256 x 256: 200/256 = 0.78125.
+  CHECK(gemm_efficiency(g, {200, 256, 128}) == doctest::Approx(200.0 / 256));
+  // 128 x 128 with K = 4096: one tile, split-K 4 fills the 4 SMs (k = 1024 each >= 256).
+  CHECK(gemm_efficiency(g, {128, 128, 4096}) == doctest::Approx(1.0));
+  // The same with K = 256: no split below 256 per part, 1 of 4 SMs busy.
+  CHECK(gemm_efficiency(g, {128, 128, 256}) == doctest::Approx(0.25));
+}
+
+TEST_CASE("main-loop and alignment penalties") {
+  Gpu g = toy();
+  g.gemm.k_half = 64;
+  CHECK(gemm_efficiency(g, {256, 256, 64}) == doctest::Approx(0.5));  // 64 / (64 + 64)
+  g.gemm.k_half = 0, g.gemm.misaligned_factor = 0.7;
+  CHECK(gemm_efficiency(g, {256, 256, 100}) == doctest::Approx(0.7));  // K not a multiple of 8
+}
+
+TEST_CASE("GEMM time is the slower of compute and memory, plus launch") {
+  Gpu g = toy();
+  // 256^3: 2 x 256^3 = 33.55 MFLOP at 100 TFLOP/s = 0.3355 us; memory 3 x 256^2 x 2 B at 1 PB/s.
+  CHECK(gemm_time_s(g, Dtype::bf16, {256, 256, 256}) == doctest::Approx(2.0 * 256 * 256 * 256 / 100e12));
+  g.hbm_Bps = 1e9;  // now 393,216 bytes / 1 GB/s = 393 us dominates
+  CHECK(gemm_time_s(g, Dtype::bf16, {256, 256, 256}) == doctest::Approx(3.0 * 256 * 256 * 2 / 1e9));
+}
+
+TEST_CASE("a layer executes 24 s h^2 + 4 s^2 h forward FLOPs per sequence, twice that backward") {
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  ModelSpec m;
+  m.layers = 24, m.hidden = 2304, m.heads = 24, m.kv_heads = 24, m.ffn = 9216, m.vocab = 51200,
+  m.seq_len = 2048;
+  const double s = 2048, h = 2304;
+  for (int tp : {1, 2, 4, 8}) {
+    const LayerCompute lc = layer_compute(m, c, {tp, 1, 1, false, Dtype::fp16, AttentionKernel::unfused});
+    CHECK(lc.fwd_flops == doctest::Approx((24 * s * h * h + 4 * s * s * h) / tp));
+    CHECK(lc.bwd_flops == doctest::Approx(2 * lc.fwd_flops));
+  }
+}
+
+TEST_CASE("GEMM model against the published cuBLASLt table (A100 80GB fp16, Azure guide)") {
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  struct Row { double m, n, k, tflops; };
+  // hardware-reference.md section 4, measured with random inputs after 10k warm-up iterations.
+  const Row rows[] = {{2048, 2048, 2048, 221.8},  {4096, 4096, 4096, 228.0},
+                      {8192, 8192, 8192, 253.7},  {16384, 16384, 16384, 256.5},
+                      {6144, 12288, 12288, 250.8}, {1024, 1024, 1024, 119.4}};
+  for (const Row& r : rows) {
+    const GemmShape g{r.m, r.n, r.k};
+    const double predicted = g.flops() / gemm_time_s(c.gpu, Dtype::fp16, g) / 1e12;
+    std::printf("  gemm %6.0fx%6.0fx%6.0f  measured %6.1f  model %6.1f TFLOP/s  (%+.1f%%)\n", r.m,
+                r.n, r.k, r.tflops, predicted, 100 * (predicted / r.tflops - 1));
+    CHECK(predicted == doctest::Approx(r.tflops).epsilon(0.20));
+  }
+}

@@ -1,0 +1,128 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "planner/error.h"
+#include "planner/io/cluster_io.h"
+#include "planner/io/knobs.h"
+#include "planner/io/model_io.h"
+#include "planner/plan.h"
+
+using namespace planner;
+
+namespace {
+const char* kGood =
+    "name: m\nlayers: 4\nhidden: 128\nheads: 4\nkv_heads: 2\nffn: 512\nswiglu: true\n"
+    "vocab: 1000\nseq_len: 64\ntied_embeddings: false\n";
+
+std::string model_error(const std::string& text) {
+  try {
+    io::parse_model(text, "m.yaml");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  return s.replace(s.find(from), from.size(), to);
+}
+}  // namespace
+
+TEST_CASE("a valid model parses") {
+  const ModelSpec m = io::parse_model(kGood, "m.yaml");
+  CHECK(m.kv_heads == 2);
+  CHECK(m.swiglu);
+  CHECK(!m.tied_embeddings);
+}
+
+TEST_CASE("bad model files name file, line and key") {
+  CHECK(model_error(replace(kGood, "hidden:", "hiden:")) ==
+        "m.yaml:3: key 'hiden': unknown key, did you mean 'hidden'?");
+  CHECK(model_error(replace(kGood, "seq_len: 64\n", "")) == "m.yaml:1: key 'seq_len': missing required key");
+  CHECK(model_error(replace(kGood, "layers: 4", "layers: four")) ==
+        "m.yaml:2: key 'layers': expected an integer, got 'four'");
+  CHECK(model_error(replace(kGood, "swiglu: true", "swiglu: maybe")) ==
+        "m.yaml:7: key 'swiglu': expected true or false, got 'maybe'");
+  CHECK(model_error(replace(kGood, "layers: 4", "layers: 0")) ==
+        "m.yaml:2: key 'layers': must be a positive integer, got 0");
+  CHECK(model_error(replace(kGood, "ffn: 512", "ffn: -5")) ==
+        "m.yaml:6: key 'ffn': must be a positive integer, got -5");
+  CHECK(model_error(replace(kGood, "kv_heads: 2", "kv_heads: 3")) ==
+        "m.yaml:5: key 'kv_heads': heads 4 is not divisible by kv_heads 3");
+  CHECK(model_error("name: m\nlayers: [4\n") == "m.yaml:3: YAML syntax error: end of sequence flow not found");
+  CHECK(model_error("") == "m.yaml: the file is empty");
+  CHECK(model_error("- 1\n- 2\n") == "m.yaml:1: expected a mapping of keys");
+}
+
+TEST_CASE("a missing file is named") {
+  CHECK_THROWS_WITH(io::load_model("/no/such/model.yaml"), "/no/such/model.yaml: cannot open file");
+}
+
+TEST_CASE("every shipped model and cluster profile loads") {
+  int models = 0, clusters = 0;
+  for (const auto& f : std::filesystem::directory_iterator(PLANNER_SOURCE_DIR "/configs/models")) {
+    CHECK_NOTHROW(io::load_model(f.path().string()));
+    ++models;
+  }
+  for (const auto& f : std::filesystem::directory_iterator(PLANNER_SOURCE_DIR "/hw_profiles")) {
+    CHECK_NOTHROW(io::load_cluster(f.path().string()));
+    ++clusters;
+  }
+  CHECK(models >= 24);
+  CHECK(clusters >= 4);
+}
+
+TEST_CASE("bad cluster profiles name the key") {
+  const std::string path = PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml";
+  std::string text;
+  {
+    std::ifstream in(path);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto err = [](const std::string& t) {
+    try {
+      io::parse_cluster(t, "c.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(err(replace(text, "gpus_per_node: 8", "gpus_per_nod: 8")) ==
+        "c.yaml:5: key 'gpus_per_nod': unknown key, did you mean 'gpus_per_node'?");
+  CHECK(err(replace(text, "hbm_GiB: 80", "hbm_GiB: -80")) == "c.yaml:11: key 'gpu.hbm_GiB': must be positive");
+  CHECK(err(replace(text, "attention: unfused", "attention: fast")) ==
+        "c.yaml:22: key 'software.attention': expected flash or unfused, got 'fast'");
+  CHECK(err(replace(text, "sms: 108", "sms: 0")) == "c.yaml:9: key 'gpu.sms': must be a positive integer");
+}
+
+TEST_CASE("--plan strings parse, round-trip, and reject unknown knobs") {
+  const Plan p = parse_plan("tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1", "--plan");
+  CHECK(p.schedule == Schedule::interleaved);
+  CHECK(to_plan_string(p) ==
+        "tp=8,pp=8,dp=16,cp=1,vpp=3,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1,"
+        "schedule=interleaved,dtype=bf16");
+  CHECK(to_plan_string(parse_plan(to_plan_string(p), "--plan")) == to_plan_string(p));
+  CHECK_THROWS_WITH(parse_plan("tp=8,pipe=4", "--plan"),
+                    "--plan: key 'pipe': unknown plan knob, did you mean 'pp'?");
+  CHECK_THROWS_WITH(parse_plan("tp=x", "--plan"), "--plan: key 'tp': expected an integer, got 'x'");
+  CHECK_THROWS_WITH(parse_plan("tp=0", "--plan"), "--plan: key 'tp': must be a positive integer, got 0");
+  CHECK_THROWS_WITH(parse_plan("zero=4", "--plan"), "--plan: key 'zero': must be 0, 1, 2 or 3, got 4");
+  CHECK_THROWS_WITH(parse_plan("recompute=some", "--plan"),
+                    "--plan: key 'recompute': unknown value 'some' (expected one of none, selective, full)");
+  CHECK_THROWS_WITH(parse_plan("vpp=2,schedule=1f1b", "--plan"),
+                    "--plan: key 'vpp': vpp > 1 needs schedule=interleaved");
+}
+
+TEST_CASE("knob sets") {
+  CHECK(io::parse_int_set("1,2,4-6", "--pp") == std::vector<int>{1, 2, 4, 5, 6});
+  CHECK(io::parse_int_set("8", "--tp") == std::vector<int>{8});
+  CHECK_THROWS_WITH(io::parse_int_set("4-2", "--pp"),
+                    "option --pp: expected non-negative values and ranges lo-hi, got '4-2'");
+  CHECK_THROWS_WITH(io::parse_int_set("x", "--pp"),
+                    "option --pp: expected an integer, a range a-b or a list, got 'x'");
+  CHECK(io::parse_count("300B", "--train-tokens") == 300e9);
+  CHECK(io::parse_count("1.5e12", "--train-tokens") == 1.5e12);
+  CHECK_THROWS(io::parse_count("-3", "--train-tokens"));
+}

@@ -1,0 +1,104 @@
+#include <doctest/doctest.h>
+
+#include "planner/cost/memory.h"
+
+using namespace planner;
+
+namespace {
+// GPT-3 175B shape: s = 2048, h = 12288, a = 96 (5as/h = 80, Korthikanti section 4.1).
+ModelSpec gpt3() {
+  ModelSpec m;
+  m.name = "gpt3";
+  m.layers = 96, m.hidden = 12288, m.heads = 96, m.kv_heads = 96, m.ffn = 4 * 12288;
+  m.vocab = 51200, m.seq_len = 2048;
+  return m;
+}
+constexpr double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
+}  // namespace
+
+TEST_CASE("activation memory per layer follows Korthikanti et al. 2022 Table 2") {
+  const ModelSpec m = gpt3();
+  const auto unfused = AttentionKernel::unfused;
+  SUBCASE("no parallelism: sbh(34 + 5as/h)") {
+    CHECK(activation_bytes_per_layer(m, 1, 1, 1, false, Recompute::none, unfused) ==
+          doctest::Approx(sbh * (34 + 5 * a * s / h)));
+  }
+  SUBCASE("tensor parallel: sbh(10 + 24/t + 5as/(ht))") {
+    CHECK(activation_bytes_per_layer(m, 1, 8, 1, false, Recompute::none, unfused) ==
+          doctest::Approx(sbh * (10 + 24 / t + 5 * a * s / (h * t))));
+  }
+  SUBCASE("tensor + sequence parallel: sbh/t (34 + 5as/h)") {
+    CHECK(activation_bytes_per_layer(m, 1, 8, 1, true, Recompute::none, unfused) ==
+          doctest::Approx(sbh / t * (34 + 5 * a * s / h)));
+  }
+  SUBCASE("tensor parallel + selective recompute: sbh(10 + 24/t)") {
+    CHECK(activation_bytes_per_layer(m, 1, 8, 1, false, Recompute::selective, unfused) ==
+          doctest::Approx(sbh * (10 + 24 / t)));
+  }
+  SUBCASE("TP + SP + selective: 34 sbh / t") {
+    CHECK(activation_bytes_per_layer(m, 1, 8, 1, true, Recompute::selective, unfused) ==
+          doctest::Approx(34 * sbh / t));
+  }
+  SUBCASE("full recompute keeps the layer input: 2 sbh") {
+    CHECK(activation_bytes_per_layer(m, 1, 8, 1, false, Recompute::full, unfused) ==
+          doctest::Approx(2 * sbh));
+  }
+  SUBCASE("flash attention keeps no s^2 tensor, only fp32 softmax statistics 4as b / t") {
+    CHECK(activation_bytes_per_layer(m, 1, 8, 1, true, Recompute::none, AttentionKernel::flash) ==
+          doctest::Approx(34 * sbh / t + 4 * a * s * b / t));
+  }
+}
+
+TEST_CASE("selective recompute saves 70% (GPT-3) and 65% (MT-NLG), as Korthikanti reports") {
+  const ModelSpec g = gpt3();
+  const auto unfused = AttentionKernel::unfused;
+  const double none = activation_bytes_per_layer(g, 1, 8, 1, true, Recompute::none, unfused);
+  const double sel = activation_bytes_per_layer(g, 1, 8, 1, true, Recompute::selective, unfused);
+  CHECK(1 - sel / none == doctest::Approx(0.70).epsilon(0.01));  // 1 - 34/114
+  ModelSpec mt = g;  // MT-NLG 530B: h = 20480, a = 128 -> 5as/h = 64
+  mt.hidden = 20480, mt.heads = 128, mt.kv_heads = 128, mt.ffn = 4 * 20480;
+  const double none2 = activation_bytes_per_layer(mt, 1, 8, 1, true, Recompute::none, unfused);
+  const double sel2 = activation_bytes_per_layer(mt, 1, 8, 1, true, Recompute::selective, unfused);
+  CHECK(1 - sel2 / none2 == doctest::Approx(0.65).epsilon(0.01));  // 1 - 34/98
+}
+
+TEST_CASE("model states follow Megatron's theoretical memory: 18 bytes/param, 6 + 12/dp with ZeRO-1") {
+  const ModelSpec m = gpt3();
+  Plan p;
+  p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536;
+  const double params = stage_params_per_rank(m, p, 3);  // a middle stage: 12 layers / 8
+  CHECK(params == doctest::Approx(12 * m.layer_params() / 8));
+  MemoryBreakdown mem = memory_per_gpu(m, p, Gpu{}, AttentionKernel::unfused, 3);
+  CHECK(mem.weights + mem.grads + mem.optimizer == doctest::Approx(18 * params));
+  p.zero = 1;
+  mem = memory_per_gpu(m, p, Gpu{}, AttentionKernel::unfused, 3);
+  CHECK(mem.weights + mem.grads + mem.optimizer == doctest::Approx((6 + 12.0 / 16) * params));
+  p.zero = 3, p.pp = 1;  // ZeRO-3 shards all 18 bytes, plus two gathered layers
+  mem = memory_per_gpu(m, p, Gpu{}, AttentionKernel::unfused, 0);
+  const double p1 = stage_params_per_rank(m, p, 0);
+  CHECK(mem.weights + mem.grads + mem.optimizer ==
+        doctest::Approx(18 * p1 / 16 + 2 * 2 * m.layer_params() / 8));
+}
+
+TEST_CASE("the first 1F1B stage holds pp micro-batches; interleaving adds (p-1)/v") {
+  Plan p;
+  p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536;  // 96 micro-batches
+  CHECK(microbatches_in_flight(p) == 8);
+  p.schedule = Schedule::interleaved, p.vpp = 3;
+  CHECK(microbatches_in_flight(p) == doctest::Approx(8 + 7.0 / 3));  // 8 (1 + 7/24)
+  p.schedule = Schedule::gpipe, p.vpp = 1;
+  CHECK(microbatches_in_flight(p) == 96);
+  p.schedule = Schedule::one_f_one_b, p.gbs = 16 * 4;  // 4 micro-batches < 8 stages
+  CHECK(microbatches_in_flight(p) == 4);
+}
+
+TEST_CASE("the first stage stores L layers of activations under 1F1B (Korthikanti section 4.2)") {
+  const ModelSpec m = gpt3();
+  Plan p;
+  p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.recompute = Recompute::selective;
+  const MemoryBreakdown mem = memory_per_gpu(m, p, Gpu{}, AttentionKernel::unfused, 0);
+  // (34 sbh / t) x L, plus the embedding dropout mask sbh p / t.
+  CHECK(mem.activations == doctest::Approx(34 * sbh / t * 96 + sbh * 8 / t));
+  // 34 x 2048 x 12288 / 8 x 96 = 10.27e9 bytes
+  CHECK(mem.activations / 1e9 == doctest::Approx(10.28).epsilon(0.01));
+}

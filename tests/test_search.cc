@@ -1,0 +1,91 @@
+#include <doctest/doctest.h>
+
+#include <numeric>
+
+#include "planner/io/cluster_io.h"
+#include "planner/io/model_io.h"
+#include "planner/search.h"
+
+using namespace planner;
+
+namespace {
+const ClusterProfile& a100() {
+  static const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  return c;
+}
+const ModelSpec& gpt175() {
+  static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
+  return m;
+}
+SearchResult run(int gpus, int gbs, int top = 1000) {
+  SearchOptions o;
+  o.gpus = {gpus};
+  o.global_batch = gbs;
+  o.top_k = top;
+  return search(gpt175(), a100(), default_knobs(gpt175(), a100(), gpus), o);
+}
+}  // namespace
+
+TEST_CASE("every ranked plan satisfies the structural constraints") {
+  const SearchResult r = run(1024, 1536);
+  REQUIRE(!r.top.empty());
+  for (const Estimate& e : r.top) {
+    const Plan& p = e.plan;
+    CHECK(p.dp * p.tp * p.pp * p.cp == 1024);
+    CHECK(96 % p.tp == 0);       // tp divides heads
+    CHECK(8 % p.tp == 0);        // tp inside a node
+    CHECK(96 % p.pp == 0);       // pp divides layers
+    CHECK(1536 % (p.mbs * p.dp) == 0);
+    if (p.vpp > 1) {
+      CHECK(p.schedule == Schedule::interleaved);
+      CHECK((96 / p.pp) % p.vpp == 0);
+      CHECK(p.microbatches() % p.pp == 0);
+    }
+    if (p.sp) CHECK(p.tp > 1);
+    if (p.zero >= 2) CHECK(p.pp == 1);
+    CHECK(e.memory_bytes <= a100().gpu.hbm_bytes);
+  }
+}
+
+TEST_CASE("the counts add up and the list is sorted by iteration time") {
+  const SearchResult r = run(1024, 1536, 50);
+  const long long sum = std::accumulate(r.rejections.begin(), r.rejections.end(), 0LL);
+  CHECK(sum == r.evaluated);
+  CHECK(r.rejections[int(Rejection::out_of_memory)] > 0);
+  for (size_t i = 1; i < r.top.size(); ++i)
+    CHECK(r.top[i - 1].iteration_time_s <= r.top[i].iteration_time_s);
+  CHECK(r.top.size() == 50);
+}
+
+TEST_CASE("tp across nodes only when allowed") {
+  ModelSpec m = gpt175();
+  KnobSpace k = default_knobs(m, a100(), 1024);
+  k.tp = {16};
+  SearchOptions o;
+  o.gpus = {1024};
+  o.global_batch = 1536;
+  SearchResult r = search(m, a100(), k, o);
+  CHECK(r.top.empty());
+  CHECK(r.rejections[int(Rejection::tp_across_nodes)] > 0);
+  o.estimate.tp_across_nodes = true;
+  r = search(m, a100(), k, o);
+  CHECK(!r.top.empty());
+}
+
+TEST_CASE("cost objective ranks GPU-seconds across GPU counts") {
+  SearchOptions o;
+  o.gpus = {512, 1024};
+  o.global_batch = 1536;
+  o.objective = Objective::cost;
+  const SearchResult r = search(gpt175(), a100(), default_knobs(gpt175(), a100(), 1024), o);
+  REQUIRE(r.top.size() >= 2);
+  CHECK(r.top[0].iteration_time_s * r.top[0].plan.gpus() <=
+        r.top[1].iteration_time_s * r.top[1].plan.gpus());
+}
+
+TEST_CASE("a model too large for the GPUs ranks nothing and reports the closest plan") {
+  const SearchResult r = run(8, 8);
+  CHECK(r.top.empty());
+  CHECK(r.any_memory_rejection);
+  CHECK(r.closest_infeasible.memory_bytes > a100().gpu.hbm_bytes);
+}
