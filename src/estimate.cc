@@ -91,13 +91,16 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                 exposed_after_overlap(ag, fwd_window, bucket, sw.overlap_param_gather);
   } else {  // ZeRO-3: gather parameters for forward, (recompute,) backward; reduce-scatter grads
     const int gathers = p.recompute == Recompute::full ? 3 : 2;
-    const double ag = collective_time_s(c, Collective::allgather, param_bytes, dpg);
-    const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, dpg);
+    GroupLayout z3 = dpg;  // the stack may reach fewer NICs than NCCL's hierarchical rings
+    z3.ranks_per_node = std::min(z3.ranks_per_node, sw.zero3_collective_nics);
+    const double ag = collective_time_s(c, Collective::allgather, param_bytes, z3);
+    const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, z3);
     const double per_mb = gathers * ag + rs;
+    // ZeRO-3 implementations prefetch the next layer's parameters while computing (DeepSpeed's
+    // stage3_prefetch_bucket_size, FSDP's forward/backward prefetch): only the first layer's
+    // gather, or the traffic beyond the compute, stays exposed.
     const double layer_fraction = 1.0 / std::max(1, m.layers / p.pp);
-    const double exposed_mb = sw.overlap_param_gather
-                                  ? std::max(per_mb - mb_compute, per_mb * layer_fraction)
-                                  : per_mb;
+    const double exposed_mb = std::max(per_mb - mb_compute, per_mb * layer_fraction);
     d.total = per_mb * p.microbatches();
     d.exposed = exposed_mb * p.microbatches();
   }

@@ -90,7 +90,8 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
               p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.gbs = o.global_batch;
               p.dtype = o.dtype;
               p.dp = gpus / std::max(1, tp * cp * pp);
-              const bool divides = p.dp * tp * cp * pp == gpus;
+              const bool divides = p.dp * tp * cp * pp == gpus &&
+                                   (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
               for (int vpp : k.vpp)
                 for (Schedule sched : schedules_for(vpp, k.schedule))
                   for (int zero : k.zero)

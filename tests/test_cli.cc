@@ -106,7 +106,7 @@ TEST_CASE("bad input: one clear message and exit 2") {
               "option --plan: tp=5 does not divide heads=96 and kv_heads=96 (model "
               "configs/models/gpt3-175b.yaml, cluster hw_profiles/dgx-a100-80gb.yaml)");
   check_error("estimate " + kModel + " " + kCluster + " --plan \"tp=8,pp=1,dp=1,gbs=8\"",
-              "option --plan: out of memory: the plan needs 440.5 GiB per GPU of 80.0 GiB");
+              "option --plan: out of memory: the plan needs 441.1 GiB per GPU of 80.0 GiB");
 }
 
 TEST_CASE("a model that fits no plan says how far the closest is and what would help") {
@@ -123,4 +123,26 @@ TEST_CASE("usage errors exit 2, --version exits 0") {
   const Run v = planner("--version");
   CHECK(v.rc == 0);
   CHECK(v.out.rfind("planner ", 0) == 0);
+}
+
+TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
+  const std::string cases = "--cases tests/data/published-runs.csv";
+  const Run t = planner("regress " + cases);
+  REQUIRE(t.rc == 0);
+  CHECK(t.out.find("mean absolute error") != std::string::npos);
+  const Run j = planner("regress " + cases + " --format json");
+  REQUIRE(j.rc == 0);
+  const auto js = nlohmann::json::parse(j.out);
+  CHECK(js.contains("mean_abs_error_pct"));
+  CHECK(js.contains("max_abs_error_pct"));
+  REQUIRE(js["rows"].size() == 31);
+  for (const char* k : {"id", "plan", "predicted_iter_time_s", "predicted_tflops_per_gpu", "error_pct"})
+    CHECK(js["rows"][0].contains(k));
+  const Run e = planner("regress " + cases + " --explain meg24-h100-05");
+  CHECK(e.rc == 0);
+  CHECK(e.out.find("time breakdown") != std::string::npos);
+  CHECK(e.out.find("measured   ") != std::string::npos);
+  CHECK(planner("regress " + cases + " --tolerance 0.01").rc == 1);
+  check_error("regress " + cases + " --explain nope", "option --explain: no row with id 'nope'");
+  check_error("regress --cases README.md", "README.md:1: expected column 1 to be 'id', found '# planner'");
 }

@@ -93,7 +93,7 @@ TEST_CASE("bad cluster profiles name the key") {
         "c.yaml:5: key 'gpus_per_nod': unknown key, did you mean 'gpus_per_node'?");
   CHECK(err(replace(text, "hbm_GiB: 80", "hbm_GiB: -80")) == "c.yaml:11: key 'gpu.hbm_GiB': must be positive");
   CHECK(err(replace(text, "attention: unfused", "attention: fast")) ==
-        "c.yaml:22: key 'software.attention': expected flash or unfused, got 'fast'");
+        "c.yaml:23: key 'software.attention': expected flash or unfused, got 'fast'");
   CHECK(err(replace(text, "sms: 108", "sms: 0")) == "c.yaml:9: key 'gpu.sms': must be a positive integer");
 }
 

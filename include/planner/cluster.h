@@ -40,6 +40,9 @@ struct SoftwareStack {
   bool overlap_grad_reduce = true;     ///< DP reduce-scatter/allreduce overlapped with backward
   bool overlap_param_gather = true;    ///< ZeRO parameter allgather overlapped with forward
   bool causal_attention_skip = true;   ///< fused kernels skip the masked half of s^2
+  /// NICs per node that ZeRO-3 parameter gathers and gradient scatters effectively use; NCCL's
+  /// own hierarchical collectives use all of them (gpus_per_node).
+  int zero3_collective_nics = 8;
 };
 
 struct Gpu {
@@ -49,6 +52,9 @@ struct Gpu {
   double hbm_bytes = 0;
   double hbm_Bps = 0;               ///< datasheet
   double hbm_efficiency = 0.85;     ///< achieved stream bandwidth / datasheet
+  /// Kernel speed sustained in training relative to the microbenchmarks the other constants come
+  /// from (clocks under long power and thermal load, gaps between kernels). A global per-GPU fit.
+  double sustained_efficiency = 1.0;
   GemmModel gemm;
   double hbm_achieved_Bps() const { return hbm_Bps * hbm_efficiency; }
 };

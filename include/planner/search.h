@@ -13,6 +13,7 @@ struct KnobSpace {
   std::vector<Recompute> recompute;
   std::vector<int> sp;
   std::vector<Schedule> schedule;  ///< interleaved is implied by vpp > 1
+  std::vector<int> dp;             ///< empty: dp follows from the GPU count; else it must be one of these
 };
 
 /// Defaults: tp 1..gpus_per_node, pp every divisor of layers up to the GPU count, cp 1,

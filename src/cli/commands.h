@@ -6,5 +6,6 @@ namespace planner::cli {
 /// Each registers its subcommand; the callback runs it and stores the exit code in `*rc`.
 void add_suggest(CLI::App& app, int* rc);
 void add_estimate(CLI::App& app, int* rc);
+void add_regress(CLI::App& app, int* rc);
 
 }  // namespace planner::cli

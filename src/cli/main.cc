@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   int rc = 0;
   planner::cli::add_suggest(app, &rc);
   planner::cli::add_estimate(app, &rc);
+  planner::cli::add_regress(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -166,6 +166,10 @@ LayerCompute layer_compute(const ModelSpec& m, const ClusterProfile& c, const La
   out.fwd_elementwise_s = fwd_bytes / c.gpu.hbm_achieved_Bps() + launches;
   out.bwd_elementwise_s =
       kBackwardElementwiseFactor * fwd_bytes / c.gpu.hbm_achieved_Bps() + launches;
+  const double eta = c.gpu.sustained_efficiency;
+  for (double* t : {&out.fwd_gemm_s, &out.bwd_gemm_s, &out.fwd_attn_s, &out.bwd_attn_s,
+                    &out.fwd_elementwise_s, &out.bwd_elementwise_s})
+    *t /= eta;
   return out;
 }
 
@@ -182,11 +186,13 @@ HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const Laye
   h.logits_bwd_s = gemm_time_s(gpu, cfg.dtype, logits.bwd_data) +
                    gemm_time_s(gpu, cfg.dtype, logits.bwd_weight) +
                    logit_elems * kCrossEntropyBwdBytes / bw;
+  const double eta = gpu.sustained_efficiency;
+  for (double* t : {&h.embed_fwd_s, &h.embed_bwd_s, &h.logits_fwd_s, &h.logits_bwd_s}) *t /= eta;
   return h;
 }
 
 double optimizer_step_s(const Gpu& gpu, double params) {
-  return params * kAdamBytesPerParam / gpu.hbm_achieved_Bps();
+  return params * kAdamBytesPerParam / gpu.hbm_achieved_Bps() / gpu.sustained_efficiency;
 }
 
 }  // namespace planner

@@ -73,21 +73,26 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Plan& p, const Gpu& gpu
   mem.weights = params * kWeightBytesPerParam / (p.zero >= 3 ? p.dp : 1);
   mem.grads = params * kGradBytesPerParam / (p.zero >= 2 ? p.dp : 1);
   mem.optimizer = params * kOptimizerBytesPerParam / (p.zero >= 1 ? p.dp : 1);
-  if (p.zero >= 3)  // two layers gathered at a time (current + prefetch)
-    mem.weights += 2.0 * m.layer_params() / p.tp * kWeightBytesPerParam;
+  if (p.zero >= 3) {  // gathered per submodule: the current and the prefetched largest matrix
+    const double largest = double(m.hidden) * m.ffn * (m.swiglu ? 2.0 : 1.0);
+    mem.weights += 2.0 * largest / p.tp * kWeightBytesPerParam;
+  }
 
   const double layers = double(m.layers) / p.pp;
   const double per_layer =
       activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn);
   const double in_flight = in_flight_on(p, stage);
   mem.activations = per_layer * layers * in_flight;
-  if (p.recompute == Recompute::full)  // one layer recomputed at a time, fully materialised
-    mem.activations += activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn);
+  // Backward working set: one layer's full activations at a time, the recomputed layer under full
+  // recompute, or the activation gradients of the layer being back-propagated otherwise.
+  mem.activations += activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn);
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
   if (stage == 0)  // embedding output dropout mask, Korthikanti's (sbh L / t)(p / L) term
     mem.activations += sbh * in_flight / p.tp;
-  if (stage == p.pp - 1)  // final norm and output GEMM input, fp32 logits: 4sbh/t (1 + v/h)
-    mem.activations += 4.0 * sbh / p.tp + 4.0 * s * p.mbs * double(m.vocab) / p.tp;
+  // Last stage: Korthikanti's final norm and output-GEMM input with fp32 logits, 4sbh/t (1 + v/h),
+  // plus the 16-bit logits the output GEMM writes before the loss casts them (2sbv/t).
+  if (stage == p.pp - 1)
+    mem.activations += 4.0 * sbh / p.tp + (4.0 + 2.0) * s * p.mbs * double(m.vocab) / p.tp;
 
   const double used = mem.weights + mem.grads + mem.optimizer + mem.activations;
   mem.reserve = kRuntimeReserveBytes + kFragmentationFraction * used;

@@ -48,7 +48,8 @@ GemmModel read_gemm(const YamlReader& r) {
 }
 
 Gpu read_gpu(const YamlReader& r) {
-  r.check_keys({"name", "sms", "peak_tflops", "hbm_GiB", "hbm_bandwidth_GBps", "hbm_efficiency", "gemm"});
+  r.check_keys({"name", "sms", "peak_tflops", "hbm_GiB", "hbm_bandwidth_GBps", "hbm_efficiency",
+                "sustained_efficiency", "gemm"});
   Gpu g;
   g.name = r.get_string("name");
   g.sms = r.get_int("sms");
@@ -64,6 +65,7 @@ Gpu read_gpu(const YamlReader& r) {
   g.hbm_bytes = positive(r, "hbm_GiB") * kGiB;
   g.hbm_Bps = positive(r, "hbm_bandwidth_GBps") * kGB;
   g.hbm_efficiency = fraction(r, "hbm_efficiency");
+  g.sustained_efficiency = fraction(r, "sustained_efficiency");
   g.gemm = read_gemm(r.child("gemm"));
   return g;
 }
@@ -108,7 +110,7 @@ NetworkTier read_tier(const YamlReader& r) {
 
 SoftwareStack read_software(const YamlReader& r) {
   r.check_keys({"attention", "flash_efficiency", "overlap_grad_reduce", "overlap_param_gather",
-                "causal_attention_skip"});
+                "causal_attention_skip", "zero3_collective_nics"});
   SoftwareStack s;
   const std::string attn = r.get_string("attention");
   if (attn != "flash" && attn != "unfused") r.fail("attention", "expected flash or unfused, got '" + attn + "'");
@@ -117,6 +119,8 @@ SoftwareStack read_software(const YamlReader& r) {
   s.overlap_grad_reduce = r.get_bool("overlap_grad_reduce");
   s.overlap_param_gather = r.get_bool("overlap_param_gather");
   s.causal_attention_skip = r.get_bool("causal_attention_skip");
+  s.zero3_collective_nics = r.get_int("zero3_collective_nics");
+  if (s.zero3_collective_nics <= 0) r.fail("zero3_collective_nics", "must be a positive integer");
   return s;
 }
 

@@ -48,8 +48,13 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   out << "\none layer, one micro-batch, one rank\n";
   line(out, "  forward  compute %9.3f ms  comm %8.3f ms\n", e.layer.fwd_compute_s / kMs,
        e.layer.fwd_comm_s / kMs);
-  line(out, "  backward compute %9.3f ms  comm %8.3f ms\n", e.layer.bwd_compute_s / kMs,
-       e.layer.bwd_comm_s / kMs);
+  line(out, "  backward compute %9.3f ms  comm %8.3f ms  (recompute included)\n",
+       e.layer.bwd_compute_s / kMs, e.layer.bwd_comm_s / kMs);
+  const LayerCompute& lc = e.layer_compute;
+  line(out, "  forward  = GEMMs %.3f + attention %.3f + element-wise %.3f ms\n", lc.fwd_gemm_s / kMs,
+       lc.fwd_attn_s / kMs, lc.fwd_elementwise_s / kMs);
+  line(out, "  backward = GEMMs %.3f + attention %.3f + element-wise %.3f ms (before recompute)\n",
+       lc.bwd_gemm_s / kMs, lc.bwd_attn_s / kMs, lc.bwd_elementwise_s / kMs);
   const MemoryBreakdown& mem = e.memory;
   out << "\nmemory per GPU (most loaded stage)\n";
   line(out, "  weights %.2f, gradients %.2f, optimizer %.2f, activations %.2f, reserve %.2f GiB\n",

@@ -1,0 +1,113 @@
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "planner/error.h"
+#include "planner/regress.h"
+#include "planner/report/report.h"
+
+namespace planner::cli {
+namespace {
+
+struct RegressArgs {
+  std::string cases, profiles = "hw_profiles", format = "table", explain;
+  double tolerance = -1;
+};
+
+void print_table(const RegressionReport& rep) {
+  std::printf("# %-15s %-13s %10s %10s %9s %9s %8s  plan\n", "id", "cluster", "pred_s", "meas_s",
+              "pred_TF", "meas_TF", "error%");
+  for (const RegressionRow& r : rep.rows) {
+    const RegressionCase& c = *r.c;
+    if (r.unsupported) {
+      std::printf("  %-15s %-13s unsupported: %s\n", c.id.c_str(), c.cluster.c_str(), r.unsupported->c_str());
+      continue;
+    }
+    const double meas_tf = r.predicted_tflops_per_gpu * r.estimate.iteration_time_s / r.measured_iter_time_s;
+    std::printf("  %-15s %-13s %10.3f %10.3f %9.1f %9.1f %+8.1f  --plan \"%s\"\n", c.id.c_str(),
+                c.cluster.c_str(), r.estimate.iteration_time_s, r.measured_iter_time_s,
+                r.predicted_tflops_per_gpu, meas_tf, r.error_pct, to_plan_string(r.estimate.plan).c_str());
+  }
+  std::printf("# %d of %zu rows modelled: mean absolute error %.2f%%, max %.2f%%\n", rep.supported,
+              rep.rows.size(), rep.mean_abs_error_pct, rep.max_abs_error_pct);
+}
+
+nlohmann::json to_json(const RegressionReport& rep) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const RegressionRow& r : rep.rows) {
+    const RegressionCase& c = *r.c;
+    nlohmann::json j = {{"id", c.id}, {"cluster", c.cluster}, {"source", c.source}};
+    if (c.measured_iter_time_s) j["measured_iter_time_s"] = *c.measured_iter_time_s;
+    if (c.measured_tflops_per_gpu) j["measured_tflops_per_gpu"] = *c.measured_tflops_per_gpu;
+    if (r.unsupported) {
+      j["unsupported"] = *r.unsupported;
+      j["error_pct"] = nullptr;
+    } else {
+      j["plan"] = to_plan_string(r.estimate.plan);
+      j["predicted_iter_time_s"] = r.estimate.iteration_time_s;
+      j["predicted_tflops_per_gpu"] = r.predicted_tflops_per_gpu;
+      if (!c.measured_iter_time_s) j["measured_iter_time_s_derived"] = r.measured_iter_time_s;
+      j["error_pct"] = r.error_pct;
+    }
+    rows.push_back(j);
+  }
+  return {{"schema_version", kJsonSchemaVersion},
+          {"rows", rows},
+          {"rows_modelled", rep.supported},
+          {"mean_abs_error_pct", rep.mean_abs_error_pct},
+          {"max_abs_error_pct", rep.max_abs_error_pct}};
+}
+
+int explain(const RegressionReport& rep, const std::string& id, const std::string& profiles) {
+  for (const RegressionRow& r : rep.rows) {
+    if (r.c->id != id) continue;
+    const RegressionCase& c = *r.c;
+    std::printf("# %s: %s\n", c.id.c_str(), c.source.c_str());
+    if (r.unsupported) {
+      std::printf("unsupported: %s\n", r.unsupported->c_str());
+      return 0;
+    }
+    const RunContext ctx{"row " + c.id, profiles + "/" + c.cluster + ".yaml", &c.model,
+                         &r.cluster, c.num_gpus, c.gbs, 0};
+    print_estimate_text(std::cout, ctx, r.estimate);
+    std::printf("\nmeasured   %.3f s per iteration", r.measured_iter_time_s);
+    if (c.measured_tflops_per_gpu)
+      std::printf(" (from %.1f TFLOP/s per GPU, %s)", *c.measured_tflops_per_gpu, c.flops_formula.c_str());
+    std::printf("\npredicted  %.3f s per iteration, %.1f TFLOP/s per GPU by the same formula: %+.1f%%\n",
+                r.estimate.iteration_time_s, r.predicted_tflops_per_gpu, r.error_pct);
+    return 0;
+  }
+  throw InputError("", 0, "--explain", "no row with id '" + id + "'");
+}
+
+int run_regress(const RegressArgs& a) {
+  const std::vector<RegressionCase> cases = load_cases(a.cases);
+  const RegressionReport rep = run_regression(cases, a.profiles);
+  if (!a.explain.empty()) return explain(rep, a.explain, a.profiles);
+  if (a.format == "json")
+    std::cout << to_json(rep).dump(2) << "\n";
+  else
+    print_table(rep);
+  if (a.tolerance >= 0 && rep.mean_abs_error_pct > a.tolerance) {
+    std::fprintf(stderr, "planner: mean absolute error %.2f%% exceeds the tolerance %.2f%%\n",
+                 rep.mean_abs_error_pct, a.tolerance);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_regress(CLI::App& app, int* rc) {
+  auto a = std::make_shared<RegressArgs>();
+  CLI::App* s = app.add_subcommand("regress", "check the cost model against measured runs");
+  s->add_option("--cases", a->cases, "regression cases CSV (the format of published-runs.csv)")->required();
+  s->add_option("--profiles", a->profiles, "folder of cluster profiles (default hw_profiles)");
+  s->add_option("--tolerance", a->tolerance, "exit 1 when the mean absolute error (%) exceeds this");
+  s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  s->add_option("--explain", a->explain, "one row's full breakdown next to its measurement");
+  s->callback([a, rc] { *rc = run_regress(*a); });
+}
+
+}  // namespace planner::cli

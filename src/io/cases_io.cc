@@ -1,0 +1,157 @@
+#include <fstream>
+#include <sstream>
+
+#include "planner/error.h"
+#include "planner/regress.h"
+
+namespace planner {
+namespace {
+
+/// The exact columns of shared/data/published-runs.csv, in order.
+const std::vector<std::string> kColumns = {
+    "id",  "source", "cluster", "num_gpus", "layers", "hidden", "heads", "kv_heads", "ffn",
+    "swiglu", "vocab", "seq", "tp", "pp", "dp", "cp", "sp", "vpp", "mbs", "gbs", "zero",
+    "recompute", "precision", "measured_iter_time_s", "measured_tflops_per_gpu", "flops_formula"};
+
+/// RFC 4180 fields: commas inside double quotes, "" for a quote. Returns false on an open quote.
+bool split_csv(const std::string& line, std::vector<std::string>& out) {
+  out.clear();
+  std::string f;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') f += '"', ++i;
+      else if (ch == '"') quoted = false;
+      else f += ch;
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      out.push_back(f), f.clear();
+    } else if (ch != '\r') {
+      f += ch;
+    }
+  }
+  out.push_back(f);
+  return !quoted;
+}
+
+class Row {
+ public:
+  Row(const std::vector<std::string>& f, const std::string& file, int line)
+      : f_(f), file_(file), line_(line) {}
+  const std::string& text(int col) const { return f_[col]; }
+  bool empty(int col) const { return f_[col].empty(); }
+  [[noreturn]] void fail(int col, const std::string& what) const {
+    throw InputError(file_, line_, "", "column '" + kColumns[col] + "': " + what);
+  }
+  double number(int col) const {
+    try {
+      size_t used = 0;
+      const double v = std::stod(f_[col], &used);
+      if (used == f_[col].size() && v > 0) return v;
+    } catch (const std::exception&) {
+    }
+    fail(col, "expected a positive number, got '" + f_[col] + "'");
+  }
+  int integer(int col, int min = 1) const {
+    try {
+      size_t used = 0;
+      const int v = std::stoi(f_[col], &used);
+      if (used == f_[col].size() && v >= min) return v;
+    } catch (const std::exception&) {
+    }
+    fail(col, "expected an integer >= " + std::to_string(min) + ", got '" + f_[col] + "'");
+  }
+  std::optional<int> maybe(int col, int min = 1) const {
+    return empty(col) ? std::nullopt : std::optional<int>(integer(col, min));
+  }
+
+ private:
+  const std::vector<std::string>& f_;
+  const std::string& file_;
+  int line_;
+};
+
+int col(const char* name) {
+  for (size_t i = 0; i < kColumns.size(); ++i)
+    if (kColumns[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+RegressionCase read_case(const Row& r, int line) {
+  RegressionCase c;
+  c.line = line;
+  c.id = r.text(col("id"));
+  if (c.id.empty()) r.fail(col("id"), "empty id");
+  c.source = r.text(col("source"));
+  c.cluster = r.text(col("cluster"));
+  if (c.cluster.empty()) r.fail(col("cluster"), "empty cluster name");
+  c.num_gpus = r.integer(col("num_gpus"));
+  ModelSpec& m = c.model;
+  m.name = c.id;
+  m.layers = r.integer(col("layers"));
+  m.hidden = r.integer(col("hidden"));
+  m.heads = r.integer(col("heads"));
+  m.kv_heads = r.empty(col("kv_heads")) ? m.heads : r.integer(col("kv_heads"));
+  m.ffn = r.integer(col("ffn"));
+  m.swiglu = r.integer(col("swiglu"), 0) == 1;
+  m.vocab = r.integer(col("vocab"));
+  m.seq_len = r.integer(col("seq"));
+  c.tp = r.maybe(col("tp")), c.pp = r.maybe(col("pp")), c.dp = r.maybe(col("dp"));
+  c.cp = r.maybe(col("cp")), c.vpp = r.maybe(col("vpp")), c.mbs = r.maybe(col("mbs"));
+  c.sp = r.maybe(col("sp"), 0), c.zero = r.maybe(col("zero"), 0);
+  c.gbs = r.integer(col("gbs"));
+  const std::string& rc = r.text(col("recompute"));
+  if (rc == "none") c.recompute = Recompute::none;
+  else if (rc == "selective") c.recompute = Recompute::selective;
+  else if (rc == "full") c.recompute = Recompute::full;
+  else if (!rc.empty()) r.fail(col("recompute"), "expected none, selective or full, got '" + rc + "'");
+  c.precision = r.text(col("precision"));
+  if (!r.empty(col("measured_iter_time_s"))) c.measured_iter_time_s = r.number(col("measured_iter_time_s"));
+  if (!r.empty(col("measured_tflops_per_gpu"))) c.measured_tflops_per_gpu = r.number(col("measured_tflops_per_gpu"));
+  c.flops_formula = r.text(col("flops_formula"));
+  if (!c.measured_iter_time_s && !c.measured_tflops_per_gpu)
+    r.fail(col("measured_iter_time_s"), "neither measured_iter_time_s nor measured_tflops_per_gpu is given");
+  if (c.measured_tflops_per_gpu && !formula_flops(c.flops_formula, m, 1))
+    r.fail(col("flops_formula"), "unknown formula '" + c.flops_formula + "' (megatron-hfu, megatron-mfu)");
+  return c;
+}
+
+}  // namespace
+
+std::vector<RegressionCase> parse_cases(const std::string& text, const std::string& file) {
+  std::istringstream in(text);
+  std::string line;
+  std::vector<std::string> fields;
+  if (!std::getline(in, line)) throw InputError(file, 0, "", "the file is empty");
+  if (!split_csv(line, fields)) throw InputError(file, 1, "", "unterminated quote in the header");
+  for (size_t i = 0; i < kColumns.size(); ++i)
+    if (i >= fields.size() || fields[i] != kColumns[i])
+      throw InputError(file, 1, "",
+                       "expected column " + std::to_string(i + 1) + " to be '" + kColumns[i] +
+                           "', found '" + (i < fields.size() ? fields[i] : std::string()) + "'");
+  if (fields.size() != kColumns.size())
+    throw InputError(file, 1, "", "unexpected extra column '" + fields[kColumns.size()] + "'");
+  std::vector<RegressionCase> cases;
+  for (int n = 2; std::getline(in, line); ++n) {
+    if (line.empty() || line == "\r") continue;
+    if (!split_csv(line, fields)) throw InputError(file, n, "", "unterminated quote");
+    if (fields.size() != kColumns.size())
+      throw InputError(file, n, "", "expected " + std::to_string(kColumns.size()) + " columns, found " +
+                                        std::to_string(fields.size()));
+    cases.push_back(read_case(Row(fields, file, n), n));
+  }
+  if (cases.empty()) throw InputError(file, 0, "", "no rows");
+  return cases;
+}
+
+std::vector<RegressionCase> load_cases(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, 0, "", "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_cases(ss.str(), path);
+}
+
+}  // namespace planner

@@ -1,0 +1,109 @@
+#include "planner/regress.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "planner/error.h"
+#include "planner/io/cluster_io.h"
+#include "planner/search.h"
+#include "planner/units.h"
+
+namespace planner {
+
+std::optional<double> formula_flops(const std::string& formula, const ModelSpec& m, double gbs) {
+  if (formula == "megatron-hfu") return megatron_hfu_flops_per_iteration(m, gbs);
+  if (formula == "megatron-mfu") return model_flops_per_iteration(m, gbs);
+  return std::nullopt;
+}
+
+namespace {
+
+std::optional<Dtype> dtype_of(const std::string& precision) {
+  if (precision == "fp16") return Dtype::fp16;
+  if (precision == "bf16") return Dtype::bf16;
+  if (precision == "fp8") return Dtype::fp8;
+  if (precision == "tf32") return Dtype::tf32;
+  return std::nullopt;
+}
+
+/// The knobs a row fixes take its value; the others keep the full default range.
+KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl) {
+  KnobSpace k = default_knobs(c.model, cl, c.num_gpus);
+  auto fix = [](const std::optional<int>& v, std::vector<int>& dst) {
+    if (v) dst = {*v};
+  };
+  fix(c.tp, k.tp), fix(c.pp, k.pp), fix(c.cp, k.cp), fix(c.vpp, k.vpp), fix(c.mbs, k.mbs);
+  fix(c.zero, k.zero), fix(c.sp, k.sp), fix(c.dp, k.dp);
+  if (c.recompute) k.recompute = {*c.recompute};
+  return k;
+}
+
+void run_row(const RegressionCase& c, const ClusterProfile& profile, RegressionRow& row) {
+  const std::optional<Dtype> dtype = dtype_of(c.precision);
+  if (!dtype) return void(row.unsupported = "precision '" + c.precision + "' is not modelled");
+  if (profile.gpu.peak_flops[int(*dtype)] <= 0)
+    return void(row.unsupported = profile.gpu.name + " has no " + c.precision + " tensor-core peak");
+  try {
+    validate_model(c.model, c.id);
+  } catch (const InputError& e) {
+    return void(row.unsupported = std::string("model shape: ") + e.what());
+  }
+  row.cluster = profile;  // the job's size, on the profile's node type
+  ClusterProfile& cl = row.cluster;
+  cl.nodes = (c.num_gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
+  SearchOptions o;
+  o.gpus = {c.num_gpus};
+  o.global_batch = c.gbs;
+  o.top_k = 1;
+  o.dtype = *dtype;
+  const SearchResult r = search(c.model, cl, knobs_for(c, cl), o);
+  if (r.top.empty()) {
+    row.unsupported = "no plan fits under the model";
+    if (r.any_memory_rejection)
+      *row.unsupported += ": the closest needs " +
+                          std::to_string(int(r.closest_infeasible.memory_bytes / kGiB)) + " GiB";
+    return;
+  }
+  row.estimate = r.top.front();
+  const std::string formula = c.flops_formula.empty() ? "megatron-mfu" : c.flops_formula;
+  const double flops = *formula_flops(formula, c.model, c.gbs);
+  row.measured_iter_time_s = c.measured_iter_time_s
+                                 ? *c.measured_iter_time_s
+                                 : flops / (*c.measured_tflops_per_gpu * kTera * c.num_gpus);
+  const double t = row.estimate.iteration_time_s;
+  row.predicted_tflops_per_gpu = flops / (t * c.num_gpus) / kTera;
+  row.error_pct = 100.0 * (t - row.measured_iter_time_s) / row.measured_iter_time_s;
+}
+
+}  // namespace
+
+RegressionReport run_regression(const std::vector<RegressionCase>& cases,
+                                const std::string& profiles_dir) {
+  RegressionReport rep;
+  std::map<std::string, ClusterProfile> profiles;
+  double sum = 0;
+  for (const RegressionCase& c : cases) {
+    RegressionRow row;
+    row.c = &c;
+    const std::string path = profiles_dir + "/" + c.cluster + ".yaml";
+    if (!profiles.count(c.cluster)) {
+      if (!std::filesystem::exists(path)) {
+        row.unsupported = "no cluster profile " + path;
+        rep.rows.push_back(row);
+        continue;
+      }
+      profiles.emplace(c.cluster, io::load_cluster(path));
+    }
+    run_row(c, profiles.at(c.cluster), row);
+    if (!row.unsupported) {
+      ++rep.supported;
+      sum += std::fabs(row.error_pct);
+      rep.max_abs_error_pct = std::max(rep.max_abs_error_pct, std::fabs(row.error_pct));
+    }
+    rep.rows.push_back(row);
+  }
+  rep.mean_abs_error_pct = rep.supported ? sum / rep.supported : 0;
+  return rep;
+}
+
+}  // namespace planner

@@ -1,0 +1,75 @@
+#include <doctest/doctest.h>
+
+#include "planner/error.h"
+#include "planner/regress.h"
+
+using namespace planner;
+
+namespace {
+const std::string kHeader =
+    "id,source,cluster,num_gpus,layers,hidden,heads,kv_heads,ffn,swiglu,vocab,seq,tp,pp,dp,cp,sp,"
+    "vpp,mbs,gbs,zero,recompute,precision,measured_iter_time_s,measured_tflops_per_gpu,flops_formula\n";
+const std::string kRow =
+    "r1,\"Paper, Table 1\",dgx-a100-80gb,32,24,2304,24,,9216,0,51200,2048,1,1,32,,0,,,512,0,full,fp16,,137,megatron-hfu\n";
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_cases(text, "c.csv");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("regression cases parse, with quoted commas and empty knobs") {
+  const auto cases = parse_cases(kHeader + kRow, "c.csv");
+  REQUIRE(cases.size() == 1);
+  const RegressionCase& c = cases[0];
+  CHECK(c.source == "Paper, Table 1");
+  CHECK(c.model.kv_heads == 24);  // empty kv_heads = heads
+  CHECK(c.tp == 1);
+  CHECK(!c.vpp.has_value());
+  CHECK(!c.mbs.has_value());
+  CHECK(c.recompute == Recompute::full);
+  CHECK(*c.measured_tflops_per_gpu == 137);
+}
+
+TEST_CASE("malformed case files name the line and the column") {
+  CHECK(error_of("id,source\n") == "c.csv:1: expected column 3 to be 'cluster', found ''");
+  CHECK(error_of(kHeader + "r1,x,dgx-a100-80gb,abc" + kRow.substr(kRow.find(",24,2304"))) ==
+        "c.csv:2: column 'num_gpus': expected an integer >= 1, got 'abc'");
+  std::string bad = kRow;
+  bad.replace(bad.find(",full,"), 6, ",most,");
+  CHECK(error_of(kHeader + bad) == "c.csv:2: column 'recompute': expected none, selective or full, got 'most'");
+  bad = kRow;
+  bad.replace(bad.find("megatron-hfu"), 12, "guess");
+  CHECK(error_of(kHeader + bad) == "c.csv:2: column 'flops_formula': unknown formula 'guess' (megatron-hfu, megatron-mfu)");
+  CHECK(error_of(kHeader + "r1,x\n") == "c.csv:2: expected 26 columns, found 2");
+  CHECK(error_of(kHeader) == "c.csv: no rows");
+}
+
+TEST_CASE("a measured TFLOP/s converts to time through the row's formula") {
+  auto cases = parse_cases(kHeader + kRow, "c.csv");
+  const RegressionReport rep = run_regression(cases, PLANNER_SOURCE_DIR "/hw_profiles");
+  REQUIRE(rep.rows.size() == 1);
+  const RegressionRow& r = rep.rows[0];
+  REQUIRE(!r.unsupported);
+  // 96 B s L h^2 (1 + s/6h + V/16Lh) / (137e12 x 32 GPUs): 1.5466e16 / 4.384e15 = 3.528 s
+  CHECK(r.measured_iter_time_s == doctest::Approx(3.528).epsilon(0.001));
+  CHECK(r.error_pct == doctest::Approx(100 * (r.estimate.iteration_time_s / r.measured_iter_time_s - 1)));
+  CHECK(r.estimate.plan.tp == 1);  // fixed knobs are kept
+  CHECK(r.estimate.plan.recompute == Recompute::full);
+}
+
+TEST_CASE("rows the model cannot represent say why") {
+  std::string fp8 = kRow;
+  fp8.replace(fp8.find(",fp16,"), 6, ",fp8,");
+  std::string nocluster = kRow;
+  nocluster.replace(nocluster.find("dgx-a100-80gb"), 13, "tpu-v9");
+  auto cases = parse_cases(kHeader + fp8 + nocluster, "c.csv");
+  const RegressionReport rep = run_regression(cases, PLANNER_SOURCE_DIR "/hw_profiles");
+  CHECK(*rep.rows[0].unsupported == "A100-SXM4-80GB has no fp8 tensor-core peak");
+  CHECK(rep.rows[1].unsupported->find("no cluster profile") == 0);
+  CHECK(rep.supported == 0);
+}
