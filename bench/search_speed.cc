@@ -8,6 +8,7 @@
 
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
+#include "planner/cost/simulate.h"
 #include "planner/search.h"
 
 using namespace planner;
@@ -26,23 +27,35 @@ int main(int argc, char** argv) {
   o.global_batch = 3072;
   const KnobSpace k = default_knobs(m, c, 3072);
 
-  // 1. The default search, repeated for a stable figure.
+  // 1. The closed-form search alone (the pre-filter), repeated for a stable figure, then the
+  //    default search with its simulator re-ranking of the best candidates.
   SearchResult r;
   const int reps = 5;
+  SearchOptions closed = o;
+  closed.simulate_candidates = 0;
   auto t0 = Clock::now();
-  for (int i = 0; i < reps; ++i) r = search(m, c, k, o);
+  for (int i = 0; i < reps; ++i) r = search(m, c, k, closed);
   const double search_s = seconds_since(t0) / reps;
+  t0 = Clock::now();
+  const SearchResult full = search(m, c, k, o);
+  const double full_s = seconds_since(t0);
   const long long estimated = r.evaluated - r.rejections[int(Rejection::gpus_mismatch)];
   std::printf("megatron-1t, 3072 x A100 80GB, gbs 3072, default knobs\n");
   std::printf("  plans enumerated         %lld (%lld ranked, %lld out of memory)\n", r.evaluated,
               r.rejections[int(Rejection::none)], r.rejections[int(Rejection::out_of_memory)]);
-  std::printf("  search wall time         %.4f s\n", search_s);
+  std::printf("  closed-form search       %.4f s\n", search_s);
+  std::printf("  + simulator re-ranking   %.4f s in all (%d candidates simulated twice)\n", full_s,
+              full.simulated);
   std::printf("  plans per second         %.3g (all enumerated), %.3g (past the GPU-count check)\n",
               r.evaluated / search_s, estimated / search_s);
 
   // 2. Full estimates of valid plans only: the cost of the cost model itself, one core.
   Plan p = r.top.front().plan;
-  const LayerCompute layer = layer_compute(m, c, {p.tp, p.cp, p.mbs, p.sp, p.dtype, c.software.attention});
+  EstimateCache cache;
+  cache.layout = block_layout(m);
+  const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, p.dtype, c.software.attention};
+  cache.layer = {layer_compute(m, c, cfg)};
+  cache.head = head_compute(m, c, cfg);
   EstimateOptions eo;
   eo.reasons = false;
   const int n = 2000000;
@@ -50,13 +63,29 @@ int main(int argc, char** argv) {
   t0 = Clock::now();
   for (int i = 0; i < n; ++i) {
     p.zero = i & 1;  // vary a knob so nothing is hoisted
-    sink += estimate(m, c, p, eo, &layer).iteration_time_s;
+    sink += estimate(m, c, p, eo, &cache).iteration_time_s;
   }
   const double est_s = seconds_since(t0);
   std::printf("  full estimates per second %.3g (one feasible plan, memoised layer; checksum %.3g)\n",
               n / est_s, sink);
 
-  // 3. The whole command, process start and YAML loading included.
+  // 3. The pipeline simulator: pp = 64, 1,024 micro-batches, vpp = 2 (issue target: well under
+  // 10 ms), and ZB-H1 at the same size.
+  for (Schedule sched : {Schedule::interleaved, Schedule::zb_h1}) {
+    SimInput in;
+    in.schedule = sched, in.pp = 64, in.vpp = sched == Schedule::interleaved ? 2 : 1;
+    in.microbatches = 1024, in.p2p_s = 1e-4;
+    in.chunks.assign(size_t(in.pp) * in.vpp, ChunkCost{0.01, 0.02, 0.01});
+    SimResult res;
+    const int sims = 20;
+    t0 = Clock::now();
+    for (int i = 0; i < sims; ++i) res = simulate(in);
+    std::printf("  simulate pp=64 m=1024 %-12s %.2f ms per iteration simulated (%zu stages, makespan %.2f s)\n",
+                sched == Schedule::interleaved ? "vpp=2" : "zb-h1", seconds_since(t0) / sims * 1e3,
+                res.busy_s.size(), res.makespan_s);
+  }
+
+  // 4. The whole command, process start and YAML loading included.
   if (argc > 2) {
     const std::string cmd = std::string(argv[2]) + " suggest --model " + root +
                             "/configs/models/megatron-1t.yaml --cluster " + root +

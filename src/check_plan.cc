@@ -1,3 +1,4 @@
+#include <cstdio>
 #include <string>
 
 #include "planner/estimate.h"
@@ -18,6 +19,7 @@ const char* to_string(Rejection r) {
     case Rejection::sp_without_tp: return "sp without tp";
     case Rejection::zero_invalid: return "zero stage not applicable";
     case Rejection::dtype_unsupported: return "precision unsupported";
+    case Rejection::schedule_invalid: return "schedule cannot complete";
     case Rejection::out_of_memory: return "out of memory";
     case Rejection::count_: break;
   }
@@ -48,13 +50,23 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   if (!o.tp_across_nodes && (p.tp > c.gpus_per_node || c.gpus_per_node % p.tp != 0))
     return fail(Rejection::tp_across_nodes, reason, [&] { return std::string("tp=" + str(p.tp) + " does not fit in a node of " + str(c.gpus_per_node) +
                     " GPUs (allow with --tp-across-nodes)"); });
-  if (m.layers % p.pp != 0)
+  for (const Component& comp : m.encoders)
+    if (comp.shape.attention && (comp.shape.heads % p.tp != 0 || comp.shape.kv_heads % p.tp != 0))
+      return fail(Rejection::tp_not_dividing_heads, reason, [&] {
+        return "tp=" + str(p.tp) + " does not divide the " + str(comp.shape.heads) + " heads of " + comp.name;
+      });
+  const int virtual_stages = p.pp * p.vpp;
+  if (!m.encoders.empty() && virtual_stages > m.blocks())  // multimodal: any contiguous split
+    return fail(Rejection::pp_not_dividing_layers, reason, [&] {
+      return "pp*vpp=" + str(virtual_stages) + " exceeds the " + str(m.blocks()) + " layers";
+    });
+  if (m.encoders.empty() && m.layers % p.pp != 0)
     return fail(Rejection::pp_not_dividing_layers, reason, [&] { return std::string("pp=" + str(p.pp) + " does not divide layers=" + str(m.layers)); });
   if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
     return fail(Rejection::cp_not_dividing_seq, reason, [&] { return std::string("seq_len=" + str(m.seq_len) + " is not divisible by 2*cp=" + str(2 * p.cp)); });
   if (p.gbs <= 0 || p.gbs % (p.mbs * p.dp) != 0)
     return fail(Rejection::batch_not_divisible, reason, [&] { return std::string("gbs=" + str(p.gbs) + " is not a multiple of mbs*dp=" + str(p.mbs * p.dp)); });
-  if (p.vpp > 1 && (p.pp == 1 || (m.layers / p.pp) % p.vpp != 0))
+  if (p.vpp > 1 && (p.pp == 1 || (m.encoders.empty() && (m.layers / p.pp) % p.vpp != 0)))
     return fail(Rejection::vpp_invalid, reason, [&] { return std::string("vpp=" + str(p.vpp) + " needs pp>1 and to divide the " + str(m.layers / p.pp) +
                     " layers per stage"); });
   if (p.schedule == Schedule::interleaved && p.microbatches() % p.pp != 0)
@@ -68,6 +80,14 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     return fail(Rejection::zero_invalid, reason, [&] { return std::string("ZeRO-" + str(p.zero) + " with pipeline parallelism is not supported by "
                 "Megatron-LM or DeepSpeed (use zero<=1 with pp>1)"); });
   return Rejection::none;
+}
+
+std::string rejection_message(const Estimate& e) {
+  if (e.rejection != Rejection::out_of_memory) return e.reason;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "out of memory: the plan needs %.1f GiB per GPU of %.1f GiB",
+                e.memory_bytes / (1024.0 * 1024 * 1024), e.memory_limit_bytes / (1024.0 * 1024 * 1024));
+  return buf;
 }
 
 }  // namespace planner

@@ -19,47 +19,6 @@ double ddp_bucket_params(int dp) { return std::max(40e6, 1e6 * dp); }
 /// parameter precision otherwise.
 double grad_wire_bytes(Dtype d) { return d == Dtype::bf16 ? 4.0 : 2.0; }
 
-/// Bytes of one 16-bit activation tensor [mbs x seq/cp x hidden].
-double activation_tensor_bytes(const ModelSpec& m, const Plan& p) {
-  return 2.0 * p.mbs * (double(m.seq_len) / p.cp) * m.hidden;
-}
-
-struct LayerStep {
-  double fwd = 0, bwd = 0;            ///< per layer and micro-batch, comm included
-  double compute = 0, tp_comm = 0;    ///< fwd + bwd split
-};
-
-/// One layer, one micro-batch on one rank: compute, recompute, exposed TP and CP communication.
-LayerStep layer_step(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                     const LayerCompute& lc, LayerTimes& times) {
-  const GroupLayout tpg = tp_group(p, c.gpus_per_node);
-  const double act = activation_tensor_bytes(m, p);
-  // Two collectives forward (after the projection and fc2), two backward (at the QKV and fc1
-  // inputs): allreduce, or allgather + reduce-scatter of the same bytes with sequence parallelism.
-  const double one = p.sp ? collective_time_s(c, Collective::allgather, act, tpg) +
-                                collective_time_s(c, Collective::reduce_scatter, act, tpg)
-                          : collective_time_s(c, Collective::allreduce, act, tpg);
-  double cp_fwd = 0;
-  if (p.cp > 1) {  // ring attention: cp-1 exchanges of the K,V shard, hidden behind attention
-    const double kv = 2.0 * 2.0 * p.mbs * (double(m.seq_len) / p.cp) * m.kv_heads * m.head_dim() / p.tp;
-    const double ring = (p.cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c.gpus_per_node));
-    cp_fwd = std::max(0.0, ring - lc.fwd_attn_s);
-  }
-  double recompute = 0, recompute_comm = 0;
-  if (p.recompute == Recompute::full) recompute = lc.fwd_s(), recompute_comm = 2 * one + cp_fwd;
-  if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
-  times.fwd_compute_s = lc.fwd_s();
-  times.bwd_compute_s = lc.bwd_s() + recompute;
-  times.fwd_comm_s = 2 * one + cp_fwd;
-  times.bwd_comm_s = 2 * one + 2 * cp_fwd + recompute_comm;
-  LayerStep s;
-  s.fwd = times.fwd_compute_s + times.fwd_comm_s;
-  s.bwd = times.bwd_compute_s + times.bwd_comm_s;
-  s.compute = times.fwd_compute_s + times.bwd_compute_s;
-  s.tp_comm = times.fwd_comm_s + times.bwd_comm_s;
-  return s;
-}
-
 struct DpCost {
   double exposed = 0, total = 0;
 };
@@ -72,7 +31,7 @@ double exposed_after_overlap(double t, double window, double bucket_fraction, bo
 }
 
 DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
-               double fwd_window, double bwd_window, double mb_compute) {
+               double fwd_window, double bwd_window, double mb_compute, int stage_blocks) {
   DpCost d;
   const GroupLayout dpg = dp_group(p, c.gpus_per_node);
   const double bucket = std::min(1.0, ddp_bucket_params(p.dp) / params_rank);
@@ -99,7 +58,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // ZeRO-3 implementations prefetch the next layer's parameters while computing (DeepSpeed's
     // stage3_prefetch_bucket_size, FSDP's forward/backward prefetch): only the first layer's
     // gather, or the traffic beyond the compute, stays exposed.
-    const double layer_fraction = 1.0 / std::max(1, m.layers / p.pp);
+    const double layer_fraction = 1.0 / std::max(1, stage_blocks);
     const double exposed_mb = std::max(per_mb - mb_compute, per_mb * layer_fraction);
     d.total = per_mb * p.microbatches();
     d.exposed = exposed_mb * p.microbatches();
@@ -119,73 +78,132 @@ AttentionKernel attention_of(const Plan& p, const ClusterProfile& c) {
   return p.attention.value_or(c.software.attention);
 }
 
-Estimate estimate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                  const EstimateOptions& o, const LayerCompute* cached) {
+namespace {
+
+/// Per physical stage: one micro-batch's forward and backward over its chunks, and the
+/// stage-to-stage transfers the closed form serialises with them (twice per chunk).
+struct StageTimes {
+  std::vector<double> t;
+  int critical = 0;
+  double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, p2p = 0;
+};
+
+StageTimes stage_times(const Stages& st, const PlanCosts& pc, const Plan& p) {
+  thread_local StageTimes r;
+  r = StageTimes{std::move(r.t)};
+  r.t.assign(p.pp, 0.0);
+  r.p2p = p.pp > 1 ? 2.0 * p.vpp * pc.p2p_s : 0.0;
+  for (size_t vs = 0; vs < st.chunks.size(); ++vs) r.t[vs % p.pp] += st.chunks[vs].fwd_s + st.chunks[vs].bwd_s;
+  for (double& t : r.t) t += r.p2p, r.sum += t;
+  r.critical = int(std::max_element(r.t.begin(), r.t.end()) - r.t.begin());
+  r.t_max = r.t[r.critical];
+  for (size_t vs = r.critical; vs < st.chunks.size(); vs += p.pp) {
+    r.fwd += st.chunks[vs].fwd_s, r.bwd += st.chunks[vs].bwd_s, r.weight += st.chunks[vs].bwd_weight_s;
+    r.compute += st.chunk_compute_s[vs], r.tp += st.chunk_tp_s[vs];
+  }
+  return r;
+}
+
+Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                  const EstimateOptions& o, const EstimateCache* cache, const Partition* part,
+                  bool simulated, SimResult* sim_out, bool trace) {
   Estimate e;
   e.plan = p;
   e.memory_limit_bytes = o.memory_limit_bytes > 0 ? o.memory_limit_bytes : c.gpu.hbm_bytes;
   e.rejection = check_plan(m, c, p, o, o.reasons ? &e.reason : nullptr);
   if (!e.ok()) return e;
-  const AttentionKernel attn = attention_of(p, c);
+  BlockLayout own;
+  if (!cache) own = block_layout(m);
+  const BlockLayout& layout = cache ? cache->layout : own;
+  const PlanCosts pc = plan_costs(m, c, p, layout, cache ? &cache->layer : nullptr, cache ? &cache->head : nullptr);
+  thread_local Partition even;
+  thread_local Stages st;
+  if (!part) even = even_partition(layout.count(), p.pp * p.vpp);
+  build_stages(layout, pc, p, part ? *part : even, st);
+  const int mb = p.microbatches();
 
-  // Memory first: it is cheap, and most rejected plans fail here.
-  const MemoryBreakdown first = memory_per_gpu(m, p, c.gpu, attn, 0);
-  const MemoryBreakdown last = p.pp > 1 ? memory_per_gpu(m, p, c.gpu, attn, p.pp - 1) : first;
-  e.memory = first.total() >= last.total() ? first : last;
-  e.memory_bytes = e.memory.total();
+  SimResult sim;
+  if (simulated) {
+    sim = simulate({p.schedule, p.pp, p.vpp, mb, st.chunks, pc.p2p_s, trace});
+    if (!sim.ok()) {
+      e.rejection = Rejection::schedule_invalid;
+      e.reason = sim.error;
+      return e;
+    }
+  }
+  for (int s = 0; s < p.pp; ++s) {  // memory: the most loaded stage
+    const double in_flight = simulated ? double(sim.peak_in_flight[s]) / p.vpp : in_flight_on(p, s);
+    const MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight);
+    if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
+  }
+  e.partition = st.blocks_per_stage;
+  e.chunk_partition = part ? *part : even;
   if (e.memory_bytes > e.memory_limit_bytes) {
     e.rejection = Rejection::out_of_memory;
     return e;
   }
 
-  const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, p.dtype, attn};
-  e.layer_compute = cached ? *cached : layer_compute(m, c, cfg);
-  const LayerStep step = layer_step(m, c, p, e.layer_compute, e.layer);
-  const HeadCompute head = head_compute(m, c, cfg);
-  const double layers = double(m.layers) / p.pp;
-  const double body = layers * (step.fwd + step.bwd);
-  const double embed = head.embed_fwd_s + head.embed_bwd_s;
-  const double logits = head.logits_fwd_s + head.logits_bwd_s;
+  const StageTimes tt = stage_times(st, pc, p);
+  const double weight_fraction = tt.t_max > 0 ? tt.weight / tt.t_max : 0.0;
+  const double closed = pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction);
+  const double pipe = simulated ? sim.makespan_s : closed;
+  const BlockCost& decoder = pc.shape.back();
+  e.layer_compute = decoder.compute;
+  e.layer = decoder.times;
 
-  // Stage-to-stage: each TP rank sends its 1/t slice (Megatron's scatter/gather), forward and
-  // backward, once per model chunk.
-  double p2p = 0;
-  if (p.pp > 1) {
-    const double bytes = activation_tensor_bytes(m, p) / p.tp;
-    p2p = 2.0 * p.vpp * collective_time_s(c, Collective::sendrecv, bytes, pp_pair(p, c.gpus_per_node));
-  }
-  const double t_first = body + embed + (p.pp == 1 ? logits : 0) + p2p;
-  const double t_last = p.pp == 1 ? t_first : body + logits + p2p;
-  const double t_mid = body + p2p;
-  const double t_max = std::max({t_first, t_last, t_mid});
-  const double sum = p.pp == 1 ? t_first : t_first + t_last + (p.pp - 2) * t_mid;
-  const int mb = p.microbatches();
-  const double pipe = pipeline_time_from(p.schedule, mb, p.vpp, t_max, sum);
-
-  const double params_rank = std::max(stage_params_per_rank(m, p, 0), stage_params_per_rank(m, p, p.pp - 1));
-  const DpCost dp = dp_cost(m, c, p, params_rank, layers * step.fwd, layers * step.bwd, t_max);
-  const double opt_params = params_rank / (p.zero >= 1 ? p.dp : 1);
-
+  double params_rank = 0;
+  for (const StageLoad& l : st.load) params_rank = std::max(params_rank, l.params);
+  const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, tt.t_max, st.blocks_per_stage[tt.critical]);
   Breakdown& b = e.breakdown;
-  const double scale = mb * (t_max > 0 ? 1.0 : 0.0);
-  const double crit_extra = t_max - body - p2p;  // embedding/logits work on the critical stage
-  b.compute_s = scale * (layers * step.compute + crit_extra);
-  b.tp_comm_s = scale * layers * step.tp_comm;
-  b.pp_comm_s = scale * p2p;
-  b.bubble_s = pipe - mb * t_max;
+  b.compute_s = mb * tt.compute;
+  b.tp_comm_s = mb * tt.tp;
+  b.pp_comm_s = mb * tt.p2p;
+  b.bubble_s = std::max(0.0, pipe - b.compute_s - b.tp_comm_s - b.pp_comm_s);
   b.dp_comm_s = dp.exposed;
-  b.optimizer_s = optimizer_step_s(c.gpu, opt_params);
+  b.optimizer_s = optimizer_step_s(c.gpu, params_rank / (p.zero >= 1 ? p.dp : 1));
   e.dp_comm_total_s = dp.total;
 
   e.iteration_time_s = pipe + b.dp_comm_s + b.optimizer_s;
+  e.closed_form_time_s = closed + b.dp_comm_s + b.optimizer_s;
+  e.simulated = simulated;
+  if (simulated) {
+    e.stage_busy_s = sim.busy_s, e.stage_idle_s = sim.idle_s, e.peak_in_flight = sim.peak_in_flight;
+    if (sim_out) *sim_out = std::move(sim);
+  }
   const double gpus = p.gpus();
   e.tokens_per_s = double(p.gbs) * m.seq_len / e.iteration_time_s;
-  const double flops = model_flops_per_iteration(m, p.gbs);
-  e.tflops_per_gpu = flops / e.iteration_time_s / gpus / kTera;
+  e.tflops_per_gpu = model_flops_per_iteration(m, p.gbs) / e.iteration_time_s / gpus / kTera;
   e.mfu = e.tflops_per_gpu * kTera / c.gpu.peak_flops[static_cast<int>(p.dtype)];
   e.bubble_fraction = b.bubble_s / e.iteration_time_s;
   e.exposed_comm_fraction = (b.tp_comm_s + b.pp_comm_s + b.dp_comm_s) / e.iteration_time_s;
   return e;
+}
+
+}  // namespace
+
+Estimate estimate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                  const EstimateOptions& o, const EstimateCache* cache) {
+  return evaluate(m, c, p, o, cache, nullptr, false, nullptr, false);
+}
+
+Estimate simulate_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                       const EstimateOptions& o, const Partition* part, SimResult* sim, bool trace) {
+  return evaluate(m, c, p, o, nullptr, part, true, sim, trace);
+}
+
+Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const EstimateOptions& o) {
+  Estimate even = simulate_plan(m, c, p, o);
+  if (even.rejection != Rejection::none && even.rejection != Rejection::out_of_memory) return even;
+  const BlockLayout layout = block_layout(m);
+  const double limit = o.memory_limit_bytes > 0 ? o.memory_limit_bytes : c.gpu.hbm_bytes;
+  const Partition bal = balanced_partition(layout, plan_costs(m, c, p, layout), p, limit);
+  Estimate balanced = simulate_plan(m, c, p, o, &bal);
+  const bool use_balanced = balanced.ok() && (!even.ok() || balanced.iteration_time_s < even.iteration_time_s);
+  Estimate best = use_balanced ? balanced : even;
+  best.balanced = use_balanced && bal != even_partition(layout.count(), p.pp * p.vpp);
+  if (even.ok() && balanced.ok())
+    best.balanced_gain_pct = 100.0 * (even.iteration_time_s - balanced.iteration_time_s) / even.iteration_time_s;
+  return best;
 }
 
 }  // namespace planner

@@ -4,8 +4,19 @@
 
 namespace planner {
 
-double ModelSpec::layer_params() const {
-  const double h = hidden, d = head_dim(), f = ffn;
+const char* to_string(ComponentType t) {
+  switch (t) {
+    case ComponentType::decoder: return "decoder";
+    case ComponentType::vit: return "vit";
+    case ComponentType::projector: return "projector";
+  }
+  return "?";
+}
+
+double LayerShape::params() const {
+  const double h = hidden, f = ffn;
+  if (!attention) return double(in_features) * f + f * h;
+  const double d = head_dim();
   const double qkv = h * (heads + 2.0 * kv_heads) * d;
   const double proj = heads * d * h;
   const double mlp = (swiglu ? 3.0 : 2.0) * h * f;
@@ -13,12 +24,41 @@ double ModelSpec::layer_params() const {
   return qkv + proj + mlp + norms;
 }
 
+double LayerShape::flops_per_sample() const {
+  // 2 FLOPs per weight and token forward, twice that backward; attention scores and context
+  // 2 x 2 x seq^2 x hidden per sequence forward (full, not causal-halved: model FLOPs).
+  const double matmul = 6.0 * params() * tokens_per_sample();
+  const double attn = attention ? 3.0 * 4.0 * double(seq) * seq * hidden * sequences : 0.0;
+  return matmul + attn;
+}
+
+LayerShape ModelSpec::decoder_shape() const {
+  LayerShape s;
+  s.hidden = hidden, s.heads = heads, s.kv_heads = kv_heads, s.ffn = ffn, s.swiglu = swiglu;
+  s.seq = seq_len, s.sequences = 1, s.causal = true;
+  return s;
+}
+
+int ModelSpec::blocks() const {
+  int n = layers;
+  for (const Component& c : encoders) n += c.layers;
+  return n;
+}
+
+double ModelSpec::encoder_params() const {
+  double p = 0;
+  for (const Component& c : encoders) p += c.layers * c.shape.params();
+  return p;
+}
+
+double ModelSpec::layer_params() const { return decoder_shape().params(); }
+
 double ModelSpec::embedding_params() const { return double(vocab) * hidden; }
 
 double ModelSpec::output_params() const { return tied_embeddings ? 0.0 : double(vocab) * hidden; }
 
 double ModelSpec::total_params() const {
-  return layers * layer_params() + embedding_params() + output_params() + hidden;
+  return layers * layer_params() + embedding_params() + output_params() + hidden + encoder_params();
 }
 
 void validate_model(const ModelSpec& m, const std::string& file) {
@@ -47,7 +87,9 @@ double model_flops_per_iteration(const ModelSpec& m, double B) {
   const double d = h / a, f = m.ffn, V = m.vocab;
   const double attn = (1.0 + g / a + s / h) * (a * d / h);
   const double mlp = (f / h) * (m.swiglu ? 1.5 : 1.0);
-  return 12.0 * B * s * L * h * h * (attn + mlp + V / (2.0 * L * h));
+  double encoders = 0;  // multimodal: the encoders' own model FLOPs per sample
+  for (const Component& c : m.encoders) encoders += c.layers * c.shape.flops_per_sample();
+  return 12.0 * B * s * L * h * h * (attn + mlp + V / (2.0 * L * h)) + B * encoders;
 }
 
 double megatron_hfu_flops_per_iteration(const ModelSpec& m, double B) {

@@ -22,6 +22,7 @@ const char* to_string(Schedule s) {
     case Schedule::gpipe: return "gpipe";
     case Schedule::one_f_one_b: return "1f1b";
     case Schedule::interleaved: return "interleaved";
+    case Schedule::zb_h1: return "zb-h1";
   }
   return "?";
 }
@@ -79,7 +80,8 @@ void set_key(Plan& p, const std::string& key, const std::string& v, const std::s
   else if (key == "schedule")
     p.schedule = pick<Schedule>(v, key, origin, {{"gpipe", Schedule::gpipe},
                                                  {"1f1b", Schedule::one_f_one_b},
-                                                 {"interleaved", Schedule::interleaved}});
+                                                 {"interleaved", Schedule::interleaved},
+                                                 {"zb-h1", Schedule::zb_h1}});
   else if (key == "dtype")
     p.dtype = pick<Dtype>(v, key, origin, {{"fp16", Dtype::fp16}, {"bf16", Dtype::bf16},
                                            {"fp8", Dtype::fp8}, {"tf32", Dtype::tf32}});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <queue>
 
 namespace planner {
@@ -64,16 +65,39 @@ std::vector<Schedule> schedules_for(int vpp, const std::vector<Schedule>& allowe
   return s;
 }
 
+/// Runs the closed form's best candidates through the simulator (even and balanced partitions)
+/// and keeps the top_k by simulated time.
+void rerank_simulated(const ModelSpec& m, const ClusterProfile& c, const SearchOptions& o,
+                      SearchResult& r) {
+  std::vector<Estimate> refined;
+  for (const Estimate& e : r.top) {
+    Estimate s = refine(m, c, e.plan, o.estimate);
+    if (!s.ok()) continue;  // the simulated peak of micro-batches in flight may not fit
+    r.max_closed_form_gap_pct = std::max(
+        r.max_closed_form_gap_pct, 100.0 * std::abs(s.closed_form_time_s - s.iteration_time_s) / s.iteration_time_s);
+    refined.push_back(std::move(s));
+  }
+  r.simulated = static_cast<int>(refined.size());
+  std::stable_sort(refined.begin(), refined.end(), [&](const Estimate& a, const Estimate& b) {
+    return score(a, o.objective) < score(b, o.objective);
+  });
+  if (static_cast<int>(refined.size()) > o.top_k) refined.resize(o.top_k);
+  r.top = std::move(refined);
+}
+
 }  // namespace
 
 SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,
                     const SearchOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   SearchResult r;
-  TopK top(std::max(1, o.top_k), o.objective);
+  const int keep = o.simulate_candidates > 0 ? std::max(4 * o.top_k, o.simulate_candidates) : o.top_k;
+  TopK top(std::max(1, keep), o.objective);
   EstimateOptions eo = o.estimate;
   eo.reasons = false;
-  const AttentionKernel attn = c.software.attention;
+  EstimateCache cache;
+  cache.layout = block_layout(m);
+  const AttentionKernel attn = o.attention.value_or(c.software.attention);
   const double outer = double(o.gpus.size() * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size());
   double outer_done = 0;
   for (int gpus : o.gpus)
@@ -84,11 +108,14 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
             if (o.progress) o.progress(outer_done / outer);
             outer_done += 1;
             const LayerConfig cfg{tp, cp, mbs, sp != 0, o.dtype, attn};
-            const LayerCompute layer = layer_compute(m, c, cfg);
+            cache.layer.clear();
+            for (const LayerShape& shape : cache.layout.shapes) cache.layer.push_back(layer_compute(shape, c, cfg));
+            cache.head = head_compute(m, c, cfg);
             for (int pp : k.pp) {
               Plan p;
               p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.gbs = o.global_batch;
               p.dtype = o.dtype;
+              p.attention = o.attention;
               p.dp = gpus / std::max(1, tp * cp * pp);
               const bool divides = p.dp * tp * cp * pp == gpus &&
                                    (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
@@ -99,7 +126,7 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
                       ++r.evaluated;
                       if (!divides) { ++r.rejections[int(Rejection::gpus_mismatch)]; continue; }
                       p.vpp = vpp, p.schedule = sched, p.zero = zero, p.recompute = rc;
-                      Estimate e = estimate(m, c, p, eo, &layer);
+                      Estimate e = estimate(m, c, p, eo, &cache);
                       ++r.rejections[int(e.rejection)];
                       if (e.rejection == Rejection::out_of_memory) {
                         r.any_memory_rejection = true;
@@ -112,6 +139,7 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
             }
           }
   r.top = top.sorted();
+  if (o.simulate_candidates > 0) rerank_simulated(m, c, o, r);
   r.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
 }

@@ -3,6 +3,9 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -145,4 +148,68 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   CHECK(planner("regress " + cases + " --tolerance 0.01").rc == 1);
   check_error("regress " + cases + " --explain nope", "option --explain: no row with id 'nope'");
   check_error("regress --cases README.md", "README.md:1: expected column 1 to be 'id', found '# planner'");
+}
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string fresh_out(const std::string& name) {
+  const auto d = std::filesystem::temp_directory_path() / ("planner_cli_" + name);
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+}  // namespace
+
+TEST_CASE("emit writes the golden Megatron-LM files and lists them") {
+  const std::string out = fresh_out("emit");
+  const Run r = planner("emit " + kModel + " " + kCluster +
+                        " --plan \"tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1\""
+                        " --framework megatron --out " + out + "/run");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out == out + "/run/megatron_torchrun.sh\n" + out + "/run/megatron_sbatch.sh\n");
+  for (const char* f : {"megatron_torchrun.sh", "megatron_sbatch.sh"})
+    CHECK(slurp(out + "/run/" + f) ==
+          slurp(PLANNER_SOURCE_DIR "/tests/data/golden/megatron-gpt3-175b-a100x1024/" + std::string(f)));
+  std::filesystem::remove_all(out);
+}
+
+TEST_CASE("emit refuses what the framework cannot run, and writes nothing") {
+  const std::string out = fresh_out("emit_refused");
+  check_error("emit " + kModel + " " + kCluster + " --plan \"tp=8,pp=1,dp=128,gbs=1536,zero=2\" --framework megatron --out " + out,
+              "option --plan: Megatron-LM cannot express zero=2: its distributed optimizer "
+              "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed");
+  check_error("emit " + kModel + " " + kCluster + " --plan \"tp=8,pp=8,dp=16,gbs=1536,zero=2\" --framework deepspeed --out " + out,
+              "option --plan: DeepSpeed's pipeline engine refuses zero=2 with pp=8 (ZeRO-2 and ZeRO-3 are "
+              "incompatible with pipeline parallelism); use zero<=1 or pp=1");
+  check_error("emit " + kModel + " " + kCluster + " --plan \"tp=8,pp=8,dp=16,gbs=1536\" --framework jax --out " + out,
+              "option --framework: unknown framework 'jax' (expected megatron or deepspeed)");
+  const Run oom = planner("emit " + kModel + " " + kCluster + " --plan \"tp=8,pp=1,dp=1,gbs=8\" --framework megatron --out " + out);
+  CHECK(oom.rc == 2);
+  CHECK(oom.out.rfind("planner: error: option --plan: out of memory: the plan needs ", 0) == 0);
+  CHECK(!std::filesystem::exists(out));
+}
+
+TEST_CASE("suggest --emit writes the top plan's DeepSpeed files") {
+  const std::string out = fresh_out("suggest_emit");
+  const std::string search = "suggest " + kModel + " " + kCluster + " --gpus 1024 --global-batch 1536 --top 3";
+  const Run r = planner(search + " --emit deepspeed --out " + out);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("planner: wrote deepspeed launch files for plan ") != std::string::npos);
+  const std::string launcher = slurp(out + "/deepspeed_launch.sh");
+  const size_t at = launcher.find("# plan       --plan \"");
+  REQUIRE(at != std::string::npos);
+  const std::string plan = launcher.substr(at + 13, launcher.find('\n', at) - at - 13);
+  CHECK(r.out.find(plan) != std::string::npos);  // one of the ranked rows
+  CHECK(std::filesystem::exists(out + "/ds_config.json"));
+  check_error(search + " --emit megatron", "option --out: required with --emit (the directory for the files)");
+  check_error(search + " --out " + out, "option --emit: required with --out (megatron or deepspeed)");
+  check_error(search + " --emit jax --out " + out, "option --emit: unknown framework 'jax' (expected megatron or deepspeed)");
+  std::filesystem::remove_all(out);
 }

@@ -4,6 +4,8 @@
 #include "planner/cluster.h"
 #include "planner/cost/compute.h"
 #include "planner/cost/memory.h"
+#include "planner/cost/simulate.h"
+#include "planner/cost/stages.h"
 #include "planner/model.h"
 #include "planner/plan.h"
 
@@ -23,6 +25,7 @@ enum class Rejection {
   sp_without_tp,
   zero_invalid,
   dtype_unsupported,      ///< the GPU has no tensor-core peak for this precision
+  schedule_invalid,       ///< the simulator found the schedule cannot run or complete
   out_of_memory,
   count_
 };
@@ -37,11 +40,6 @@ struct Breakdown {
   double dp_comm_s = 0;    ///< exposed DP reduction and ZeRO gathers
   double bubble_s = 0;     ///< pipeline fill and drain
   double optimizer_s = 0;  ///< optimizer step
-};
-
-/// One transformer layer, one micro-batch, one rank.
-struct LayerTimes {
-  double fwd_compute_s = 0, bwd_compute_s = 0, fwd_comm_s = 0, bwd_comm_s = 0;
 };
 
 struct Estimate {
@@ -61,6 +59,14 @@ struct Estimate {
   double bubble_fraction = 0;      ///< bubble / iteration
   double exposed_comm_fraction = 0;
   double dp_comm_total_s = 0;      ///< DP traffic before overlap (for diagnostics)
+  bool simulated = false;          ///< timed by the event-driven simulator, not the closed form
+  double closed_form_time_s = 0;   ///< the closed form's iteration time (even partition)
+  std::vector<int> partition;      ///< blocks (layers) per pipeline stage
+  Partition chunk_partition;       ///< blocks per virtual stage (model chunk), as simulated
+  bool balanced = false;           ///< the balanced partition beat the even split
+  double balanced_gain_pct = 0;    ///< iteration-time gain of the balanced over the even split
+  std::vector<double> stage_busy_s, stage_idle_s;  ///< per stage, simulated
+  std::vector<int> peak_in_flight;                 ///< per stage, simulated
   bool ok() const { return rejection == Rejection::none; }
 };
 
@@ -74,10 +80,34 @@ struct EstimateOptions {
 Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const EstimateOptions& o, std::string* reason);
 
-/// The full estimate of one plan. `layer` may carry a precomputed layer_compute() for the plan's
-/// (tp, cp, mbs, sp, dtype, attention); the search memoises it.
+/// Work the search shares across plans: the model's blocks, and layer_compute() per block shape
+/// for the plan's (tp, cp, mbs, sp, dtype, attention).
+struct EstimateCache {
+  BlockLayout layout;
+  std::vector<LayerCompute> layer;
+  HeadCompute head;
+};
+
+/// The closed-form estimate of one plan on the even partition: pipeline time (m-1) t_max + sum,
+/// or its interleaved and ZB-H1 forms. The fast pre-filter of the search.
 Estimate estimate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                  const EstimateOptions& o = {}, const LayerCompute* layer = nullptr);
+                  const EstimateOptions& o = {}, const EstimateCache* cache = nullptr);
+
+/// The plan run through the event-driven simulator on `part` (the even partition when null),
+/// with memory from the simulated peak of micro-batches in flight. `sim` receives the raw
+/// simulation (with a trace when sim->... is requested through `trace`).
+Estimate simulate_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                       const EstimateOptions& o = {}, const Partition* part = nullptr,
+                       SimResult* sim = nullptr, bool trace = false);
+
+/// The even and the balanced partition through the simulator: the faster feasible one, with
+/// balanced_gain_pct and closed_form_time_s filled in.
+Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                const EstimateOptions& o = {});
+
+/// One line for a rejected estimate: the structural reason, or "out of memory: the plan needs X
+/// GiB per GPU of Y GiB".
+std::string rejection_message(const Estimate& e);
 
 /// The attention kernel a plan runs: its own override, else the profile's stack.
 AttentionKernel attention_of(const Plan& p, const ClusterProfile& c);

@@ -1,9 +1,39 @@
 #pragma once
 #include <string>
+#include <vector>
 
 namespace planner {
 
-/// A decoder-only transformer, as the model YAML describes it. All sizes are counts.
+/// One block as the cost model sees it: a transformer layer, or an MLP (a projector).
+struct LayerShape {
+  int hidden = 0, heads = 0, kv_heads = 0, ffn = 0;
+  bool swiglu = false;
+  bool attention = true;  ///< false: an MLP in_features -> ffn -> hidden (a projector)
+  int in_features = 0;
+  int seq = 0;            ///< tokens per sequence that attention spans
+  int sequences = 1;      ///< sequences per training sample (image tiles for a ViT)
+  bool causal = true;     ///< causal decoder: context parallelism and causal skipping apply
+  int head_dim() const { return hidden / heads; }
+  double tokens_per_sample() const { return double(seq) * sequences; }
+  /// Weights: QKV, projection, MLP, two norms; or the projector's two matrices.
+  double params() const;
+  /// Model FLOPs of forward + backward for one sample (6 x params x tokens, plus attention).
+  double flops_per_sample() const;
+};
+
+enum class ComponentType { decoder, vit, projector };
+const char* to_string(ComponentType t);
+
+/// An encoder stage of a multimodal model (vision transformer, projector), run before the decoder.
+struct Component {
+  ComponentType type = ComponentType::vit;
+  std::string name;
+  int layers = 0;
+  LayerShape shape;
+};
+
+/// A decoder-only transformer, as the model YAML describes it, optionally preceded by encoder
+/// components (multimodal models). All sizes are counts.
 struct ModelSpec {
   std::string name;
   int layers = 0;
@@ -15,8 +45,15 @@ struct ModelSpec {
   int vocab = 0;
   int seq_len = 0;
   bool tied_embeddings = true;
+  std::vector<Component> encoders;  ///< vision encoder, projector: before the decoder, in order
 
   int head_dim() const { return hidden / heads; }
+  /// The decoder's layer as a LayerShape.
+  LayerShape decoder_shape() const;
+  /// Pipeline-partitionable blocks: every encoder layer, then every decoder layer.
+  int blocks() const;
+  /// Encoder parameters (zero for a plain decoder).
+  double encoder_params() const;
   /// Weights of one transformer layer: QKV, output projection, MLP, two norms (no biases).
   double layer_params() const;
   /// Input embedding (vocab x hidden).

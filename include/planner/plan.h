@@ -7,7 +7,7 @@
 namespace planner {
 
 enum class Recompute { none, selective, full };
-enum class Schedule { gpipe, one_f_one_b, interleaved };
+enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 

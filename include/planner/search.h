@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "planner/estimate.h"
@@ -28,7 +29,12 @@ struct SearchOptions {
   int top_k = 10;
   Objective objective = Objective::time;
   Dtype dtype = Dtype::bf16;
+  std::optional<AttentionKernel> attention;  ///< overrides the profile's software.attention
   EstimateOptions estimate;
+  /// The closed form pre-filters; this many of its best plans (at least 4 x top_k) are then run
+  /// through the pipeline simulator on the even and the balanced partition and re-ranked.
+  /// 0 ranks by the closed form alone.
+  int simulate_candidates = 32;
   std::function<void(double)> progress;  ///< fraction done, called now and then
 };
 
@@ -39,6 +45,8 @@ struct SearchResult {
   Estimate closest_infeasible; ///< smallest memory overshoot, when nothing fits
   bool any_memory_rejection = false;
   double search_time_s = 0;
+  int simulated = 0;                      ///< candidates re-ranked by the simulator
+  double max_closed_form_gap_pct = 0;     ///< largest |closed form - simulated| among them
 };
 
 SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,

@@ -7,5 +7,6 @@ namespace planner::cli {
 void add_suggest(CLI::App& app, int* rc);
 void add_estimate(CLI::App& app, int* rc);
 void add_regress(CLI::App& app, int* rc);
+void add_emit(CLI::App& app, int* rc);
 
 }  // namespace planner::cli

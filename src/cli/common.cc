@@ -47,4 +47,28 @@ Dtype parse_dtype(const std::string& text) {
   return Dtype::bf16;
 }
 
+Plan complete_plan(const std::string& plan, const std::string& gpus_text, const std::string& dtype,
+                   int global_batch, const Inputs& in) {
+  Plan p = parse_plan(plan, "--plan");
+  const int gpus = !gpus_text.empty() ? parse_gpus(gpus_text, in.cluster).back()
+                   : p.dp > 0         ? p.gpus()
+                                      : in.cluster.total_gpus();
+  if (!dtype.empty()) p.dtype = parse_dtype(dtype);
+  const int model_parallel = p.tp * p.pp * p.cp;
+  if (p.dp == 0) {
+    if (gpus % model_parallel != 0)
+      throw InputError("", 0, "--plan",
+                       "tp*pp*cp = " + std::to_string(model_parallel) + " does not divide " +
+                           std::to_string(gpus) + " GPUs");
+    p.dp = gpus / model_parallel;
+  } else if (p.gpus() != gpus) {
+    throw InputError("", 0, "--plan",
+                     "dp*tp*pp*cp = " + std::to_string(p.gpus()) + " but --gpus is " + std::to_string(gpus));
+  }
+  if (p.gbs == 0) p.gbs = global_batch;
+  if (p.gbs <= 0)
+    throw InputError("", 0, "--plan", "no global batch: give gbs=... in --plan or --global-batch");
+  return p;
+}
+
 }  // namespace planner::cli

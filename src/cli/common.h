@@ -4,6 +4,7 @@
 
 #include "planner/cluster.h"
 #include "planner/model.h"
+#include "planner/plan.h"
 
 namespace planner::cli {
 
@@ -20,5 +21,10 @@ Inputs load_inputs(const std::string& model_file, const std::string& cluster_fil
 std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c);
 
 Dtype parse_dtype(const std::string& text);
+
+/// A parsed --plan completed for `estimate` and `emit`: dp from --gpus (else the plan's own
+/// dp*tp*pp*cp, else every GPU of the cluster), gbs from --global-batch, dtype from --dtype.
+Plan complete_plan(const std::string& plan, const std::string& gpus, const std::string& dtype,
+                   int global_batch, const Inputs& in);
 
 }  // namespace planner::cli

@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   planner::cli::add_suggest(app, &rc);
   planner::cli::add_estimate(app, &rc);
   planner::cli::add_regress(app, &rc);
+  planner::cli::add_emit(app, &rc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

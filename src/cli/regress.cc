@@ -31,6 +31,15 @@ void print_table(const RegressionReport& rep) {
   }
   std::printf("# %d of %zu rows modelled: mean absolute error %.2f%%, max %.2f%%\n", rep.supported,
               rep.rows.size(), rep.mean_abs_error_pct, rep.max_abs_error_pct);
+  double sum = 0, worst = 0;
+  for (const RegressionRow& r : rep.rows) {
+    if (r.unsupported) continue;
+    const double gap = 100.0 * std::fabs(r.estimate.closed_form_time_s / r.estimate.iteration_time_s - 1);
+    sum += gap, worst = std::max(worst, gap);
+  }
+  if (rep.supported > 0)
+    std::printf("# closed form against the pipeline simulator on the chosen plans: mean %.2f%%, max %.2f%%\n",
+                sum / rep.supported, worst);
 }
 
 nlohmann::json to_json(const RegressionReport& rep) {
@@ -46,6 +55,7 @@ nlohmann::json to_json(const RegressionReport& rep) {
     } else {
       j["plan"] = to_plan_string(r.estimate.plan);
       j["predicted_iter_time_s"] = r.estimate.iteration_time_s;
+      j["closed_form_iter_time_s"] = r.estimate.closed_form_time_s;
       j["predicted_tflops_per_gpu"] = r.predicted_tflops_per_gpu;
       if (!c.measured_iter_time_s) j["measured_iter_time_s_derived"] = r.measured_iter_time_s;
       j["error_pct"] = r.error_pct;

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/emit.h"
 #include "cli/no_fit.h"
 #include "planner/error.h"
 #include "planner/io/knobs.h"
@@ -15,6 +16,7 @@ namespace {
 struct SuggestArgs {
   std::string model, cluster, gpus, tp, pp, cp, vpp, mbs, zero, recompute, sp, schedule;
   std::string format = "table", objective = "time", dtype = "bf16", train_tokens;
+  std::string emit, out;  ///< --emit FRAMEWORK --out DIR: launch files of the top plan
   int global_batch = 0;
   int top = 10;
   bool tp_across_nodes = false;
@@ -58,6 +60,10 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
 }
 
 int run_suggest(const SuggestArgs& a) {
+  if (!a.emit.empty() && a.out.empty())
+    throw InputError("", 0, "--out", "required with --emit (the directory for the files)");
+  if (a.emit.empty() && !a.out.empty())
+    throw InputError("", 0, "--emit", "required with --out (megatron or deepspeed)");
   const Inputs in = load_inputs(a.model, a.cluster);
   SearchOptions so;
   so.gpus = parse_gpus(a.gpus, in.cluster);
@@ -69,7 +75,8 @@ int run_suggest(const SuggestArgs& a) {
   so.dtype = parse_dtype(a.dtype);
   so.estimate.tp_across_nodes = a.tp_across_nodes;
   so.estimate.memory_limit_bytes = a.memory_limit_GiB * 1024.0 * 1024.0 * 1024.0;
-  const KnobSpace knobs = knobs_from(a, in, so.gpus.back());
+  KnobSpace knobs = knobs_from(a, in, so.gpus.back());
+  if (!a.emit.empty()) restrict_knobs(emit::parse_framework(a.emit, "--emit"), knobs);
   const SearchResult r = search(in.model, in.cluster, knobs, so);
   spdlog::info("{}", counts_line(r));
   if (r.top.empty()) throw_no_fit(in, r);
@@ -82,6 +89,7 @@ int run_suggest(const SuggestArgs& a) {
     print_suggest_csv(std::cout, r);
   else
     print_suggest_table(std::cout, ctx, r);
+  if (!a.emit.empty()) emit_top_plan(in, r, a.emit, a.out, so.estimate);
   return 0;
 }
 
@@ -111,6 +119,8 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
   s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)");
   s->add_option("--format", a->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
+  s->add_option("--emit", a->emit, "write the top plan's launch files: megatron or deepspeed");
+  s->add_option("--out", a->out, "directory for --emit's files (created if needed)");
   s->callback([a, rc] { *rc = run_suggest(*a); });
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <vector>
 
 namespace planner {
 namespace {
@@ -92,42 +93,51 @@ LinearShapes linear_shapes(double tokens, double in, double out) {
 
 namespace {
 
+/// One rank's slice of a block: tokens per micro-batch and the TP-sharded widths.
 struct Shard {
-  double tokens, h, qkv_out, attn_in, mlp_up, mlp_down_in;
+  double tokens, h, qkv_out, attn_in, mlp_in, mlp_up, mlp_down_in;
 };
 
-Shard shard_of(const ModelSpec& m, const LayerConfig& cfg) {
-  const double t = cfg.tp, d = m.head_dim();
+Shard shard_of(const LayerShape& l, const LayerConfig& cfg) {
+  const double t = cfg.tp;
+  const int cp = l.causal ? cfg.cp : 1;  // context parallelism splits the decoder's sequence
   Shard s;
-  s.tokens = double(cfg.mbs) * m.seq_len / cfg.cp;
-  s.h = m.hidden;
-  s.qkv_out = (m.heads + 2.0 * m.kv_heads) * d / t;
-  s.attn_in = m.heads * d / t;
-  s.mlp_up = (m.swiglu ? 2.0 : 1.0) * m.ffn / t;
-  s.mlp_down_in = m.ffn / t;
+  s.tokens = double(cfg.mbs) * l.sequences * l.seq / cp;
+  s.h = l.hidden;
+  s.mlp_in = l.attention ? l.hidden : l.in_features;
+  s.qkv_out = l.attention ? (l.heads + 2.0 * l.kv_heads) * l.head_dim() / t : 0;
+  s.attn_in = l.attention ? l.heads * double(l.head_dim()) / t : 0;
+  s.mlp_up = (l.swiglu ? 2.0 : 1.0) * l.ffn / t;
+  s.mlp_down_in = double(l.ffn) / t;
   return s;
 }
 
-void add_gemms(const Gpu& gpu, Dtype dt, const Shard& s, LayerCompute& out) {
-  const LinearShapes linears[] = {linear_shapes(s.tokens, s.h, s.qkv_out),
-                                  linear_shapes(s.tokens, s.attn_in, s.h),
-                                  linear_shapes(s.tokens, s.h, s.mlp_up),
-                                  linear_shapes(s.tokens, s.mlp_down_in, s.h)};
+void add_gemms(const Gpu& gpu, Dtype dt, const Shard& s, bool attention, LayerCompute& out) {
+  std::vector<LinearShapes> linears = {linear_shapes(s.tokens, s.mlp_in, s.mlp_up),
+                                       linear_shapes(s.tokens, s.mlp_down_in, s.h)};
+  if (attention) {
+    linears.push_back(linear_shapes(s.tokens, s.h, s.qkv_out));
+    linears.push_back(linear_shapes(s.tokens, s.attn_in, s.h));
+  }
   out.min_shard_dim = 1e300;
   for (const LinearShapes& l : linears) {
+    const double wgrad = gemm_time_s(gpu, dt, l.bwd_weight);
     out.fwd_gemm_s += gemm_time_s(gpu, dt, l.fwd);
-    out.bwd_gemm_s += gemm_time_s(gpu, dt, l.bwd_data) + gemm_time_s(gpu, dt, l.bwd_weight);
+    out.bwd_gemm_s += gemm_time_s(gpu, dt, l.bwd_data) + wgrad;
+    out.bwd_weight_s += wgrad;
     out.fwd_flops += l.fwd.flops();
     out.bwd_flops += l.bwd_data.flops() + l.bwd_weight.flops();
     out.min_shard_dim = std::min({out.min_shard_dim, l.fwd.n, l.fwd.k});
   }
 }
 
-void add_attention(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg,
+void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg,
                    LayerCompute& out) {
   const Gpu& gpu = c.gpu;
-  const double heads = double(m.heads) / cfg.tp, d = m.head_dim();
-  const double batch = cfg.mbs * heads, sq = double(m.seq_len) / cfg.cp, sk = m.seq_len;
+  const double heads = double(l.heads) / cfg.tp, d = l.head_dim();
+  const int cp = l.causal ? cfg.cp : 1;
+  const double batch = double(cfg.mbs) * l.sequences * heads;
+  const double sq = double(l.seq) / cp, sk = l.seq;
   if (cfg.attention == AttentionKernel::unfused) {
     const GemmShape score{sq, sk, d, batch}, context{sq, d, sk, batch};
     const GemmShape dq{sq, d, sk, batch}, dk{sk, d, sq, batch};
@@ -142,7 +152,7 @@ void add_attention(const ModelSpec& m, const ClusterProfile& c, const LayerConfi
     out.bwd_flops += 2 * (score.flops() + context.flops());
     return;
   }
-  const double causal = c.software.causal_attention_skip ? 0.5 : 1.0;
+  const double causal = l.causal && c.software.causal_attention_skip ? 0.5 : 1.0;
   const double fwd_flops = 4.0 * batch * sq * sk * d * causal;
   const double rate = gpu.peak_flops[static_cast<int>(cfg.dtype)] * c.software.flash_efficiency;
   out.fwd_attn_s = fwd_flops / rate + gpu.gemm.launch_s;
@@ -153,24 +163,28 @@ void add_attention(const ModelSpec& m, const ClusterProfile& c, const LayerConfi
 
 }  // namespace
 
-LayerCompute layer_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg) {
-  const Shard s = shard_of(m, cfg);
+LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg) {
+  const Shard s = shard_of(l, cfg);
   LayerCompute out;
-  add_gemms(c.gpu, cfg.dtype, s, out);
-  add_attention(m, c, cfg, out);
+  add_gemms(c.gpu, cfg.dtype, s, l.attention, out);
+  if (l.attention) add_attention(l, c, cfg, out);
   const double outside_tp = cfg.sp ? cfg.tp : 1.0;
   const double activation_bytes = 2.0 * (s.mlp_up + s.mlp_down_in);  // read input, write output
-  const double fwd_bytes =
-      s.tokens * (kNormResidualBytesPerHidden * s.h / outside_tp + activation_bytes);
+  const double norm_bytes = l.attention ? kNormResidualBytesPerHidden * s.h / outside_tp : 0.0;
+  const double fwd_bytes = s.tokens * (norm_bytes + activation_bytes);
   const double launches = kElementwiseKernelsPerLayer * c.gpu.gemm.launch_s;
   out.fwd_elementwise_s = fwd_bytes / c.gpu.hbm_achieved_Bps() + launches;
   out.bwd_elementwise_s =
       kBackwardElementwiseFactor * fwd_bytes / c.gpu.hbm_achieved_Bps() + launches;
   const double eta = c.gpu.sustained_efficiency;
-  for (double* t : {&out.fwd_gemm_s, &out.bwd_gemm_s, &out.fwd_attn_s, &out.bwd_attn_s,
-                    &out.fwd_elementwise_s, &out.bwd_elementwise_s})
+  for (double* t : {&out.fwd_gemm_s, &out.bwd_gemm_s, &out.bwd_weight_s, &out.fwd_attn_s,
+                    &out.bwd_attn_s, &out.fwd_elementwise_s, &out.bwd_elementwise_s})
     *t /= eta;
   return out;
+}
+
+LayerCompute layer_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg) {
+  return layer_compute(m.decoder_shape(), c, cfg);
 }
 
 HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg) {

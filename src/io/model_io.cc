@@ -9,8 +9,11 @@ namespace {
 const std::vector<std::string> kModelKeys = {"name",  "layers", "hidden", "heads",   "kv_heads",
                                              "ffn",   "swiglu", "vocab",  "seq_len", "tied_embeddings"};
 
-ModelSpec read_model(const YamlReader& r) {
-  r.check_keys(kModelKeys);
+/// The decoder's keys; in a `components:` list they sit beside `type: decoder`.
+ModelSpec read_decoder(const YamlReader& r, bool in_list) {
+  std::vector<std::string> keys = kModelKeys;
+  if (in_list) keys.push_back("type");
+  r.check_keys(keys);
   ModelSpec m;
   m.name = r.get_string("name");
   m.layers = r.get_int("layers");
@@ -30,6 +33,68 @@ ModelSpec read_model(const YamlReader& r) {
     r.fail(e.key(), what);
   }
   return m;
+}
+
+int positive_int(const YamlReader& r, const std::string& key) {
+  const int v = r.get_int(key);
+  if (v <= 0) r.fail(key, "must be a positive integer, got " + std::to_string(v));
+  return v;
+}
+
+/// A vision transformer (bidirectional attention over `tokens` per image, `images` per sample)
+/// or a projector MLP (in_features -> ffn -> hidden on `tokens` per sample).
+Component read_encoder(const YamlReader& r, ComponentType type) {
+  Component c;
+  c.type = type;
+  LayerShape& s = c.shape;
+  s.causal = false;
+  if (type == ComponentType::vit) {
+    r.check_keys({"type", "name", "layers", "hidden", "heads", "ffn", "tokens", "images", "swiglu"});
+    s.heads = positive_int(r, "heads");
+    s.kv_heads = s.heads;
+    s.swiglu = r.has("swiglu") && r.get_bool("swiglu");
+  } else {
+    r.check_keys({"type", "name", "layers", "in_features", "hidden", "ffn", "tokens", "images"});
+    s.attention = false;
+    s.in_features = positive_int(r, "in_features");
+  }
+  c.name = r.get_string("name");
+  c.layers = positive_int(r, "layers");
+  s.hidden = positive_int(r, "hidden");
+  s.ffn = positive_int(r, "ffn");
+  s.seq = positive_int(r, "tokens");
+  s.sequences = r.has("images") ? positive_int(r, "images") : 1;
+  if (s.attention && s.hidden % s.heads != 0)
+    r.fail("heads", "hidden " + std::to_string(s.hidden) + " is not divisible by heads " + std::to_string(s.heads));
+  return c;
+}
+
+/// `components:` — encoders in order, then exactly one decoder, last.
+ModelSpec read_components(const YamlReader& r) {
+  r.check_keys({"name", "components"});
+  const YAML::Node list = r.node("components");
+  if (!list.IsSequence() || list.size() == 0) r.fail("components", "expected a list of components");
+  std::vector<Component> encoders;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const YamlReader c(list[i], r.file(), "components[" + std::to_string(i) + "]");
+    const std::string type = c.get_string("type");
+    const bool last = i + 1 == list.size();
+    if (type == "decoder") {
+      if (!last) c.fail("type", "the decoder must be the last component");
+      ModelSpec m = read_decoder(c, true);
+      m.name = r.get_string("name");
+      m.encoders = std::move(encoders);
+      return m;
+    }
+    if (type != "vit" && type != "projector")
+      c.fail("type", "unknown component type '" + type + "' (expected vit, projector or decoder)");
+    encoders.push_back(read_encoder(c, type == "vit" ? ComponentType::vit : ComponentType::projector));
+  }
+  r.fail("components", "no decoder component (it must be the last one)");
+}
+
+ModelSpec read_model(const YamlReader& r) {
+  return r.has("components") ? read_components(r) : read_decoder(r, false);
 }
 
 }  // namespace

@@ -38,6 +38,16 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
     line(out, "training %.3g tokens    %10.1f days, %.4g GPU-hours\n", ctx.train_tokens,
          seconds / kSecondsPerDay, seconds * e.plan.gpus() / kSecondsPerHour);
   }
+  if (!e.partition.empty()) {
+    line(out, "pipeline stages         %s layers%s\n", compact_list(e.partition).c_str(),
+         e.balanced ? " (balanced partition)" : " (even split)");
+    if (e.simulated)
+      line(out, "                        simulated %.4f s, closed form %.4f s; balanced partition gains "
+           "%.1f%% over the even split\n", e.iteration_time_s, e.closed_form_time_s, e.balanced_gain_pct);
+    if (!e.peak_in_flight.empty())
+      line(out, "                        peak micro-batches in flight per stage: %s\n",
+           compact_list(e.peak_in_flight).c_str());
+  }
   out << "\ntime breakdown (critical path)\n";
   share(out, "compute", b.compute_s, t);
   share(out, "TP communication", b.tp_comm_s, t);

@@ -49,6 +49,14 @@ json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens) {
       {"breakdown", {{"compute_s", b.compute_s}, {"tp_comm_s", b.tp_comm_s},
                      {"pp_comm_s", b.pp_comm_s}, {"dp_comm_s", b.dp_comm_s},
                      {"bubble_s", b.bubble_s}, {"optimizer_s", b.optimizer_s}}}};
+  if (!e.partition.empty())
+    j["partition"] = {{"stages", e.partition}, {"balanced", e.balanced},
+                      {"balanced_gain_pct", e.balanced_gain_pct}};
+  if (e.simulated) {
+    j["pipeline"] = {{"simulated", true}, {"closed_form_iteration_time_s", e.closed_form_time_s},
+                     {"stage_busy_s", e.stage_busy_s}, {"stage_idle_s", e.stage_idle_s},
+                     {"peak_microbatches_in_flight", e.peak_in_flight}};
+  }
   if (train_tokens > 0) {
     const double seconds = train_tokens / e.tokens_per_s;
     j["train_days"] = seconds / kSecondsPerDay;

@@ -16,6 +16,19 @@ std::string with_commas(long long v) {
   return out;
 }
 
+std::string compact_list(const std::vector<int>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j < v.size() && v[j] == v[i]) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(v[i]);
+    if (j - i > 1) out += "x" + std::to_string(j - i);
+    i = j;
+  }
+  return out;
+}
+
 std::string counts_line(const SearchResult& r) {
   std::string line = with_commas(r.evaluated) + " plans: " +
                      with_commas(r.rejections[int(Rejection::none)]) + " ranked";
@@ -38,6 +51,12 @@ void print_context(std::ostream& out, const RunContext& ctx) {
                 m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.swiglu ? " swiglu" : "", m.vocab,
                 m.seq_len);
   out << buf;
+  for (const Component& comp : m.encoders) {
+    std::snprintf(buf, sizeof buf, "#         + %s %s: %d layer(s), hidden %d, %d tokens x %d per sample\n",
+                  to_string(comp.type), comp.name.c_str(), comp.layers, comp.shape.hidden,
+                  comp.shape.seq, comp.shape.sequences);
+    out << buf;
+  }
   std::snprintf(buf, sizeof buf,
                 "# cluster %s (%s): %s, %d GPUs/node, %.0f GiB HBM, %.0f dense bf16 TFLOP/s, "
                 "attention %s\n",
@@ -56,10 +75,18 @@ void print_context(std::ostream& out, const RunContext& ctx) {
 void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchResult& r) {
   print_context(out, ctx);
   char buf[512];
-  std::snprintf(buf, sizeof buf, "# %s in %.3f s\n#\n", counts_line(r).c_str(), r.search_time_s);
+  std::snprintf(buf, sizeof buf, "# %s in %.3f s\n", counts_line(r).c_str(), r.search_time_s);
   out << buf;
+  if (r.simulated > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "# best %d re-ranked by the pipeline simulator (even and balanced partitions); "
+                  "closed form within %.1f%% of it\n",
+                  r.simulated, r.max_closed_form_gap_pct);
+    out << buf;
+  }
+  out << "#\n";
   out << "# rank    dp  tp  pp vpp mbs zero recompute sp   iter_s TFLOP/s   MFU%   mem_GiB "
-         "bubble% comm%";
+         "bubble% comm% layers/stage";
   if (ctx.train_tokens > 0) out << "    days GPU-hours";
   out << "  plan\n";
   int rank = 0;
@@ -70,6 +97,8 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
                   ++rank, p.dp, p.tp, p.pp, p.vpp, p.mbs, p.zero, to_string(p.recompute),
                   p.sp ? 1 : 0, e.iteration_time_s, e.tflops_per_gpu, 100 * e.mfu,
                   e.memory_bytes / kGiB, 100 * e.bubble_fraction, 100 * e.exposed_comm_fraction);
+    out << buf;
+    std::snprintf(buf, sizeof buf, " %-12s", compact_list(e.partition).c_str());
     out << buf;
     if (ctx.train_tokens > 0) {
       const double seconds = ctx.train_tokens / e.tokens_per_s;

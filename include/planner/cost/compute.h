@@ -31,12 +31,18 @@ LinearShapes linear_shapes(double tokens, double in, double out);
 /// What one transformer layer costs one rank for one micro-batch (seconds and FLOPs).
 struct LayerCompute {
   double fwd_gemm_s = 0, bwd_gemm_s = 0;       ///< QKV, projection, MLP
+  double bwd_weight_s = 0;                     ///< the weight-gradient GEMMs within bwd_gemm_s
   double fwd_attn_s = 0, bwd_attn_s = 0;       ///< attention core: flash, or GEMMs + softmax
   double fwd_elementwise_s = 0, bwd_elementwise_s = 0;  ///< norms, activation, dropout, residual
   double fwd_flops = 0, bwd_flops = 0;         ///< executed FLOPs on this rank
   double min_shard_dim = 0;                    ///< smallest m/n/k among the sharded GEMMs
   double fwd_s() const { return fwd_gemm_s + fwd_attn_s + fwd_elementwise_s; }
   double bwd_s() const { return bwd_gemm_s + bwd_attn_s + bwd_elementwise_s; }
+};
+
+/// One block, one micro-batch, one rank, with recompute and exposed TP communication.
+struct LayerTimes {
+  double fwd_compute_s = 0, bwd_compute_s = 0, fwd_comm_s = 0, bwd_comm_s = 0;
 };
 
 struct LayerConfig {
@@ -48,6 +54,9 @@ struct LayerConfig {
   AttentionKernel attention = AttentionKernel::flash;
 };
 
+/// One block of any shape (decoder layer, ViT layer, projector MLP).
+LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg);
+/// The decoder's layer.
 LayerCompute layer_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg);
 
 /// Embedding lookup (first stage) and logits + cross-entropy (last stage) for one micro-batch.

@@ -20,12 +20,23 @@ inline constexpr double kFragmentationFraction = 0.05;
 
 /// Activation bytes of one transformer layer for one micro-batch on one rank, 16-bit activations
 /// and 1-byte dropout masks (Korthikanti et al. 2022, Table 2, generalised to GQA and SwiGLU).
+double activation_bytes_per_layer(const LayerShape& l, int mbs, int tp, int cp, bool sp,
+                                  Recompute r, AttentionKernel attn);
+/// The decoder's layer.
 double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp,
                                   Recompute r, AttentionKernel attn);
 
 /// Micro-batches whose activations the first stage holds at peak (1F1B: min(pp, m);
 /// interleaved: times 1 + (p-1)/(p v); GPipe: all m).
 double microbatches_in_flight(const Plan& p);
+
+/// What one pipeline stage holds on one rank, before ZeRO sharding.
+struct StageLoad {
+  double params = 0;             ///< weights on this rank
+  double act_per_mb = 0;         ///< activations stored per micro-batch in flight (all chunks)
+  double once_bytes = 0;         ///< held for one micro-batch at a time: backward working set, logits
+  double zero3_gather = 0;       ///< parameters gathered at once under ZeRO-3 (current + prefetch)
+};
 
 struct MemoryBreakdown {
   double weights = 0, grads = 0, optimizer = 0, activations = 0, reserve = 0;
@@ -35,7 +46,15 @@ struct MemoryBreakdown {
 /// Parameters held by one rank of the first (stage = 0) or last (stage = pp-1) stage, before ZeRO.
 double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage);
 
-/// Memory of one GPU of `stage`; the planner checks both the first and the last stage.
+/// Memory of one GPU holding `load` with `in_flight` micro-batches of activations.
+MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double in_flight);
+
+/// In flight on `stage` under the closed form: the first stage holds the most, stage i of 1F1B
+/// holds pp - i; GPipe holds every micro-batch, ZB-H1 pp on every stage.
+double in_flight_on(const Plan& p, int stage);
+
+/// Memory of one GPU of `stage` of a plain decoder split evenly; the planner checks both the
+/// first and the last stage.
 MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Plan& p, const Gpu& gpu,
                                AttentionKernel attn, int stage);
 

@@ -14,7 +14,10 @@ double bubble_fraction(Schedule s, int pp, int microbatches, int vpp);
 /// shrinks the fill and drain to (sum t_i - t_max)/v. Uniform stages give (m + p - 1) t.
 double pipeline_time_s(Schedule s, int microbatches, int vpp, const std::vector<double>& stage_s);
 
-/// The same from the slowest stage's time and the sum over stages (no allocation).
-double pipeline_time_from(Schedule s, int microbatches, int vpp, double t_max, double sum);
+/// The same from the slowest stage's time and the sum over stages (no allocation). ZB-H1 shrinks
+/// the fill and drain by the deferred weight gradients, (p-1)(t_f + t_b - t_w) for uniform stages
+/// (Qi et al. 2024), with `weight_fraction` = t_w / (t_f + t_b + t_w).
+double pipeline_time_from(Schedule s, int microbatches, int vpp, double t_max, double sum,
+                          double weight_fraction = 0);
 
 }  // namespace planner

@@ -37,4 +37,7 @@ nlohmann::json plan_json(const ModelSpec& m, const Estimate& e, double train_tok
 /// "12,480"
 std::string with_commas(long long v);
 
+/// Run-length form of per-stage counts: {12,12,12,13} -> "12x3,13".
+std::string compact_list(const std::vector<int>& v);
+
 }  // namespace planner

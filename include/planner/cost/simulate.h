@@ -1,0 +1,52 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "planner/plan.h"
+
+namespace planner {
+
+/// One model chunk (virtual stage) on one micro-batch. Virtual stage vs = chunk * pp + stage.
+struct ChunkCost {
+  double fwd_s = 0;
+  double bwd_s = 0;         ///< input and weight gradients together
+  double bwd_weight_s = 0;  ///< the weight-gradient part, which ZB-H1 schedules separately
+};
+
+struct SimInput {
+  Schedule schedule = Schedule::one_f_one_b;
+  int pp = 1;
+  int vpp = 1;
+  int microbatches = 1;
+  std::vector<ChunkCost> chunks;  ///< pp * vpp entries, indexed by virtual stage
+  double p2p_s = 0;               ///< one activation (or gradient) transfer between stages
+  bool record_trace = false;
+};
+
+enum class TaskKind : unsigned char { forward, backward, backward_input, backward_weight, transfer };
+const char* to_string(TaskKind k);
+
+struct SimTask {
+  int stage, chunk, microbatch;
+  TaskKind kind;
+  double start_s, end_s;
+};
+
+struct SimResult {
+  std::string error;               ///< non-empty when the schedule cannot run or complete
+  double makespan_s = 0;           ///< last task's end
+  std::vector<double> end_s;       ///< per stage, when its last task ends
+  std::vector<double> busy_s;      ///< per stage
+  std::vector<double> idle_s;      ///< per stage: makespan - busy
+  std::vector<int> peak_in_flight; ///< per stage: micro-batches whose activations it holds at once
+  std::vector<SimTask> trace;      ///< every task, when record_trace
+  bool ok() const { return error.empty(); }
+};
+
+/// Event-driven simulation of one iteration's pipeline: every stage runs its schedule's task order
+/// (GPipe, 1F1B, Megatron's interleaved 1F1B, ZB-H1), each task starting when its stage is free
+/// and its input has arrived (the neighbour's task plus one transfer). A schedule that cannot
+/// start (too few micro-batches) or complete is refused with a message, never a hang.
+SimResult simulate(const SimInput& in);
+
+}  // namespace planner

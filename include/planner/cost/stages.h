@@ -1,0 +1,78 @@
+#pragma once
+#include <vector>
+
+#include "planner/cluster.h"
+#include "planner/cost/compute.h"
+#include "planner/cost/memory.h"
+#include "planner/cost/simulate.h"
+#include "planner/model.h"
+#include "planner/plan.h"
+
+namespace planner {
+
+/// The model cut into pipeline-partitionable blocks (every encoder layer, then every decoder
+/// layer). Built once per model.
+struct BlockLayout {
+  std::vector<LayerShape> shapes;        ///< distinct block shapes
+  std::vector<int> shape_of;             ///< per block
+  std::vector<std::vector<int>> prefix;  ///< per shape: how many of the first i blocks have it
+  int first_decoder = 0;                 ///< block holding the token embedding
+  int count() const { return static_cast<int>(shape_of.size()); }
+};
+BlockLayout block_layout(const ModelSpec& m);
+
+/// What one block of a shape costs one rank for one micro-batch under a plan.
+struct BlockCost {
+  double fwd_s = 0, bwd_s = 0;  ///< compute plus exposed TP/CP communication; bwd has recompute
+  double bwd_weight_s = 0;      ///< weight-gradient GEMMs (what ZB-H1 defers)
+  double compute_s = 0, tp_comm_s = 0;
+  double params = 0;            ///< per rank, before ZeRO
+  double act_bytes = 0;         ///< stored per micro-batch
+  double full_act_bytes = 0;    ///< without recompute: the backward working set
+  double largest_matrix = 0;    ///< parameters, gathered at once under ZeRO-3
+  LayerCompute compute;
+  LayerTimes times;
+};
+
+/// Every shape's cost plus the embedding (with the first decoder block) and the logits and loss
+/// (with the last block).
+struct PlanCosts {
+  std::vector<BlockCost> shape;
+  double embed_s = 0, logits_s = 0;         ///< forward + backward per micro-batch
+  double embed_params = 0, output_params = 0;
+  double embed_act_bytes = 0;               ///< per micro-batch on the first decoder stage
+  double logits_bytes = 0;                  ///< one micro-batch at a time on the last stage
+  double p2p_s = 0;                         ///< one activation transfer between stages
+};
+
+/// `lc` and `head` may carry precomputed layer_compute() per shape and head_compute() (the
+/// search memoises them per (tp, cp, mbs, sp)).
+PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const BlockLayout& layout, const std::vector<LayerCompute>* lc = nullptr,
+                     const HeadCompute* head = nullptr);
+
+/// Blocks per virtual stage (pp x vpp entries, contiguous, in order).
+using Partition = std::vector<int>;
+/// As even as possible; the earlier virtual stages take the remainder.
+Partition even_partition(int blocks, int virtual_stages);
+
+/// Per-virtual-stage costs and per-physical-stage loads of a partition.
+struct Stages {
+  std::vector<ChunkCost> chunks;      ///< per virtual stage, one micro-batch
+  std::vector<double> chunk_compute_s, chunk_tp_s;
+  std::vector<StageLoad> load;        ///< per physical stage
+  std::vector<int> blocks_per_stage;  ///< per physical stage (sum of its chunks)
+};
+Stages build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
+                    const Partition& part);
+/// The same into `st`, reusing its storage (the search calls this millions of times).
+void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
+                  const Partition& part, Stages& st);
+
+/// The contiguous partition minimising the slowest virtual stage (parametric search over the
+/// bottleneck time with a greedy fill), subject to each physical stage's memory under the
+/// closed-form in-flight count. Falls back to the even partition when nothing better fits.
+Partition balanced_partition(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
+                             double memory_limit_bytes);
+
+}  // namespace planner

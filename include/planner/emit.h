@@ -1,0 +1,70 @@
+#pragma once
+/// Launch configurations for one plan: what a user runs to train with it (Megatron-LM, DeepSpeed).
+/// The emitters are pure: they build every file in memory and refuse, with an InputError, a plan
+/// the framework cannot express. Reading the inputs and writing files is in write.cc.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "planner/cluster.h"
+#include "planner/estimate.h"
+#include "planner/model.h"
+#include "planner/plan.h"
+
+namespace planner::emit {
+
+enum class Framework { megatron, deepspeed };
+const char* to_string(Framework f);
+/// "megatron" or "deepspeed"; anything else throws InputError naming `option`.
+Framework parse_framework(const std::string& text, const std::string& option);
+
+struct EmittedFile {
+  std::string name;      ///< file name inside the output directory
+  std::string contents;  ///< the whole file
+  bool executable = false;
+};
+
+/// Everything the emitters read. `estimate` is planner::estimate() of (model, cluster, plan).
+struct EmitRequest {
+  ModelSpec model;
+  ClusterProfile cluster;
+  Plan plan;
+  Estimate estimate;
+  std::string model_file, cluster_file;      ///< as the user named them
+  std::string model_sha256, cluster_sha256;  ///< of the files' bytes, lower-case hex
+};
+
+/// Throws InputError (option --plan) when the framework cannot run `p` as planned: world size not
+/// tp*pp*dp*cp whole nodes, gbs not mbs*dp*accumulation, layers not splitting as the framework
+/// needs, or a feature it lacks (Megatron-LM ZeRO >= 2; DeepSpeed pipeline with ZeRO >= 2,
+/// interleaving, context parallelism, fp8). Pure; call it before estimating.
+void check_expressible(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p);
+
+/// The files to write, in a fixed order. Checks check_expressible() first.
+std::vector<EmittedFile> emit_files(Framework f, const EmitRequest& r);
+/// Megatron-LM: a torchrun launcher (single or multi node) and a Slurm sbatch script.
+std::vector<EmittedFile> emit_megatron(const EmitRequest& r);
+/// DeepSpeed: ds_config.json, a launcher script (Megatron-DeepSpeed when tp > 1 or pp > 1),
+/// a hostfile template and the .deepspeed_env the multi-node runner forwards.
+std::vector<EmittedFile> emit_deepspeed(const EmitRequest& r);
+
+/// SHA-256 (FIPS 180-4) of `bytes`, lower-case hex.
+std::string sha256_hex(std::string_view bytes);
+
+// ---- I/O (write.cc) ----------------------------------------------------------------------------
+
+/// Hashes the two input files (loaded as `model` and `cluster`), estimates `plan` and returns the
+/// request. Throws InputError when the plan is structurally invalid or does not fit in memory.
+EmitRequest prepare(const std::string& model_file, const ModelSpec& model,
+                    const std::string& cluster_file, const ClusterProfile& cluster,
+                    const Plan& plan, const EstimateOptions& o);
+
+/// SHA-256 of a file's bytes; a file that cannot be read throws InputError naming it.
+std::string file_sha256(const std::string& path);
+
+/// Writes `files` into `dir` (created if needed) atomically: each to NAME.tmp, then renamed.
+/// On any error the .tmp files (and a directory it created) are removed and InputError thrown.
+/// Returns the written paths.
+std::vector<std::string> write_files(const std::string& dir, const std::vector<EmittedFile>& files);
+
+}  // namespace planner::emit

@@ -1,0 +1,103 @@
+#include "cli/emit.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "planner/emit.h"
+#include "planner/error.h"
+#include "planner/units.h"
+
+namespace planner::cli {
+namespace {
+
+struct EmitArgs {
+  std::string model, cluster, gpus, plan, framework, out, dtype;
+  int global_batch = 0;
+  bool tp_across_nodes = false;
+  double memory_limit_GiB = 0;
+};
+
+int run_emit(const EmitArgs& a) {
+  const emit::Framework f = emit::parse_framework(a.framework, "--framework");
+  const Inputs in = load_inputs(a.model, a.cluster);
+  const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
+  emit::check_expressible(f, in.model, in.cluster, p);  // the framework's refusals come first
+  EstimateOptions o;
+  o.tp_across_nodes = a.tp_across_nodes;
+  o.memory_limit_bytes = a.memory_limit_GiB * kGiB;
+  const emit::EmitRequest r =
+      emit::prepare(in.model_file, in.model, in.cluster_file, in.cluster, p, o);
+  for (const std::string& path : emit::write_files(a.out, emit::emit_files(f, r)))
+    std::cout << path << "\n";
+  return 0;
+}
+
+}  // namespace
+
+void restrict_knobs(emit::Framework f, KnobSpace& k) {
+  auto keep = [](auto& values, auto allowed) {
+    auto kept = values;
+    kept.erase(std::remove_if(kept.begin(), kept.end(), [&](auto v) { return !allowed(v); }),
+               kept.end());
+    if (!kept.empty()) values = kept;
+  };
+  if (f == emit::Framework::megatron) {
+    keep(k.zero, [](int z) { return z <= 1; });
+    keep(k.schedule,
+         [](Schedule s) { return s == Schedule::one_f_one_b || s == Schedule::interleaved; });
+  } else {
+    keep(k.vpp, [](int v) { return v == 1; });
+    keep(k.cp, [](int c) { return c == 1; });
+    keep(k.schedule, [](Schedule s) { return s == Schedule::one_f_one_b; });
+  }
+}
+
+void emit_top_plan(const Inputs& in, const SearchResult& r, const std::string& framework,
+                   const std::string& out, EstimateOptions o) {
+  const emit::Framework f = emit::parse_framework(framework, "--emit");
+  std::string first_refusal;
+  for (size_t rank = 0; rank < r.top.size(); ++rank) {
+    const Plan& p = r.top[rank].plan;
+    try {
+      emit::check_expressible(f, in.model, in.cluster, p);
+    } catch (const InputError& e) {
+      if (first_refusal.empty()) first_refusal = e.what();
+      continue;
+    }
+    if (rank > 0)
+      std::cerr << "planner: plan 1 is not expressible (" << first_refusal << "); emitting plan "
+                << rank + 1 << "\n";
+    o.reasons = true;
+    const emit::EmitRequest req =
+        emit::prepare(in.model_file, in.model, in.cluster_file, in.cluster, p, o);
+    const auto paths = emit::write_files(out, emit::emit_files(f, req));
+    std::cerr << "planner: wrote " << emit::to_string(f) << " launch files for plan " << rank + 1
+              << " to " << out << "\n";
+    return;
+  }
+  throw InputError("", 0, "--emit",
+                   "none of the " + std::to_string(r.top.size()) + " listed plans can be run by " +
+                       framework + "; the first: " + first_refusal);
+}
+
+void add_emit(CLI::App& app, int* rc) {
+  auto a = std::make_shared<EmitArgs>();
+  CLI::App* s =
+      app.add_subcommand("emit", "write one plan's launch files (Megatron-LM, DeepSpeed)");
+  s->add_option("--model", a->model, "model YAML (configs/models/)")->required();
+  s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
+  s->add_option("--gpus", a->gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
+  s->add_option("--plan", a->plan,
+                "e.g. \"tp=8,pp=8,dp=16,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1\"")
+      ->required();
+  s->add_option("--framework", a->framework, "megatron or deepspeed")->required();
+  s->add_option("--out", a->out, "directory for the files (created if needed)")->required();
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan");
+  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
+  s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
+  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)");
+  s->callback([a, rc] { *rc = run_emit(*a); });
+}
+
+}  // namespace planner::cli

@@ -1,0 +1,236 @@
+#include "planner/cost/stages.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "planner/cost/communication.h"
+
+namespace planner {
+
+BlockLayout block_layout(const ModelSpec& m) {
+  BlockLayout b;
+  auto add = [&](const LayerShape& s, int n) {
+    b.shapes.push_back(s);
+    for (int i = 0; i < n; ++i) b.shape_of.push_back(static_cast<int>(b.shapes.size()) - 1);
+  };
+  for (const Component& c : m.encoders) add(c.shape, c.layers);
+  b.first_decoder = b.count();
+  add(m.decoder_shape(), m.layers);
+  b.prefix.assign(b.shapes.size(), std::vector<int>(b.shape_of.size() + 1, 0));
+  for (size_t k = 0; k < b.shapes.size(); ++k)
+    for (size_t i = 0; i < b.shape_of.size(); ++i)
+      b.prefix[k][i + 1] = b.prefix[k][i] + (b.shape_of[i] == int(k) ? 1 : 0);
+  return b;
+}
+
+namespace {
+
+/// One block, one micro-batch on one rank: compute, recompute, exposed TP and CP communication.
+BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p,
+                     const LayerCompute& lc, AttentionKernel attn) {
+  const GroupLayout tpg = tp_group(p, c.gpus_per_node);
+  const int cp = l.causal ? p.cp : 1;
+  const double act = 2.0 * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
+  // Two collectives forward (after the projection and fc2), two backward (at the QKV and fc1
+  // inputs); one each for an MLP-only block: allreduce, or allgather + reduce-scatter of the same
+  // bytes with sequence parallelism (Korthikanti et al. 2022, Figure 5).
+  const double one = p.sp ? collective_time_s(c, Collective::allgather, act, tpg) +
+                                collective_time_s(c, Collective::reduce_scatter, act, tpg)
+                          : collective_time_s(c, Collective::allreduce, act, tpg);
+  const double per_pass = (l.attention ? 2 : 1) * one;
+  double cp_fwd = 0;
+  if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
+    const double kv = 2.0 * 2.0 * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
+    const double ring = (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c.gpus_per_node));
+    cp_fwd = std::max(0.0, ring - lc.fwd_attn_s);
+  }
+  double recompute = 0, recompute_comm = 0;
+  if (p.recompute == Recompute::full) recompute = lc.fwd_s(), recompute_comm = per_pass + cp_fwd;
+  if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
+  BlockCost b;
+  b.compute = lc;
+  b.times.fwd_compute_s = lc.fwd_s();
+  b.times.bwd_compute_s = lc.bwd_s() + recompute;
+  b.times.fwd_comm_s = per_pass + cp_fwd;
+  b.times.bwd_comm_s = per_pass + 2 * cp_fwd + recompute_comm;
+  b.fwd_s = b.times.fwd_compute_s + b.times.fwd_comm_s;
+  b.bwd_s = b.times.bwd_compute_s + b.times.bwd_comm_s;
+  b.bwd_weight_s = lc.bwd_weight_s;
+  b.compute_s = b.times.fwd_compute_s + b.times.bwd_compute_s;
+  b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s;
+  b.params = l.params() / p.tp;
+  b.act_bytes = activation_bytes_per_layer(l, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn);
+  b.full_act_bytes = activation_bytes_per_layer(l, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn);
+  const double up = double(l.ffn) * (l.swiglu ? 2.0 : 1.0);
+  b.largest_matrix = (l.attention ? l.hidden * up : std::max(l.in_features * up, up * l.hidden)) / p.tp;
+  return b;
+}
+
+}  // namespace
+
+PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const BlockLayout& layout, const std::vector<LayerCompute>* lc,
+                     const HeadCompute* cached_head) {
+  const AttentionKernel attn = p.attention.value_or(c.software.attention);
+  const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, p.dtype, attn};
+  PlanCosts pc;
+  pc.shape.reserve(layout.shapes.size());
+  double widest = 0;  // bytes of the largest activation crossing a stage boundary
+  for (size_t k = 0; k < layout.shapes.size(); ++k) {
+    const LayerShape& l = layout.shapes[k];
+    const LayerCompute layer = lc ? (*lc)[k] : layer_compute(l, c, cfg);
+    pc.shape.push_back(block_cost(l, c, p, layer, attn));
+    widest = std::max(widest, 2.0 * p.mbs * l.sequences * (double(l.seq) / (l.causal ? p.cp : 1)) * l.hidden);
+  }
+  const HeadCompute head = cached_head ? *cached_head : head_compute(m, c, cfg);
+  pc.embed_s = head.embed_fwd_s + head.embed_bwd_s;
+  pc.logits_s = head.logits_fwd_s + head.logits_bwd_s;
+  pc.embed_params = double(m.vocab) * m.hidden / p.tp;
+  // The last stage holds the output layer: its own weights when untied, a copy of the embedding
+  // when tied and pipelined (Megatron-LM keeps both copies and all-reduces their gradients).
+  pc.output_params = (!m.tied_embeddings || p.pp > 1 ? double(m.vocab) * m.hidden / p.tp : 0.0) + m.hidden;
+  const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
+  pc.embed_act_bytes = sbh / p.tp;  // embedding dropout mask, Korthikanti's (sbh L / t)(p / L)
+  // Korthikanti's final norm and output-GEMM input with fp32 logits, 4sbh/t (1 + v/h), plus the
+  // 16-bit logits the output GEMM writes before the loss casts them (2sbv/t).
+  pc.logits_bytes = 4.0 * sbh / p.tp + 6.0 * s * p.mbs * double(m.vocab) / p.tp;
+  // Each TP rank sends its 1/t slice across a stage boundary (Megatron's scatter/gather).
+  if (p.pp > 1)
+    pc.p2p_s = collective_time_s(c, Collective::sendrecv, widest / p.tp, pp_pair(p, c.gpus_per_node));
+  return pc;
+}
+
+Partition even_partition(int blocks, int virtual_stages) {
+  assert(virtual_stages >= 1 && blocks >= virtual_stages);
+  Partition part(virtual_stages, blocks / virtual_stages);
+  for (int i = 0; i < blocks % virtual_stages; ++i) ++part[i];
+  return part;
+}
+
+Stages build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
+                    const Partition& part) {
+  Stages st;
+  build_stages(layout, pc, p, part, st);
+  return st;
+}
+
+void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
+                  const Partition& part, Stages& st) {
+  const int V = static_cast<int>(part.size());
+  st.chunks.assign(V, ChunkCost{});
+  st.chunk_compute_s.assign(V, 0.0);
+  st.chunk_tp_s.assign(V, 0.0);
+  st.load.assign(p.pp, StageLoad{});
+  st.blocks_per_stage.assign(p.pp, 0);
+  thread_local std::vector<double> largest;
+  largest.assign(p.pp, 0.0);
+  const int last = layout.count() - 1;
+  int b0 = 0;
+  for (int vs = 0; vs < V; ++vs) {
+    const int b1 = b0 + part[vs], s = vs % p.pp;
+    ChunkCost& cc = st.chunks[vs];
+    StageLoad& ld = st.load[s];
+    for (size_t k = 0; k < pc.shape.size(); ++k) {
+      const int n = layout.prefix[k][b1] - layout.prefix[k][b0];
+      if (n == 0) continue;
+      const BlockCost& bc = pc.shape[k];
+      cc.fwd_s += n * bc.fwd_s, cc.bwd_s += n * bc.bwd_s, cc.bwd_weight_s += n * bc.bwd_weight_s;
+      st.chunk_compute_s[vs] += n * bc.compute_s;
+      st.chunk_tp_s[vs] += n * bc.tp_comm_s;
+      ld.params += n * bc.params;
+      ld.act_per_mb += n * bc.act_bytes;
+      ld.once_bytes = std::max(ld.once_bytes, bc.full_act_bytes);
+      largest[s] = std::max(largest[s], bc.largest_matrix);
+    }
+    if (b0 <= layout.first_decoder && layout.first_decoder < b1) {
+      cc.fwd_s += pc.embed_s / 3, cc.bwd_s += 2 * pc.embed_s / 3;
+      st.chunk_compute_s[vs] += pc.embed_s;
+      ld.params += pc.embed_params;
+      ld.act_per_mb += pc.embed_act_bytes;
+    }
+    if (b0 <= last && last < b1) {
+      cc.fwd_s += pc.logits_s / 3, cc.bwd_s += 2 * pc.logits_s / 3;
+      st.chunk_compute_s[vs] += pc.logits_s;
+      ld.params += pc.output_params;
+      ld.once_bytes += pc.logits_bytes;
+    }
+    st.blocks_per_stage[s] += part[vs];
+    b0 = b1;
+  }
+  for (int s = 0; s < p.pp; ++s) st.load[s].zero3_gather = 2.0 * largest[s];
+}
+
+namespace {
+
+/// Greedy fill of contiguous groups no slower than `limit_s` each; with one chunk per stage
+/// (vpp = 1) a group also closes before it would overflow its stage's memory. Returns the group
+/// sizes, or an empty vector when more than `groups` groups would be needed.
+Partition fill(const std::vector<double>& t, const std::vector<StageLoad>& add, int groups,
+               double limit_s, const Plan& p, double memory_limit) {
+  Partition part;
+  double acc = 0;
+  StageLoad load;
+  int n = 0;
+  auto fits = [&](const StageLoad& l, int stage) {
+    return p.vpp > 1 || stage_memory(l, p, in_flight_on(p, stage)).total() <= memory_limit;
+  };
+  for (size_t i = 0; i < t.size(); ++i) {
+    StageLoad next = load;
+    next.params += add[i].params, next.act_per_mb += add[i].act_per_mb;
+    next.once_bytes = std::max(next.once_bytes, add[i].once_bytes);
+    const int stage = static_cast<int>(part.size()) % p.pp;
+    if (n > 0 && (acc + t[i] > limit_s || !fits(next, stage))) {
+      part.push_back(n);
+      if (static_cast<int>(part.size()) >= groups) return {};
+      acc = 0, n = 0, load = StageLoad{};
+      next = add[i];
+    }
+    if (t[i] > limit_s || !fits(next, static_cast<int>(part.size()) % p.pp)) return {};
+    acc += t[i], load = next, ++n;
+  }
+  part.push_back(n);
+  while (static_cast<int>(part.size()) < groups) {  // split the largest groups to use every stage
+    auto it = std::max_element(part.begin(), part.end());
+    if (*it < 2) return {};
+    --*it;
+    part.insert(it + 1, 1);
+  }
+  return part;
+}
+
+}  // namespace
+
+Partition balanced_partition(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
+                             double memory_limit_bytes) {
+  const int n = layout.count(), groups = p.pp * p.vpp;
+  std::vector<double> t(n);
+  std::vector<StageLoad> add(n);
+  for (int i = 0; i < n; ++i) {
+    const BlockCost& bc = pc.shape[layout.shape_of[i]];
+    t[i] = bc.fwd_s + bc.bwd_s;
+    add[i] = {bc.params, bc.act_bytes, bc.full_act_bytes, 0};
+  }
+  t[layout.first_decoder] += pc.embed_s;
+  add[layout.first_decoder].params += pc.embed_params;
+  add[layout.first_decoder].act_per_mb += pc.embed_act_bytes;
+  t[n - 1] += pc.logits_s;
+  add[n - 1].params += pc.output_params;
+  add[n - 1].once_bytes += pc.logits_bytes;
+  double lo = *std::max_element(t.begin(), t.end()), hi = 0;
+  for (double x : t) hi += x;
+  Partition best = fill(t, add, groups, hi, p, memory_limit_bytes);
+  for (int iter = 0; iter < 40 && hi - lo > 1e-9 * hi; ++iter) {
+    const double mid = 0.5 * (lo + hi);
+    Partition part = fill(t, add, groups, mid, p, memory_limit_bytes);
+    if (part.empty()) {
+      lo = mid;
+    } else {
+      hi = mid;
+      best = std::move(part);
+    }
+  }
+  return best.empty() ? even_partition(n, groups) : best;
+}
+
+}  // namespace planner

@@ -1,0 +1,75 @@
+#pragma once
+// Shared pieces of the emitters (private to src/emit): headers, the NCCL environment block, bash
+// argument arrays, and the checks every framework makes.
+#include <string>
+#include <vector>
+
+#include "planner/emit.h"
+
+namespace planner::emit::detail {
+
+/// printf into a std::string.
+std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
+/// One command-line argument; an empty value is a store_true flag.
+struct Arg {
+  std::string flag, value, comment;
+};
+
+/// Arguments under a comment line. With no arguments, only the comment (and notes) are written.
+struct ArgGroup {
+  std::string title;
+  std::vector<Arg> args;
+  std::vector<std::string> notes;  ///< extra comment lines after the title
+};
+
+/// `NAME=(` ... `)`: one argument per line, each group under its "# title" comment. Values are
+/// written as given (callers quote shell expansions themselves).
+std::string shell_array(const std::string& name, const std::vector<ArgGroup>& groups);
+
+/// An exported variable with the comment lines that justify it.
+struct EnvVar {
+  std::string name, value;
+  std::vector<std::string> comment;
+  bool user_may_override = false;  ///< export NAME=${NAME:-value}
+};
+
+/// The NCCL and PyTorch variables every launcher sets (NCCL_DEBUG, async error handling).
+std::vector<EnvVar> nccl_env();
+/// The commented environment block: interface/HCA placeholders, affinity note, then `vars`.
+std::string env_block(const ClusterProfile& c, const std::vector<EnvVar>& vars);
+
+/// The comment lines every emitted file opens with ("# " prefixed, newline terminated): plan,
+/// prediction, planner version, inputs and their SHA-256.
+std::string header(const EmitRequest& r, const std::string& framework_name);
+
+/// Nodes and GPUs per node the plan runs on (a plan smaller than a node runs on one node).
+int nodes_of(const Plan& p, const ClusterProfile& c);
+int gpus_per_node_of(const Plan& p, const ClusterProfile& c);
+
+/// Megatron's padded vocabulary: a multiple of make-vocab-size-divisible-by x tp
+/// (megatron/training/tokenizer/tokenizer.py, _vocab_size_with_padding).
+inline constexpr int kVocabDivisibleBy = 128;  ///< Megatron-LM's default for the flag
+int padded_vocab(int vocab, int tp);
+
+/// Llama-style models (SwiGLU or GQA): RoPE, RMSNorm, no linear biases.
+bool llama_style(const ModelSpec& m);
+
+/// Gradient clipping (global L2 norm) in both frameworks: Megatron's default --clip-grad.
+inline constexpr double kGradClip = 1.0;
+
+/// The training-schedule arguments that are not part of the plan (iterations, learning rate,
+/// logging, evaluation); set from the environment with defaults.
+ArgGroup schedule_args();
+/// Appends --save/--load/--save-interval when CHECKPOINT_DIR is set (bash, after TRAINING_ARGS).
+std::string checkpoint_lines();
+
+/// Refusals every framework shares: world size in whole nodes, batch arithmetic, layer split.
+void check_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p);
+/// Each framework's own refusals (megatron.cc, deepspeed.cc).
+void check_megatron(const ModelSpec& m, const Plan& p);
+void check_deepspeed(const Plan& p);
+/// Throws InputError naming option --plan.
+[[noreturn]] void refuse(const std::string& why);
+
+}  // namespace planner::emit::detail

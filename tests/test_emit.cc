@@ -1,0 +1,382 @@
+// Launch-file emitters: SHA-256, goldens, framework name lists, ds_config keys, bash -n, refusals.
+//
+// Goldens: tests/data/golden/<case>/ holds the exact files emitted for four plans (GPT-3 175B on
+// 1,024 A100s and Llama 3 70B on 64 H100s, for Megatron-LM and DeepSpeed), compared byte for byte,
+// headers included. The headers carry the cost model's predictions and the inputs' SHA-256, so a
+// change to the cost model or to a model/cluster file changes them: after checking the new
+// prediction, regenerate with
+//     cmake --build build --target update_goldens
+// (equivalently: PLANNER_UPDATE_GOLDENS=1 build/tests/planner_tests --test-case='*golden*')
+// and review the diff of tests/data/golden/ before committing it.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "planner/emit.h"
+#include "planner/error.h"
+#include "planner/io/cluster_io.h"
+#include "planner/io/model_io.h"
+
+using namespace planner;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kRoot = PLANNER_SOURCE_DIR "/";
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << p);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+/// The request the CLI builds when run from the source directory with these relative paths.
+emit::EmitRequest request(const std::string& model, const std::string& cluster,
+                          const std::string& plan) {
+  emit::EmitRequest r =
+      emit::prepare(kRoot + model, io::load_model(kRoot + model), kRoot + cluster,
+                    io::load_cluster(kRoot + cluster), parse_plan(plan, "--plan"), {});
+  r.model_file = model;
+  r.cluster_file = cluster;
+  return r;
+}
+
+struct Case {
+  std::string name, model, cluster, plan;
+  emit::Framework framework;
+};
+
+const std::string kGpt3 = "configs/models/gpt3-175b.yaml", kA100 = "hw_profiles/dgx-a100-80gb.yaml";
+const std::string kLlama = "configs/models/llama3-70b.yaml",
+                  kH100 = "hw_profiles/dgx-h100-80gb.yaml";
+const std::string kGpt3Plan =
+    "tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1";
+const std::string kLlamaPlan = "tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=selective,sp=1";
+
+/// The golden cases. DeepSpeed's pipeline engine has no interleaving, so its GPT-3 plan is the
+/// same without vpp.
+const std::vector<Case> kGoldens = {
+    {"megatron-gpt3-175b-a100x1024", kGpt3, kA100, kGpt3Plan, emit::Framework::megatron},
+    {"megatron-llama3-70b-h100x64", kLlama, kH100, kLlamaPlan, emit::Framework::megatron},
+    {"deepspeed-gpt3-175b-a100x1024", kGpt3, kA100,
+     "tp=8,pp=8,dp=16,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1", emit::Framework::deepspeed},
+    {"deepspeed-llama3-70b-h100x64", kLlama, kH100, kLlamaPlan, emit::Framework::deepspeed},
+};
+
+/// Goldens plus variants that exercise every branch: full recompute, fp16/fp8/tf32, cp, ZeRO-0/2/3,
+/// one node, a plan smaller than a node, plain DeepSpeed (tp = pp = 1).
+std::vector<Case> all_cases() {
+  std::vector<Case> v = kGoldens;
+  const auto M = emit::Framework::megatron, D = emit::Framework::deepspeed;
+  const std::string small = "configs/models/gpt3-1.3b.yaml", l8 = "configs/models/llama3-8b.yaml";
+  v.push_back({"fp8-cp", kLlama, kH100,
+               "tp=8,pp=2,cp=2,dp=2,mbs=1,gbs=128,zero=1,recompute=full,sp=1,dtype=fp8", M});
+  v.push_back(
+      {"tf32", kGpt3, kA100, "tp=8,pp=16,dp=8,mbs=1,gbs=1536,recompute=full,sp=1,dtype=tf32", M});
+  v.push_back(
+      {"fp16-zero0", kGpt3, kA100, "tp=8,pp=16,dp=8,mbs=1,gbs=1536,recompute=full,dtype=fp16", M});
+  v.push_back({"one-node", small, kA100, "tp=2,pp=1,dp=4,mbs=4,gbs=64,zero=1", M});
+  v.push_back({"half-node", small, kA100, "tp=1,pp=1,dp=4,mbs=4,gbs=64,zero=1", M});
+  v.push_back(
+      {"ds-plain-zero3", small, kA100, "tp=1,pp=1,dp=4,mbs=4,gbs=64,zero=3,recompute=full", D});
+  v.push_back(
+      {"ds-tp-zero3", kLlama, kH100, "tp=8,pp=1,dp=8,mbs=1,gbs=128,zero=3,recompute=full,sp=1", D});
+  v.push_back({"ds-fp16-zero2", l8, kH100,
+               "tp=1,pp=1,dp=16,mbs=1,gbs=128,zero=2,recompute=selective,dtype=fp16", D});
+  v.push_back({"ds-tf32", kGpt3, kA100,
+               "tp=8,pp=16,dp=8,mbs=1,gbs=1536,recompute=full,sp=1,dtype=tf32", D});
+  return v;
+}
+
+std::vector<emit::EmittedFile> emitted(const Case& c) {
+  return emit::emit_files(c.framework, request(c.model, c.cluster, c.plan));
+}
+
+std::set<std::string> name_list(const std::string& file) {
+  std::set<std::string> out;
+  std::istringstream in(read(kRoot + "configs/frameworks/" + file));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') out.insert(line);
+  return out;
+}
+
+/// Every `--flag` of a bash script, keyed by the array it is assigned to ("" outside any array).
+/// Comments are dropped; a flag's `=value` suffix (or a closing `)`) is cut.
+std::map<std::string, std::set<std::string>> flags_by_array(const std::string& script) {
+  std::map<std::string, std::set<std::string>> out;
+  const std::regex open(R"(([A-Z_]+)\+?=\()");
+  std::istringstream in(script);
+  std::string array;  // the array being assigned, or ""
+  for (std::string line; std::getline(in, line);) {
+    const size_t first = line.find_first_not_of(' ');
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (const size_t hash = line.find(" #"); hash != std::string::npos) line.resize(hash);
+    std::smatch m;
+    std::string rest = line;
+    if (array.empty() && std::regex_search(line, m, open)) {
+      array = m[1];
+      rest = m.suffix();
+    }
+    std::istringstream words(rest);
+    for (std::string w; words >> w;)
+      if (w.rfind("--", 0) == 0) out[array].insert(w.substr(0, w.find_first_of("=);")));
+    if (!array.empty() && rest.find(')') != std::string::npos) array.clear();
+  }
+  return out;
+}
+
+/// Dotted paths of a JSON document's leaves: {"a": {"b": 1}} -> {"a.b"}.
+void leaf_paths(const nlohmann::json& j, const std::string& prefix, std::set<std::string>& out) {
+  if (!j.is_object()) {
+    out.insert(prefix);
+    return;
+  }
+  for (const auto& [key, value] : j.items())
+    leaf_paths(value, prefix.empty() ? key : prefix + "." + key, out);
+}
+
+fs::path fresh_dir(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("planner_test_emit_" + name);
+  fs::remove_all(d);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("SHA-256 matches the FIPS 180-2 vectors and hashlib at block boundaries") {
+  CHECK(emit::sha256_hex("abc") ==
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(emit::sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(emit::sha256_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  CHECK(emit::sha256_hex(std::string(1000000, 'a')) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // Padding edges: 55 bytes fit one block with the length, 56 and 63 need a second, 64 is whole.
+  CHECK(emit::sha256_hex(std::string(55, 'a')) ==
+        "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318");
+  CHECK(emit::sha256_hex(std::string(56, 'a')) ==
+        "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a");
+  CHECK(emit::sha256_hex(std::string(63, 'a')) ==
+        "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34");
+  CHECK(emit::sha256_hex(std::string(64, 'a')) ==
+        "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb");
+  CHECK(emit::sha256_hex(std::string(119, 'a')) ==
+        "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb");
+  CHECK(emit::sha256_hex(std::string(120, 'a')) ==
+        "2f3d335432c70b580af0e8e1b3674a7c020d683aa5f73aaaedfdc55af904c21c");
+}
+
+TEST_CASE("golden launch files, byte for byte (regenerate: update_goldens target)") {
+  const bool update = std::getenv("PLANNER_UPDATE_GOLDENS") != nullptr;
+  for (const Case& c : kGoldens) {
+    CAPTURE(c.name);
+    const fs::path dir = fs::path(kRoot) / "tests/data/golden" / c.name;
+    const auto files = emitted(c);
+    if (update) {
+      fs::remove_all(dir);
+      emit::write_files(dir.string(), files);
+      MESSAGE("regenerated " << dir);
+      continue;
+    }
+    std::set<std::string> expected, got;
+    for (const auto& e : fs::directory_iterator(dir)) expected.insert(e.path().filename().string());
+    for (const auto& f : files) {
+      got.insert(f.name);
+      CAPTURE(f.name);
+      CHECK(f.contents == read(dir / f.name));
+    }
+    CHECK(got == expected);
+  }
+}
+
+TEST_CASE("the flag scan reads arrays, one-line appends and skips comments") {
+  const auto a = flags_by_array(
+      "#!/bin/bash\n# --not-this\nX=(\n  # --nor-this\n  --a 1  # --nor-that\n"
+      "  --b=2 \"$Y\"\n)\nif true; then X+=(--c \"$Z\"); fi\nZ=(--d)\n");
+  CHECK(a.size() == 2);
+  CHECK(a.at("X") == std::set<std::string>{"--a", "--b", "--c"});
+  CHECK(a.at("Z") == std::set<std::string>{"--d"});
+  // The goldens' arrays are found where expected.
+  const auto meg = flags_by_array(emitted(kGoldens[0])[0].contents);
+  CHECK(meg.at("TORCHRUN_ARGS").count("--nproc_per_node") == 1);
+  CHECK(meg.at("MEGATRON_ARGS").count("--num-layers-per-virtual-pipeline-stage") == 1);
+  CHECK(meg.at("DATA_ARGS").count("--mock-data") == 1);
+  CHECK(meg.at("TRAINING_ARGS").count("--save") == 1);
+  const auto ds = flags_by_array(emitted(kGoldens[3])[1].contents);
+  CHECK(ds.at("LAUNCHER_ARGS").count("--hostfile") == 1);
+  CHECK(ds.at("MEGATRON_DS_ARGS").count("--num-key-value-heads") == 1);
+}
+
+TEST_CASE("every emitted flag is in the framework's name list") {
+  const auto megatron = name_list("megatron-args.txt"),
+             mds = name_list("megatron-deepspeed-args.txt"),
+             torchrun = name_list("torchrun-args.txt"),
+             launcher = name_list("deepspeed-launcher.txt");
+  for (const Case& c : all_cases()) {
+    for (const auto& f : emitted(c)) {
+      if (f.name.size() < 3 || f.name.substr(f.name.size() - 3) != ".sh") continue;
+      CAPTURE(c.name);
+      CAPTURE(f.name);
+      const auto arrays = flags_by_array(f.contents);
+      CHECK(arrays.count("") == 0);  // every flag is passed through a named array
+      for (const auto& [array, flags] : arrays) {
+        const auto& allowed = array == "TORCHRUN_ARGS"                   ? torchrun
+                              : array == "LAUNCHER_ARGS"                 ? launcher
+                              : c.framework == emit::Framework::megatron ? megatron
+                                                                         : mds;
+        for (const std::string& flag : flags) {
+          CAPTURE(array);
+          CAPTURE(flag);
+          CHECK(allowed.count(flag) == 1);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("ds_config.json: documented keys only, batch arithmetic consistent with dp") {
+  const auto keys = name_list("deepspeed-config-keys.txt");
+  for (const Case& c : all_cases()) {
+    if (c.framework != emit::Framework::deepspeed) continue;
+    CAPTURE(c.name);
+    const Plan p = request(c.model, c.cluster, c.plan).plan;
+    for (const auto& f : emitted(c)) {
+      if (f.name != "ds_config.json") continue;
+      const auto j = nlohmann::json::parse(f.contents);
+      std::set<std::string> paths;
+      leaf_paths(j, "", paths);
+      for (const std::string& path : paths) {
+        CAPTURE(path);
+        CHECK(keys.count(path) == 1);
+      }
+      const int micro = j["train_micro_batch_size_per_gpu"],
+                accumulation = j["gradient_accumulation_steps"];
+      CHECK(j["train_batch_size"] == micro * accumulation * p.dp);
+      CHECK(j["train_batch_size"] == p.gbs);
+      CHECK(j["zero_optimization"]["stage"] == p.zero);
+      CHECK(j.contains("activation_checkpointing") == (p.recompute != Recompute::none));
+    }
+  }
+}
+
+TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction and hashes") {
+  const fs::path dir = fresh_dir("bash_n");
+  fs::create_directories(dir);
+  int n = 0;
+  for (const Case& c : all_cases()) {
+    const emit::EmitRequest r = request(c.model, c.cluster, c.plan);
+    for (const auto& f : emit::emit_files(c.framework, r)) {
+      CAPTURE(c.name);
+      CAPTURE(f.name);
+      if (f.name == "ds_config.json" || f.name == ".deepspeed_env") continue;  // no comment syntax
+      CHECK(f.contents.find("# plan       --plan \"" + to_plan_string(r.plan) + "\"\n") !=
+            std::string::npos);
+      CHECK(f.contents.find("sha256:" + emit::file_sha256(kRoot + c.model)) != std::string::npos);
+      CHECK(f.contents.find("sha256:" + emit::file_sha256(kRoot + c.cluster)) != std::string::npos);
+      CHECK(f.contents.find("# predicted  iteration ") != std::string::npos);
+      CHECK(f.contents.find("# predicted  memory ") != std::string::npos);
+      CHECK(f.contents.find("planner " PLANNER_VERSION) != std::string::npos);
+      if (f.name.substr(f.name.size() - 3) != ".sh") continue;
+      CHECK(f.contents.rfind("#!/usr/bin/env bash\n# Generated by planner", 0) == 0);
+      CHECK(f.executable);
+      const fs::path path = dir / (c.name + "-" + f.name);
+      std::ofstream(path) << f.contents;
+      const std::string cmd = "bash -n '" + path.string() + "' 2>&1";
+      CHECK(std::system(cmd.c_str()) == 0);
+      ++n;
+    }
+  }
+  CHECK(n == 2 * 7 + 6);  // two scripts per Megatron case, one launcher per DeepSpeed case
+  fs::remove_all(dir);
+}
+
+TEST_CASE("Megatron scripts: world size and batch agree with the plan") {
+  const auto files = emitted(kGoldens[0]);
+  const std::string& s = files[0].contents;  // megatron_torchrun.sh: 128 nodes x 8 = 1024
+  CHECK(s.find("GPUS_PER_NODE=8\nNNODES=${NNODES:-128}\n") != std::string::npos);
+  CHECK(s.find("if (( GPUS_PER_NODE * NNODES != 1024 )); then") != std::string::npos);
+  CHECK(s.find("--global-batch-size 1536") != std::string::npos);                    // 1 x 16 x 96
+  CHECK(s.find("--num-layers-per-virtual-pipeline-stage 4 ") != std::string::npos);  // 96/8/3
+  CHECK(s.find("export CUDA_DEVICE_MAX_CONNECTIONS=1\n") != std::string::npos);
+  CHECK(files[1].contents.find("#SBATCH --nodes=128\n") != std::string::npos);
+}
+
+TEST_CASE("plans a framework cannot express are refused with the reason") {
+  const ModelSpec gpt = io::load_model(kRoot + kGpt3);
+  const ClusterProfile a100 = io::load_cluster(kRoot + kA100);
+  auto refusal = [&](emit::Framework f, const std::string& plan) {
+    try {
+      emit::check_expressible(f, gpt, a100, parse_plan(plan, "--plan"));
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  const auto M = emit::Framework::megatron, D = emit::Framework::deepspeed;
+  CHECK(refusal(M, "tp=8,pp=1,dp=128,gbs=1536,zero=2") ==
+        "option --plan: Megatron-LM cannot express zero=2: its distributed optimizer "
+        "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed");
+  CHECK(refusal(M, "tp=8,pp=2,dp=64,gbs=1536,vpp=2") ==
+        "option --plan: Megatron-LM runs the interleaved schedule (vpp=2) only with pp > 2, got "
+        "pp=2");
+  CHECK(refusal(M, "tp=8,pp=8,dp=16,gbs=1536,schedule=gpipe") ==
+        "option --plan: Megatron-LM has no GPipe schedule (its pipelines run 1F1B); use "
+        "schedule=1f1b");
+  CHECK(refusal(M, "tp=8,pp=8,dp=16,gbs=1540,vpp=3") ==
+        "option --plan: gbs=1540 is not mbs x dp x gradient-accumulation steps: mbs*dp = 16 does "
+        "not divide it");
+  CHECK(refusal(M, "tp=8,pp=8,dp=16,gbs=1520,vpp=3") ==  // 95 micro-batches
+        "option --plan: Megatron-LM's interleaved schedule needs the micro-batches (95) to be a "
+        "multiple of pp=8");
+  CHECK(refusal(M, "tp=4,pp=1,dp=3,gbs=96") ==
+        "option --plan: tp*pp*dp*cp = 12 GPUs is not a whole number of 8-GPU nodes");
+  CHECK(refusal(M, "tp=8,pp=5,dp=2,gbs=96") ==
+        "option --plan: pp=5 does not divide the model's 96 layers");
+  CHECK(
+      refusal(D, "tp=8,pp=8,dp=16,gbs=1536,zero=2") ==
+      "option --plan: DeepSpeed's pipeline engine refuses zero=2 with pp=8 (ZeRO-2 and ZeRO-3 are "
+      "incompatible with pipeline parallelism); use zero<=1 or pp=1");
+  CHECK(refusal(D, kGpt3Plan) ==
+        "option --plan: DeepSpeed's pipeline engine has no interleaved schedule; use vpp=1 "
+        "(schedule=1f1b)");
+  CHECK(refusal(D, "tp=8,pp=8,cp=2,dp=8,gbs=1536")
+            .rfind("option --plan: Megatron-DeepSpeed has no context parallelism", 0) == 0);
+  CHECK(refusal(D, "tp=8,pp=8,dp=16,gbs=1536,dtype=fp8") ==
+        "option --plan: the DeepSpeed config has no fp8 mode; use dtype=bf16");
+  CHECK(refusal(M, "tp=8,pp=8,dp=16,gbs=1536,zero=1") == "accepted");
+  CHECK(refusal(D, "tp=8,pp=1,dp=128,gbs=1536,zero=3") == "accepted");
+}
+
+TEST_CASE("write_files is atomic: all files or none, no .tmp left behind") {
+  const fs::path dir = fresh_dir("atomic") / "nested" / "out";
+  const auto written =
+      emit::write_files(dir.string(), {{"a.sh", "echo a\n", true}, {"b.json", "{}\n", false}});
+  CHECK(written == std::vector<std::string>{(dir / "a.sh").string(), (dir / "b.json").string()});
+  CHECK(read(dir / "a.sh") == "echo a\n");
+  CHECK((fs::status(dir / "a.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
+  CHECK((fs::status(dir / "b.json").permissions() & fs::perms::owner_exec) == fs::perms::none);
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 2);
+
+  // A file that cannot be written: nothing is left, not even the directory the call created.
+  const fs::path failed = fresh_dir("atomic_fail");
+  CHECK_THROWS_AS(
+      emit::write_files(failed.string(), {{"a.sh", "x", false}, {"no/such/b.sh", "y", false}}),
+      InputError);
+  CHECK(!fs::exists(failed));
+  // In an existing directory, the earlier files' .tmp are removed and nothing replaced.
+  CHECK_THROWS_AS(
+      emit::write_files(dir.string(), {{"a.sh", "new\n", false}, {"no/such/b.sh", "y", false}}),
+      InputError);
+  CHECK(read(dir / "a.sh") == "echo a\n");
+  CHECK(!fs::exists(dir / "a.sh.tmp"));
+  fs::remove_all(fresh_dir("atomic"));
+}

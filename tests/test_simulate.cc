@@ -1,0 +1,103 @@
+#include <doctest/doctest.h>
+
+#include "planner/cost/pipeline.h"
+#include "planner/cost/simulate.h"
+
+using namespace planner;
+
+namespace {
+SimInput uniform(Schedule s, int p, int v, int m, double f, double b, double w = 0) {
+  SimInput in;
+  in.schedule = s, in.pp = p, in.vpp = v, in.microbatches = m;
+  in.chunks.assign(size_t(p) * v, ChunkCost{f / v, b / v, w / v});
+  return in;
+}
+}  // namespace
+
+TEST_CASE("identical stages: GPipe and 1F1B take (m + p - 1)(t_f + t_b)") {
+  for (int p : {1, 2, 4, 8})
+    for (int m : {1, 3, 8, 32}) {
+      CAPTURE(p);
+      CAPTURE(m);
+      const double f = 1.0, b = 2.0;
+      const double expect = (m + p - 1) * (f + b);
+      CHECK(simulate(uniform(Schedule::gpipe, p, 1, m, f, b)).makespan_s == doctest::Approx(expect));
+      CHECK(simulate(uniform(Schedule::one_f_one_b, p, 1, m, f, b)).makespan_s == doctest::Approx(expect));
+    }
+}
+
+TEST_CASE("interleaved: m (t_f + t_b) + (p - 1)(t_f + t_b) / v") {
+  for (int p : {2, 4, 8})
+    for (int v : {2, 3, 4})
+      for (int m : {p, 2 * p, 8 * p}) {
+        CAPTURE(p);
+        CAPTURE(v);
+        CAPTURE(m);
+        const double f = 1.0, b = 2.0;
+        const SimResult r = simulate(uniform(Schedule::interleaved, p, v, m, f, b));
+        REQUIRE(r.ok());
+        CHECK(r.makespan_s == doctest::Approx(m * (f + b) + (p - 1) * (f + b) / v));
+      }
+}
+
+TEST_CASE("ZB-H1: m (t_f + t_b + t_w) + (p - 1)(t_f + t_b - t_w)") {
+  for (int p : {2, 4, 8})
+    for (int m : {p, 2 * p, 6 * p}) {
+      CAPTURE(p);
+      CAPTURE(m);
+      const double f = 1.0, bi = 1.0, w = 1.0;  // the paper's T_F = T_B = T_W
+      const SimResult r = simulate(uniform(Schedule::zb_h1, p, 1, m, f, bi + w, w));
+      REQUIRE(r.ok());
+      CHECK(r.makespan_s == doctest::Approx(m * (f + bi + w) + (p - 1) * (f + bi - w)));
+    }
+}
+
+TEST_CASE("the simulator agrees with the closed form on uniform stages, and reports idle time") {
+  const SimResult r = simulate(uniform(Schedule::one_f_one_b, 4, 1, 8, 1, 2));
+  CHECK(r.makespan_s == doctest::Approx(pipeline_time_s(Schedule::one_f_one_b, 8, 1, {3, 3, 3, 3})));
+  for (int s = 0; s < 4; ++s) {
+    CHECK(r.busy_s[s] == doctest::Approx(24));
+    CHECK(r.idle_s[s] == doctest::Approx(9));  // (p-1)(t_f+t_b) of bubble on every stage
+  }
+}
+
+TEST_CASE("peak micro-batches in flight: p - s under 1F1B, all m under GPipe") {
+  const SimResult r = simulate(uniform(Schedule::one_f_one_b, 4, 1, 8, 1, 2));
+  CHECK(r.peak_in_flight == std::vector<int>{4, 3, 2, 1});
+  const SimResult g = simulate(uniform(Schedule::gpipe, 4, 1, 8, 1, 2));
+  CHECK(g.peak_in_flight == std::vector<int>{8, 8, 8, 8});
+  const SimResult few = simulate(uniform(Schedule::one_f_one_b, 4, 1, 2, 1, 2));  // m < p
+  CHECK(few.peak_in_flight == std::vector<int>{2, 2, 2, 1});
+}
+
+TEST_CASE("uneven stages and transfers") {
+  SimInput in = uniform(Schedule::one_f_one_b, 4, 1, 8, 1, 2);
+  in.chunks[3] = {2, 4, 0};  // a slow last stage (logits): 6 per micro-batch
+  // (m-1) t_max + sum = 7 x 6 + (3 + 3 + 3 + 6) = 57
+  CHECK(simulate(in).makespan_s == doctest::Approx(57));
+  in.chunks[3] = {1, 2, 0};
+  in.p2p_s = 0.5;  // each of the 3 boundaries adds a transfer forward and backward to the fill
+  CHECK(simulate(in).makespan_s > (8 + 3) * 3.0);
+}
+
+TEST_CASE("schedules that cannot run are refused, never hang") {
+  const SimResult r = simulate(uniform(Schedule::interleaved, 4, 2, 6, 1, 2));
+  CHECK(!r.ok());
+  CHECK(r.error.find("multiple of pp micro-batches (6 for pp=4)") != std::string::npos);
+  SimInput bad = uniform(Schedule::one_f_one_b, 2, 1, 2, 1, 2);
+  bad.vpp = 2;
+  CHECK(!simulate(bad).ok());
+}
+
+TEST_CASE("the trace lists every task once") {
+  SimInput in = uniform(Schedule::interleaved, 2, 2, 4, 1, 2);
+  in.record_trace = true;
+  const SimResult r = simulate(in);
+  CHECK(r.trace.size() == 2u * 2 * 4 * 2);  // stages x chunks x micro-batches x (F, B); no transfers
+  for (const SimTask& t : r.trace) CHECK(t.end_s > t.start_s);
+}
+
+TEST_CASE("ZB-H1 holds p micro-batches on every stage until their weight gradients") {
+  const SimResult r = simulate(uniform(Schedule::zb_h1, 4, 1, 8, 1, 2, 1));
+  CHECK(r.peak_in_flight == std::vector<int>{4, 4, 4, 4});
+}

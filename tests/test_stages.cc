@@ -1,0 +1,148 @@
+#include <doctest/doctest.h>
+
+#include "planner/cost/stages.h"
+#include "planner/error.h"
+#include "planner/estimate.h"
+#include "planner/io/cluster_io.h"
+#include "planner/io/model_io.h"
+#include "planner/report/trace.h"
+
+using namespace planner;
+
+namespace {
+const ClusterProfile& a100() {
+  static const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  return c;
+}
+const ModelSpec& llava() {
+  static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llava-1.5-13b.yaml");
+  return m;
+}
+Plan plan(int tp, int pp, int dp, int mbs, int gbs) {
+  Plan p;
+  p.tp = tp, p.pp = pp, p.dp = dp, p.mbs = mbs, p.gbs = gbs, p.zero = dp > 1 ? 1 : 0;
+  p.recompute = Recompute::selective, p.sp = tp > 1;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("a multimodal model is a list of blocks: encoder layers, then decoder layers") {
+  const ModelSpec& m = llava();
+  REQUIRE(m.encoders.size() == 2);
+  CHECK(m.encoders[0].type == ComponentType::vit);
+  CHECK(m.encoders[0].shape.seq == 577);
+  CHECK(!m.encoders[0].shape.causal);
+  CHECK(m.encoders[1].type == ComponentType::projector);
+  const BlockLayout b = block_layout(m);
+  CHECK(b.count() == 24 + 1 + 40);
+  CHECK(b.first_decoder == 25);
+  CHECK(b.shapes.size() == 3);
+  // CLIP ViT-L/14 layer: 12 x 1024^2 + 2 x 1024 norms = 12,584,960 weights (biases not counted).
+  CHECK(m.encoders[0].shape.params() == doctest::Approx(12.0 * 1024 * 1024 + 2 * 1024));
+  // LLaVA-1.5 13B: 13.0B Vicuna + 0.30B CLIP + 0.03B projector ~ 13.35B.
+  CHECK(m.total_params() == doctest::Approx(13.35e9).epsilon(0.01));
+}
+
+TEST_CASE("even partition puts the remainder on the first stages") {
+  CHECK(even_partition(65, 4) == Partition{17, 16, 16, 16});
+  CHECK(even_partition(96, 8) == Partition(8, 12));
+}
+
+TEST_CASE("vision layers on the first stages beat an even split by more than 15%") {
+  const Plan p = plan(2, 4, 4, 1, 128);
+  const Estimate e = refine(llava(), a100(), p);
+  REQUIRE(e.ok());
+  CHECK(e.balanced);
+  CHECK(e.balanced_gain_pct > 15.0);
+  // All 24 ViT layers and the projector sit in the first stage with a few decoder layers.
+  REQUIRE(e.partition.size() == 4);
+  CHECK(e.partition[0] > 25);
+  int sum = 0;
+  for (int n : e.partition) sum += n;
+  CHECK(sum == 65);
+}
+
+TEST_CASE("the balanced partition respects each stage's memory") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
+  Plan p = plan(8, 8, 2, 1, 64);
+  const BlockLayout layout = block_layout(m);
+  const PlanCosts pc = plan_costs(m, a100(), p, layout);
+  const double limit = 60.0 * 1024 * 1024 * 1024;
+  const Partition part = balanced_partition(layout, pc, p, limit);
+  const Stages st = build_stages(layout, pc, p, part);
+  for (int s = 0; s < p.pp; ++s)
+    CHECK(stage_memory(st.load[s], p, in_flight_on(p, s)).total() <= limit);
+}
+
+TEST_CASE("with one stage the simulator and the closed form agree exactly") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-1.3b.yaml");
+  const Plan p = plan(1, 1, 8, 4, 256);
+  const Estimate closed = estimate(m, a100(), p);
+  const Estimate sim = simulate_plan(m, a100(), p);
+  REQUIRE((closed.ok() && sim.ok()));
+  CHECK(sim.iteration_time_s == doctest::Approx(closed.iteration_time_s));
+}
+
+TEST_CASE("the closed form stays close to the simulator for uniform decoders") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
+  Plan p = plan(8, 8, 16, 1, 1536);
+  p.vpp = 3, p.schedule = Schedule::interleaved;
+  const Estimate sim = simulate_plan(m, a100(), p);
+  REQUIRE(sim.ok());
+  CHECK(sim.closed_form_time_s == doctest::Approx(sim.iteration_time_s).epsilon(0.02));
+  // Interleaving: the first stage holds p + (p-1)/v micro-batches' worth of chunks.
+  CHECK(sim.peak_in_flight[0] == doctest::Approx(3 * (8 + 7.0 / 3)).epsilon(0.05));
+}
+
+TEST_CASE("a schedule that cannot complete is a rejection with the simulator's message") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
+  Plan p = plan(8, 8, 16, 1, 1536);
+  p.vpp = 3, p.schedule = Schedule::interleaved, p.gbs = 16 * 12;  // 12 micro-batches, pp = 8
+  const Estimate e = simulate_plan(m, a100(), p);
+  CHECK(e.rejection == Rejection::interleave_microbatches);
+  CHECK(e.reason.find("multiple of pp") != std::string::npos);
+}
+
+TEST_CASE("the Chrome trace has one track per stage and labelled slices") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-1.3b.yaml");
+  const Plan p = plan(1, 4, 2, 1, 16);  // 8 micro-batches over 4 stages
+  SimResult sim;
+  const Estimate e = simulate_plan(m, a100(), p, {}, nullptr, &sim, true);
+  REQUIRE(e.ok());
+  const nlohmann::json t = chrome_trace(sim, p);
+  int slices = 0, transfers = 0, names = 0;
+  for (const auto& ev : t["traceEvents"]) {
+    if (ev["ph"] == "M" && ev["name"] == "thread_name") ++names;
+    if (ev["ph"] != "X") continue;
+    ++slices;
+    CHECK(ev["dur"].get<double>() > 0);
+    CHECK(ev["name"].get<std::string>().find(" mb") != std::string::npos);
+    CHECK(ev["args"].contains("microbatch"));
+    if (ev["cat"] == "transfer") ++transfers;
+  }
+  CHECK(names == 2 * 4);                   // compute and receive track per stage
+  CHECK(slices - transfers == 4 * 8 * 2);  // every stage runs F and B of every micro-batch
+  CHECK(transfers == 2 * 3 * 8);           // 3 boundaries, forward and backward, per micro-batch
+}
+
+TEST_CASE("bad multimodal descriptions name the component") {
+  auto err = [](const std::string& text) {
+    try {
+      io::parse_model(text, "mm.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string vit = "  - {type: vit, name: v, layers: 2, hidden: 64, heads: 4, ffn: 256, tokens: 10}\n";
+  const std::string dec =
+      "  - {type: decoder, name: d, layers: 2, hidden: 64, heads: 4, ffn: 256, swiglu: false, vocab: 100, seq_len: 32}\n";
+  CHECK(err("name: mm\ncomponents:\n" + dec + vit) ==
+        "mm.yaml:3: key 'components[0].type': the decoder must be the last component");
+  CHECK(err("name: mm\ncomponents:\n  - {type: audio, name: a}\n" + dec) ==
+        "mm.yaml:3: key 'components[0].type': unknown component type 'audio' (expected vit, projector or decoder)");
+  CHECK(err("name: mm\ncomponents:\n" + vit) == "mm.yaml:2: key 'components': no decoder component (it must be the last one)");
+  CHECK(err("name: mm\ncomponents:\n  - {type: vit, name: v, layers: 2, hidden: 64, heads: 4, ffn: 256, tokns: 10}\n" + dec) ==
+        "mm.yaml:3: key 'components[0].tokns': unknown key, did you mean 'tokens'?");
+  CHECK(err("name: mm\ncomponents:\n" + vit + dec).find("no error") == 0);
+}
