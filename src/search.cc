@@ -57,11 +57,13 @@ class TopK {
   std::priority_queue<Estimate, std::vector<Estimate>, Worse> heap_;
 };
 
-std::vector<Schedule> schedules_for(int vpp, const std::vector<Schedule>& allowed) {
+/// Schedules worth trying: interleaved when vpp > 1; without pipelining they are all the same
+/// plan, so one of them.
+std::vector<Schedule> schedules_for(int vpp, int pp, const std::vector<Schedule>& allowed) {
   if (vpp > 1) return {Schedule::interleaved};
   std::vector<Schedule> s;
   for (Schedule x : allowed)
-    if (x != Schedule::interleaved) s.push_back(x);
+    if (x != Schedule::interleaved && (pp > 1 || s.empty())) s.push_back(x);
   return s;
 }
 
@@ -120,7 +122,7 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
               const bool divides = p.dp * tp * cp * pp == gpus &&
                                    (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
               for (int vpp : k.vpp)
-                for (Schedule sched : schedules_for(vpp, k.schedule))
+                for (Schedule sched : schedules_for(vpp, pp, k.schedule))
                   for (int zero : k.zero)
                     for (Recompute rc : k.recompute) {
                       ++r.evaluated;

@@ -4,6 +4,7 @@
 #include "planner/io/cluster_io.h"
 #include "planner/io/knobs.h"
 #include "planner/io/model_io.h"
+#include "planner/report/trace.h"
 
 namespace planner::cli {
 
@@ -45,6 +46,19 @@ Dtype parse_dtype(const std::string& text) {
   if (w[0] == "fp8") return Dtype::fp8;
   if (w[0] == "tf32") return Dtype::tf32;
   return Dtype::bf16;
+}
+
+std::optional<AttentionKernel> parse_attention(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  const auto w = io::parse_word_set(text, "--attention", {"flash", "unfused"});
+  if (w.size() != 1) throw InputError("", 0, "--attention", "expected one of flash, unfused");
+  return w[0] == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
+}
+
+void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o, const std::string& path) {
+  SimResult sim;
+  simulate_plan(in.model, in.cluster, e.plan, o, &e.chunk_partition, &sim, true);
+  write_file_atomically(path, chrome_trace(sim, e.plan).dump() + "\n");
 }
 
 Plan complete_plan(const std::string& plan, const std::string& gpus_text, const std::string& dtype,

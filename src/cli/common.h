@@ -1,9 +1,11 @@
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "planner/cluster.h"
 #include "planner/model.h"
+#include "planner/estimate.h"
 #include "planner/plan.h"
 
 namespace planner::cli {
@@ -21,6 +23,12 @@ Inputs load_inputs(const std::string& model_file, const std::string& cluster_fil
 std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c);
 
 Dtype parse_dtype(const std::string& text);
+
+/// --attention: "" (the profile's stack), "flash" or "unfused".
+std::optional<AttentionKernel> parse_attention(const std::string& text);
+
+/// Simulates `e`'s plan on its partition again with a trace and writes it to `path` atomically.
+void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o, const std::string& path);
 
 /// A parsed --plan completed for `estimate` and `emit`: dp from --gpus (else the plan's own
 /// dp*tp*pp*cp, else every GPU of the cluster), gbs from --global-batch, dtype from --dtype.

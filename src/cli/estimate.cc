@@ -12,7 +12,7 @@ namespace planner::cli {
 namespace {
 
 struct EstimateArgs {
-  std::string model, cluster, gpus, plan, format = "text", dtype, train_tokens, trace;
+  std::string model, cluster, gpus, plan, format = "text", dtype, train_tokens, trace, attention;
   int global_batch = 0;
   bool tp_across_nodes = false;
   double memory_limit_GiB = 0;
@@ -20,7 +20,8 @@ struct EstimateArgs {
 
 int run_estimate(const EstimateArgs& a) {
   const Inputs in = load_inputs(a.model, a.cluster);
-  const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
+  Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
+  if (!a.attention.empty()) p.attention = parse_attention(a.attention);
   EstimateOptions o;
   o.tp_across_nodes = a.tp_across_nodes;
   o.memory_limit_bytes = a.memory_limit_GiB * kGiB;
@@ -28,11 +29,7 @@ int run_estimate(const EstimateArgs& a) {
   if (e.rejection == Rejection::out_of_memory) throw InputError("", 0, "--plan", rejection_message(e));
   if (!e.ok())
     throw InputError("", 0, "--plan", e.reason + " (model " + in.model_file + ", cluster " + in.cluster_file + ")");
-  if (!a.trace.empty()) {
-    SimResult sim;
-    simulate_plan(in.model, in.cluster, p, o, &e.chunk_partition, &sim, true);
-    write_file_atomically(a.trace, chrome_trace(sim, p).dump() + "\n");
-  }
+  if (!a.trace.empty()) write_trace(in, e, o, a.trace);
   RunContext ctx{in.model_file, in.cluster_file, &in.model, &in.cluster, p.gpus(), p.gbs,
                  a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")
@@ -59,6 +56,7 @@ void add_estimate(CLI::App& app, int* rc) {
   s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)");
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   s->add_option("--trace", a->trace, "write the simulated iteration as a Chrome trace (Perfetto)");
+  s->add_option("--attention", a->attention, "flash or unfused (default: the profile's software.attention)");
   s->callback([a, rc] { *rc = run_estimate(*a); });
 }
 

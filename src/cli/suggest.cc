@@ -15,6 +15,7 @@ namespace {
 
 struct SuggestArgs {
   std::string model, cluster, gpus, tp, pp, cp, vpp, mbs, zero, recompute, sp, schedule;
+  std::string attention, trace;
   std::string format = "table", objective = "time", dtype = "bf16", train_tokens;
   std::string emit, out;  ///< --emit FRAMEWORK --out DIR: launch files of the top plan
   int global_batch = 0;
@@ -50,8 +51,8 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
   }
   if (!a.schedule.empty()) {
     k.schedule.clear();
-    for (const auto& w : io::parse_word_set(a.schedule, "--schedule", {"1f1b", "gpipe", "interleaved"}))
-      k.schedule.push_back(w == "gpipe" ? Schedule::gpipe
+    for (const auto& w : io::parse_word_set(a.schedule, "--schedule", {"1f1b", "gpipe", "interleaved", "zb-h1"}))
+      k.schedule.push_back(w == "zb-h1" ? Schedule::zb_h1 : w == "gpipe" ? Schedule::gpipe
                                         : w == "1f1b" ? Schedule::one_f_one_b : Schedule::interleaved);
     const bool interleave = std::find(k.schedule.begin(), k.schedule.end(), Schedule::interleaved) != k.schedule.end();
     if (!interleave && a.vpp.empty()) k.vpp = {1};
@@ -73,6 +74,7 @@ int run_suggest(const SuggestArgs& a) {
   so.top_k = a.top;
   so.objective = a.objective == "cost" ? Objective::cost : Objective::time;
   so.dtype = parse_dtype(a.dtype);
+  so.attention = parse_attention(a.attention);
   so.estimate.tp_across_nodes = a.tp_across_nodes;
   so.estimate.memory_limit_bytes = a.memory_limit_GiB * 1024.0 * 1024.0 * 1024.0;
   KnobSpace knobs = knobs_from(a, in, so.gpus.back());
@@ -90,6 +92,7 @@ int run_suggest(const SuggestArgs& a) {
   else
     print_suggest_table(std::cout, ctx, r);
   if (!a.emit.empty()) emit_top_plan(in, r, a.emit, a.out, so.estimate);
+  if (!a.trace.empty()) write_trace(in, r.top.front(), so.estimate, a.trace);
   return 0;
 }
 
@@ -110,7 +113,9 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--zero", a->zero, "ZeRO stages, e.g. 0,1");
   s->add_option("--recompute", a->recompute, "none,selective,full");
   s->add_option("--sp", a->sp, "sequence parallelism 0,1");
-  s->add_option("--schedule", a->schedule, "1f1b,gpipe,interleaved");
+  s->add_option("--schedule", a->schedule, "1f1b,gpipe,interleaved,zb-h1 (default 1f1b and interleaved)");
+  s->add_option("--attention", a->attention, "flash or unfused (default: the profile's software.attention)");
+  s->add_option("--trace", a->trace, "write the top plan's simulated iteration as a Chrome trace");
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_option("--top", a->top, "plans to list (default 10)")->check(CLI::PositiveNumber);
   s->add_option("--objective", a->objective, "rank by iteration time or by GPU-seconds")
