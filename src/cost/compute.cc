@@ -112,74 +112,102 @@ Shard shard_of(const LayerShape& l, const LayerConfig& cfg) {
   return s;
 }
 
-void add_gemms(const Gpu& gpu, Dtype dt, const Shard& s, bool attention, LayerCompute& out) {
-  std::vector<LinearShapes> linears = {linear_shapes(s.tokens, s.mlp_in, s.mlp_up),
-                                       linear_shapes(s.tokens, s.mlp_down_in, s.h)};
+void add_gemms(const Gpu& gpu, Dtype dt, const Shard& s, bool attention, std::vector<Kernel>& out) {
+  std::vector<std::pair<const char*, LinearShapes>> linears = {
+      {"fc1", linear_shapes(s.tokens, s.mlp_in, s.mlp_up)},
+      {"fc2", linear_shapes(s.tokens, s.mlp_down_in, s.h)}};
   if (attention) {
-    linears.push_back(linear_shapes(s.tokens, s.h, s.qkv_out));
-    linears.push_back(linear_shapes(s.tokens, s.attn_in, s.h));
+    linears.insert(linears.begin(), {{"qkv", linear_shapes(s.tokens, s.h, s.qkv_out)},
+                                     {"proj", linear_shapes(s.tokens, s.attn_in, s.h)}});
   }
-  out.min_shard_dim = 1e300;
-  for (const LinearShapes& l : linears) {
-    const double wgrad = gemm_time_s(gpu, dt, l.bwd_weight);
-    out.fwd_gemm_s += gemm_time_s(gpu, dt, l.fwd);
-    out.bwd_gemm_s += gemm_time_s(gpu, dt, l.bwd_data) + wgrad;
-    out.bwd_weight_s += wgrad;
-    out.fwd_flops += l.fwd.flops();
-    out.bwd_flops += l.bwd_data.flops() + l.bwd_weight.flops();
-    out.min_shard_dim = std::min({out.min_shard_dim, l.fwd.n, l.fwd.k});
+  for (const auto& [name, l] : linears) {
+    for (auto [pass, g] : {std::pair{Pass::forward, l.fwd}, {Pass::backward_data, l.bwd_data},
+                           {Pass::backward_weight, l.bwd_weight}})
+      out.push_back({name, KernelClass::gemm, pass, g, 0, g.flops(), gemm_time_s(gpu, dt, g)});
   }
 }
 
 void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg,
-                   LayerCompute& out) {
+                   std::vector<Kernel>& out) {
   const Gpu& gpu = c.gpu;
   const double heads = double(l.heads) / cfg.tp, d = l.head_dim();
   const int cp = l.causal ? cfg.cp : 1;
   const double batch = double(cfg.mbs) * l.sequences * heads;
   const double sq = double(l.seq) / cp, sk = l.seq;
+  const auto attn = KernelClass::attention;
   if (cfg.attention == AttentionKernel::unfused) {
-    const GemmShape score{sq, sk, d, batch}, context{sq, d, sk, batch};
-    const GemmShape dq{sq, d, sk, batch}, dk{sk, d, sq, batch};
-    const GemmShape dp{sq, sk, d, batch}, dv{sk, d, sq, batch};
-    const double elems = batch * sq * sk;
-    out.fwd_attn_s = gemm_time_s(gpu, cfg.dtype, score) + gemm_time_s(gpu, cfg.dtype, context) +
-                     elems * kSoftmaxDropoutFwdBytes / gpu.hbm_achieved_Bps();
-    out.bwd_attn_s = gemm_time_s(gpu, cfg.dtype, dq) + gemm_time_s(gpu, cfg.dtype, dk) +
-                     gemm_time_s(gpu, cfg.dtype, dp) + gemm_time_s(gpu, cfg.dtype, dv) +
-                     elems * kSoftmaxDropoutBwdBytes / gpu.hbm_achieved_Bps();
-    out.fwd_flops += score.flops() + context.flops();
-    out.bwd_flops += 2 * (score.flops() + context.flops());
+    const double elems = batch * sq * sk, bw = gpu.hbm_achieved_Bps();
+    const std::pair<const char*, GemmShape> gemms[] = {
+        {"scores", {sq, sk, d, batch}},     {"context", {sq, d, sk, batch}},
+        {"scores_dq", {sq, d, sk, batch}},  {"scores_dk", {sk, d, sq, batch}},
+        {"context_dp", {sq, sk, d, batch}}, {"context_dv", {sk, d, sq, batch}}};
+    for (int i = 0; i < 6; ++i) {
+      const GemmShape& g = gemms[i].second;
+      out.push_back({gemms[i].first, attn, i < 2 ? Pass::forward : Pass::backward_data, g, 0,
+                     g.flops(), gemm_time_s(gpu, cfg.dtype, g)});
+    }
+    out.push_back({"softmax_dropout", attn, Pass::forward, {}, elems * kSoftmaxDropoutFwdBytes, 0,
+                   elems * kSoftmaxDropoutFwdBytes / bw});
+    out.push_back({"softmax_dropout", attn, Pass::backward_data, {}, elems * kSoftmaxDropoutBwdBytes,
+                   0, elems * kSoftmaxDropoutBwdBytes / bw});
     return;
   }
   const double causal = l.causal && c.software.causal_attention_skip ? 0.5 : 1.0;
   const double fwd_flops = 4.0 * batch * sq * sk * d * causal;
   const double rate = gpu.peak_flops[static_cast<int>(cfg.dtype)] * c.software.flash_efficiency;
-  out.fwd_attn_s = fwd_flops / rate + gpu.gemm.launch_s;
-  out.bwd_attn_s = kFlashBackwardFlopRatio * fwd_flops / rate + gpu.gemm.launch_s;
-  out.fwd_flops += fwd_flops;
-  out.bwd_flops += kFlashBackwardFlopRatio * fwd_flops;
+  const GemmShape shape{sq, sk, d, batch};  // the problem size, for validation
+  out.push_back({"flash_attention", attn, Pass::forward, shape, 0, fwd_flops,
+                 fwd_flops / rate + gpu.gemm.launch_s});
+  out.push_back({"flash_attention", attn, Pass::backward_data, shape, 0,
+                 kFlashBackwardFlopRatio * fwd_flops,
+                 kFlashBackwardFlopRatio * fwd_flops / rate + gpu.gemm.launch_s});
+}
+
+void add_elementwise(const LayerShape& l, const Shard& s, const ClusterProfile& c,
+                     const LayerConfig& cfg, std::vector<Kernel>& out) {
+  const double outside_tp = cfg.sp ? cfg.tp : 1.0, bw = c.gpu.hbm_achieved_Bps();
+  const double launch = c.gpu.gemm.launch_s;
+  // Norms and residual/dropout adds: all kernels of the layer but the activation.
+  const double norm = l.attention ? s.tokens * kNormResidualBytesPerHidden * s.h / outside_tp : 0.0;
+  const double act = s.tokens * 2.0 * (s.mlp_up + s.mlp_down_in);  // read input, write output
+  const double norm_launch = (kElementwiseKernelsPerLayer - 1) * launch;
+  const auto ew = KernelClass::elementwise;
+  out.push_back({"norm_residual", ew, Pass::forward, {}, norm, 0, norm / bw + norm_launch});
+  out.push_back({"activation", ew, Pass::forward, {}, act, 0, act / bw + launch});
+  const double f = kBackwardElementwiseFactor;
+  out.push_back({"norm_residual", ew, Pass::backward_data, {}, f * norm, 0, f * norm / bw + norm_launch});
+  out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
 }
 
 }  // namespace
 
-LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg) {
+std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
+                                  const LayerConfig& cfg) {
   const Shard s = shard_of(l, cfg);
+  std::vector<Kernel> k;
+  add_gemms(c.gpu, cfg.dtype, s, l.attention, k);
+  if (l.attention) add_attention(l, c, cfg, k);
+  add_elementwise(l, s, c, cfg, k);
+  for (Kernel& x : k) x.time_s /= c.gpu.sustained_efficiency;
+  return k;
+}
+
+LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg) {
   LayerCompute out;
-  add_gemms(c.gpu, cfg.dtype, s, l.attention, out);
-  if (l.attention) add_attention(l, c, cfg, out);
-  const double outside_tp = cfg.sp ? cfg.tp : 1.0;
-  const double activation_bytes = 2.0 * (s.mlp_up + s.mlp_down_in);  // read input, write output
-  const double norm_bytes = l.attention ? kNormResidualBytesPerHidden * s.h / outside_tp : 0.0;
-  const double fwd_bytes = s.tokens * (norm_bytes + activation_bytes);
-  const double launches = kElementwiseKernelsPerLayer * c.gpu.gemm.launch_s;
-  out.fwd_elementwise_s = fwd_bytes / c.gpu.hbm_achieved_Bps() + launches;
-  out.bwd_elementwise_s =
-      kBackwardElementwiseFactor * fwd_bytes / c.gpu.hbm_achieved_Bps() + launches;
-  const double eta = c.gpu.sustained_efficiency;
-  for (double* t : {&out.fwd_gemm_s, &out.bwd_gemm_s, &out.bwd_weight_s, &out.fwd_attn_s,
-                    &out.bwd_attn_s, &out.fwd_elementwise_s, &out.bwd_elementwise_s})
-    *t /= eta;
+  out.min_shard_dim = 1e300;
+  for (const Kernel& k : layer_kernels(l, c, cfg)) {
+    const bool fwd = k.pass == Pass::forward;
+    (fwd ? out.fwd_flops : out.bwd_flops) += k.flops;
+    switch (k.cls) {
+      case KernelClass::gemm:
+        (fwd ? out.fwd_gemm_s : out.bwd_gemm_s) += k.time_s;
+        if (k.pass == Pass::backward_weight) out.bwd_weight_s += k.time_s;
+        if (fwd) out.min_shard_dim = std::min({out.min_shard_dim, k.gemm.n, k.gemm.k});
+        break;
+      case KernelClass::attention: (fwd ? out.fwd_attn_s : out.bwd_attn_s) += k.time_s; break;
+      case KernelClass::elementwise: (fwd ? out.fwd_elementwise_s : out.bwd_elementwise_s) += k.time_s; break;
+    }
+  }
   return out;
 }
 

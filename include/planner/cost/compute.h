@@ -1,4 +1,6 @@
 #pragma once
+#include <vector>
+
 #include "planner/cluster.h"
 #include "planner/model.h"
 
@@ -53,6 +55,24 @@ struct LayerConfig {
   Dtype dtype = Dtype::bf16;
   AttentionKernel attention = AttentionKernel::flash;
 };
+
+enum class KernelClass { gemm, attention, elementwise };
+enum class Pass { forward, backward_data, backward_weight };
+
+/// One kernel of a layer as the cost model times it (and as `planner validate` runs it).
+struct Kernel {
+  const char* name;   ///< qkv, proj, fc1, fc2, scores, context, softmax_dropout, flash_attention, ...
+  KernelClass cls;
+  Pass pass;
+  GemmShape gemm;     ///< GEMMs and attention: the (batched) problem shape
+  double bytes = 0;   ///< element-wise: HBM traffic
+  double flops = 0;
+  double time_s = 0;  ///< predicted, sustained efficiency included
+};
+
+/// Every kernel of one block for one micro-batch on one rank, forward and backward (no
+/// recompute, no communication). layer_compute() is their sum.
+std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg);
 
 /// One block of any shape (decoder layer, ViT layer, projector MLP).
 LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg);
