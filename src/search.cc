@@ -93,6 +93,7 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
                     const SearchOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   SearchResult r;
+  r.feasible = PlotSample(o.plot_points);
   const int keep = o.simulate_candidates > 0 ? std::max(4 * o.top_k, o.simulate_candidates) : o.top_k;
   TopK top(std::max(1, keep), o.objective);
   EstimateOptions eo = o.estimate;
@@ -136,7 +137,7 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
                             e.memory_bytes < r.closest_infeasible.memory_bytes)
                           r.closest_infeasible = e;
                       }
-                      if (e.ok()) top.offer(e);
+                      if (e.ok()) { top.offer(e); r.feasible.add(e.memory_bytes, e.tflops_per_gpu); }
                     }
             }
           }

@@ -10,25 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
+
 namespace {
 
-struct Run {
-  int rc = -1;
-  std::string out;  ///< stdout and stderr together
-};
-
-Run planner(const std::string& args) {
-  const std::string cmd = "cd " PLANNER_SOURCE_DIR " && " PLANNER_BINARY " " + args + " 2>&1";
-  Run r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using cli_run::planner;
+using cli_run::Run;
 
 const std::string kModel = "--model configs/models/gpt3-175b.yaml";
 const std::string kCluster = "--cluster hw_profiles/dgx-a100-80gb.yaml";

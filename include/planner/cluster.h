@@ -10,12 +10,21 @@ enum class Dtype { fp16, bf16, fp8, tf32 };
 inline constexpr int kNumDtypes = 4;
 const char* to_string(Dtype d);
 
+
 /// One thread-block tile shape the GEMM model may choose, with its efficiency relative to the
 /// largest tile (smaller tiles reuse less data per load).
 struct GemmTile {
   int m = 128;
   int n = 128;
   double relative_efficiency = 1.0;
+};
+
+/// A GEMM shape whose efficiency was measured (planner validate --update-profile): it replaces
+/// the model's figure for exactly that shape and precision.
+struct MeasuredGemm {
+  double m = 0, n = 0, k = 0, batch = 1;
+  Dtype dtype = Dtype::bf16;
+  double efficiency = 0;  ///< achieved FLOP/s / dense peak, in the microbenchmark
 };
 
 /// Parameters of the GEMM efficiency model (cost/compute.h). Defaults in the profiles come from
@@ -27,6 +36,7 @@ struct GemmModel {
   int alignment = 8;                ///< elements (16 bytes in fp16/bf16)
   double launch_s = 4e-6;           ///< per-kernel fixed cost
   std::vector<GemmTile> tiles;      ///< candidates; the model takes the fastest
+  std::vector<MeasuredGemm> measured;
 };
 
 /// Attention kernels the stack runs: flash-style fused (no s^2 tensor in memory) or batched GEMMs

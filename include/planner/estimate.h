@@ -93,9 +93,9 @@ struct EstimateCache {
 Estimate estimate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                   const EstimateOptions& o = {}, const EstimateCache* cache = nullptr);
 
-/// The plan run through the event-driven simulator on `part` (the even partition when null),
-/// with memory from the simulated peak of micro-batches in flight. `sim` receives the raw
-/// simulation (with a trace when sim->... is requested through `trace`).
+/// The plan run through the event-driven simulator on `part` (blocks per virtual stage; the even
+/// partition when null), with memory from the simulated peak of micro-batches in flight. `sim`,
+/// when given, receives the raw simulation, with every task recorded when `trace` is set.
 Estimate simulate_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                        const EstimateOptions& o = {}, const Partition* part = nullptr,
                        SimResult* sim = nullptr, bool trace = false);

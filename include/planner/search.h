@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "planner/estimate.h"
+#include "planner/plot_sample.h"
 
 namespace planner {
 
@@ -36,6 +37,8 @@ struct SearchOptions {
   /// 0 ranks by the closed form alone.
   int simulate_candidates = 32;
   std::function<void(double)> progress;  ///< fraction done, called now and then
+  /// Feasible (memory, TFLOP/s) points to keep for plots (SearchResult::feasible); 0: none.
+  std::size_t plot_points = 0;
 };
 
 struct SearchResult {
@@ -47,6 +50,7 @@ struct SearchResult {
   double search_time_s = 0;
   int simulated = 0;                      ///< candidates re-ranked by the simulator
   double max_closed_form_gap_pct = 0;     ///< largest |closed form - simulated| among them
+  PlotSample feasible;  ///< closed-form points of the ranked plans, when plot_points > 0
 };
 
 SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "planner/emit.h"
 #include "planner/error.h"
 #include "planner/units.h"
@@ -16,11 +17,13 @@ struct EmitArgs {
   int global_batch = 0;
   bool tp_across_nodes = false;
   double memory_limit_GiB = 0;
+  OutputArgs extra;  ///< --seq-len (the launch files' sequence length)
 };
 
 int run_emit(const EmitArgs& a) {
   const emit::Framework f = emit::parse_framework(a.framework, "--framework");
-  const Inputs in = load_inputs(a.model, a.cluster);
+  Inputs in = load_inputs(a.model, a.cluster);
+  apply_seq_len(in, a.extra);
   const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
   emit::check_expressible(f, in.model, in.cluster, p);  // the framework's refusals come first
   EstimateOptions o;
@@ -85,7 +88,7 @@ void add_emit(CLI::App& app, int* rc) {
   auto a = std::make_shared<EmitArgs>();
   CLI::App* s =
       app.add_subcommand("emit", "write one plan's launch files (Megatron-LM, DeepSpeed)");
-  s->add_option("--model", a->model, "model YAML (configs/models/)")->required();
+  s->add_option("--model", a->model, "model YAML (configs/models/) or Hugging Face config.json")->required();
   s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
   s->add_option("--gpus", a->gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
   s->add_option("--plan", a->plan,
@@ -97,6 +100,7 @@ void add_emit(CLI::App& app, int* rc) {
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
   s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)");
+  s->add_option("--seq-len", a->extra.seq_len, "sequence length in tokens (default: the model's)");
   s->callback([a, rc] { *rc = run_emit(*a); });
 }
 

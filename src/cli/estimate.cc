@@ -2,6 +2,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/outputs.h"
 #include "planner/error.h"
 #include "planner/io/knobs.h"
 #include "planner/report/report.h"
@@ -16,10 +17,12 @@ struct EstimateArgs {
   int global_batch = 0;
   bool tp_across_nodes = false;
   double memory_limit_GiB = 0;
+  OutputArgs extra;  ///< --seq-len, --plot, --report
 };
 
 int run_estimate(const EstimateArgs& a) {
-  const Inputs in = load_inputs(a.model, a.cluster);
+  Inputs in = load_inputs(a.model, a.cluster);
+  apply_seq_len(in, a.extra);
   Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
   if (!a.attention.empty()) p.attention = parse_attention(a.attention);
   EstimateOptions o;
@@ -36,6 +39,7 @@ int run_estimate(const EstimateArgs& a) {
     std::cout << estimate_json(ctx, e).dump(2) << "\n";
   else
     print_estimate_text(std::cout, ctx, e);
+  write_estimate_outputs(in, ctx, e, a.extra, o);
   return 0;
 }
 
@@ -44,7 +48,7 @@ int run_estimate(const EstimateArgs& a) {
 void add_estimate(CLI::App& app, int* rc) {
   auto a = std::make_shared<EstimateArgs>();
   CLI::App* s = app.add_subcommand("estimate", "one plan's full breakdown and diagnostics");
-  s->add_option("--model", a->model, "model YAML (configs/models/)")->required();
+  s->add_option("--model", a->model, "model YAML (configs/models/) or Hugging Face config.json")->required();
   s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
   s->add_option("--gpus", a->gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
   s->add_option("--plan", a->plan, "e.g. \"tp=8,pp=8,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1\"")
@@ -57,6 +61,7 @@ void add_estimate(CLI::App& app, int* rc) {
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   s->add_option("--trace", a->trace, "write the simulated iteration as a Chrome trace (Perfetto)");
   s->add_option("--attention", a->attention, "flash or unfused (default: the profile's software.attention)");
+  add_output_options(s, a->extra, "the time breakdown and memory per GPU against capacity");
   s->callback([a, rc] { *rc = run_estimate(*a); });
 }
 

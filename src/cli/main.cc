@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   CLI::App app{"planner: parallel training plans for large transformers, from first principles"};
   app.set_version_flag("--version", std::string("planner ") + PLANNER_VERSION);
   app.require_subcommand(1);
+  app.fallthrough();  // --quiet and --verbose also after the subcommand
   bool verbose = false, quiet = false;
   app.add_flag("-v,--verbose", verbose, "log details on stderr");
   app.add_flag("-q,--quiet", quiet, "log only errors");
@@ -22,7 +23,10 @@ int main(int argc, char** argv) {
   planner::cli::add_suggest(app, &rc);
   planner::cli::add_estimate(app, &rc);
   planner::cli::add_regress(app, &rc);
+  planner::cli::add_validate(app, &rc);
   planner::cli::add_emit(app, &rc);
+  planner::cli::add_compare(app, &rc);
+  planner::cli::add_completion(app, &rc);  // last: it lists the subcommands above
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

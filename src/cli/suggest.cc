@@ -6,8 +6,10 @@
 #include "cli/common.h"
 #include "cli/emit.h"
 #include "cli/no_fit.h"
+#include "cli/outputs.h"
 #include "planner/error.h"
 #include "planner/io/knobs.h"
+#include "planner/report/progress.h"
 #include "planner/report/report.h"
 
 namespace planner::cli {
@@ -22,6 +24,7 @@ struct SuggestArgs {
   int top = 10;
   bool tp_across_nodes = false;
   double memory_limit_GiB = 0;
+  OutputArgs extra;  ///< --seq-len, --plot, --report
 };
 
 KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
@@ -65,7 +68,8 @@ int run_suggest(const SuggestArgs& a) {
     throw InputError("", 0, "--out", "required with --emit (the directory for the files)");
   if (a.emit.empty() && !a.out.empty())
     throw InputError("", 0, "--emit", "required with --out (megatron or deepspeed)");
-  const Inputs in = load_inputs(a.model, a.cluster);
+  Inputs in = load_inputs(a.model, a.cluster);
+  apply_seq_len(in, a.extra);
   SearchOptions so;
   so.gpus = parse_gpus(a.gpus, in.cluster);
   if (a.global_batch <= 0)
@@ -79,7 +83,11 @@ int run_suggest(const SuggestArgs& a) {
   so.estimate.memory_limit_bytes = a.memory_limit_GiB * 1024.0 * 1024.0 * 1024.0;
   KnobSpace knobs = knobs_from(a, in, so.gpus.back());
   if (!a.emit.empty()) restrict_knobs(emit::parse_framework(a.emit, "--emit"), knobs);
+  so.plot_points = a.extra.wants_points() ? kPlotPoints : 0;
+  ProgressBar bar("planner: searching");
+  so.progress = bar.callback();
   const SearchResult r = search(in.model, in.cluster, knobs, so);
+  bar.finish();
   spdlog::info("{}", counts_line(r));
   if (r.top.empty()) throw_no_fit(in, r);
 
@@ -93,6 +101,7 @@ int run_suggest(const SuggestArgs& a) {
     print_suggest_table(std::cout, ctx, r);
   if (!a.emit.empty()) emit_top_plan(in, r, a.emit, a.out, so.estimate);
   if (!a.trace.empty()) write_trace(in, r.top.front(), so.estimate, a.trace);
+  write_suggest_outputs(in, ctx, r, a.extra, so.estimate);
   return 0;
 }
 
@@ -101,7 +110,7 @@ int run_suggest(const SuggestArgs& a) {
 void add_suggest(CLI::App& app, int* rc) {
   auto a = std::make_shared<SuggestArgs>();
   CLI::App* s = app.add_subcommand("suggest", "search every parallel plan and rank the feasible ones");
-  s->add_option("--model", a->model, "model YAML (configs/models/)")->required();
+  s->add_option("--model", a->model, "model YAML (configs/models/) or Hugging Face config.json")->required();
   s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
   s->add_option("--gpus", a->gpus, "GPUs to use: a count or a set/range of counts (default: all)");
   s->add_option("--global-batch", a->global_batch, "global batch in sequences")->required();
@@ -126,6 +135,7 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--format", a->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
   s->add_option("--emit", a->emit, "write the top plan's launch files: megatron or deepspeed");
   s->add_option("--out", a->out, "directory for --emit's files (created if needed)");
+  add_output_options(s, a->extra, "model TFLOP/s per GPU against memory per GPU of every feasible plan");
   s->callback([a, rc] { *rc = run_suggest(*a); });
 }
 

@@ -77,6 +77,9 @@ double gemm_efficiency(const Gpu& gpu, const GemmShape& g) {
 double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& g) {
   const double peak = gpu.peak_flops[static_cast<int>(dtype)];
   assert(peak > 0);
+  for (const MeasuredGemm& x : gpu.gemm.measured)  // a measured shape replaces the model
+    if (x.dtype == dtype && x.m == g.m && x.n == g.n && x.k == g.k && x.batch == g.batch)
+      return g.flops() / (peak * x.efficiency);
   const double compute_s = g.flops() / (peak * gemm_efficiency(gpu, g));
   const double bytes = element_bytes(dtype) * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n);
   const double memory_s = bytes / gpu.hbm_achieved_Bps();

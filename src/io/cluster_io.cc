@@ -19,8 +19,36 @@ double fraction(const YamlReader& r, const std::string& key) {
   return v;
 }
 
+/// gpu.gemm.measured: [[m, n, k, batch, dtype, efficiency], ...] from planner validate.
+std::vector<MeasuredGemm> read_measured(const YamlReader& r) {
+  const YAML::Node list = r.node("measured");
+  if (!list.IsSequence()) r.fail("measured", "expected a list of [m, n, k, batch, dtype, efficiency]");
+  std::vector<MeasuredGemm> out;
+  for (const auto& e : list) {
+    MeasuredGemm x;
+    bool ok = e.IsSequence() && e.size() == 6;
+    try {
+      if (ok) {
+        x.m = e[0].as<double>(), x.n = e[1].as<double>(), x.k = e[2].as<double>();
+        x.batch = e[3].as<double>(), x.efficiency = e[5].as<double>();
+        const std::string d = e[4].as<std::string>();
+        ok = d == "bf16" || d == "fp16" || d == "fp8" || d == "tf32";
+        x.dtype = d == "fp16" ? Dtype::fp16 : d == "fp8" ? Dtype::fp8 : d == "tf32" ? Dtype::tf32 : Dtype::bf16;
+      }
+    } catch (const YAML::Exception&) {
+      ok = false;
+    }
+    if (!ok || x.m <= 0 || x.n <= 0 || x.k <= 0 || x.batch <= 0 || !(x.efficiency > 0 && x.efficiency <= 1))
+      throw InputError(r.file(), e.Mark().line + 1, r.path("measured"),
+                       "expected [m, n, k, batch, dtype, efficiency] with efficiency in (0, 1]");
+    out.push_back(x);
+  }
+  return out;
+}
+
 GemmModel read_gemm(const YamlReader& r) {
-  r.check_keys({"max_efficiency", "k_half", "misaligned_factor", "alignment", "launch_us", "tiles"});
+  r.check_keys({"max_efficiency", "k_half", "misaligned_factor", "alignment", "launch_us", "tiles",
+                "measured"});
   GemmModel g;
   g.max_efficiency = fraction(r, "max_efficiency");
   g.k_half = r.get_double("k_half");
@@ -44,6 +72,7 @@ GemmModel read_gemm(const YamlReader& r) {
                        "expected [m, n, relative_efficiency] with positive m, n and efficiency in (0, 1]");
     g.tiles.push_back(tile);
   }
+  if (r.has("measured")) g.measured = read_measured(r);
   return g;
 }
 

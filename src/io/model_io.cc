@@ -1,6 +1,7 @@
 #include "planner/io/model_io.h"
 
 #include "planner/error.h"
+#include "planner/io/hf_config.h"
 #include "planner/io/yaml_util.h"
 
 namespace planner::io {
@@ -100,6 +101,7 @@ ModelSpec read_model(const YamlReader& r) {
 }  // namespace
 
 ModelSpec load_model(const std::string& path) {
+  if (is_hf_config(path)) return load_hf_config(path);  // a Hugging Face config.json
   return read_model(YamlReader(load_yaml_file(path), path));
 }
 

@@ -1,3 +1,4 @@
+#include "planner/report/format.h"
 #include "planner/report/diagnostics.h"
 
 #include <cstdio>
@@ -5,17 +6,6 @@
 #include "planner/units.h"
 
 namespace planner {
-namespace {
-
-template <typename... Args>
-std::string fmt(const char* f, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, f, args...);
-  return buf;
-}
-
-}  // namespace
-
 std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, const Estimate& e) {
   std::vector<Diagnostic> d;
   const Plan& p = e.plan;

@@ -1,19 +1,13 @@
 #include <cstdio>
 #include <ostream>
 
+#include "planner/report/format.h"
 #include "planner/report/report.h"
 #include "planner/units.h"
 
 namespace planner {
 
 namespace {
-
-template <typename... Args>
-void line(std::ostream& out, const char* f, Args... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, f, args...);
-  out << buf;
-}
 
 void share(std::ostream& out, const char* name, double s, double total) {
   line(out, "  %-22s %10.4f s  %5.1f%%\n", name, s, total > 0 ? 100 * s / total : 0.0);

@@ -1,0 +1,245 @@
+// GEMM throughput with cuBLASLt over the shapes the planner's cost model asks about
+// (sweeps.h), timed by the harness. Each result is a GemmSample in the planner's convention.
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <map>
+
+#include "calibrate/device.h"
+#include "calibrate/measurements.h"
+#include "planner/units.h"
+
+#define CAL_CUBLAS(call)                                                   \
+  do {                                                                     \
+    const cublasStatus_t cal_s_ = (call);                                  \
+    if (cal_s_ != CUBLAS_STATUS_SUCCESS)                                   \
+      ::planner::calibrate::device_failure(__FILE__, __LINE__, #call,      \
+                                           cublasGetStatusString(cal_s_)); \
+  } while (0)
+
+namespace planner::calibrate {
+namespace {
+
+/// NVIDIA recommends 32 MiB of cuBLASLt workspace on Hopper (cuBLAS docs, cublasSetWorkspace).
+constexpr size_t kWorkspaceBytes = 32u << 20;
+
+struct Types {
+  cudaDataType_t ab, c;
+  cublasComputeType_t compute;
+  ElementType fill;
+  int min_cc;  ///< compute capability x 10 that has tensor cores for it
+};
+
+Types types_of(Dtype d) {
+  switch (d) {
+    case Dtype::fp16:
+      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, ElementType::f16, 70};
+    case Dtype::bf16:
+      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, ElementType::bf16, 80};
+    case Dtype::tf32:
+      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, ElementType::f32, 80};
+    case Dtype::fp8:
+      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, ElementType::e4m3, 89};
+  }
+  return {};
+}
+
+/// The cuBLASLt descriptors of one problem and the heuristic's first algorithm.
+class Matmul {
+ public:
+  Matmul(cublasLtHandle_t h, const GemmCase& c) : handle_(h) {
+    const Types t = types_of(c.dtype);
+    CAL_CUBLAS(cublasLtMatmulDescCreate(&op_, t.compute, CUDA_R_32F));
+    const cublasOperation_t ta = c.transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = c.transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CAL_CUBLAS(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    CAL_CUBLAS(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    const auto m = uint64_t(c.cm), n = uint64_t(c.cn), k = uint64_t(c.ck);
+    // Column-major: op(A) is m x k, stored k x m when transposed; op(B) is k x n.
+    CAL_CUBLAS(ta == CUBLAS_OP_T ? cublasLtMatrixLayoutCreate(&a_, t.ab, k, m, int64_t(k))
+                                 : cublasLtMatrixLayoutCreate(&a_, t.ab, m, k, int64_t(m)));
+    CAL_CUBLAS(tb == CUBLAS_OP_T ? cublasLtMatrixLayoutCreate(&b_, t.ab, n, k, int64_t(n))
+                                 : cublasLtMatrixLayoutCreate(&b_, t.ab, k, n, int64_t(k)));
+    CAL_CUBLAS(cublasLtMatrixLayoutCreate(&c_, t.c, m, n, int64_t(m)));
+    CAL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref_));
+    const uint64_t ws = kWorkspaceBytes;
+    CAL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                    &ws, sizeof ws));
+    const cublasStatus_t s =
+        cublasLtMatmulAlgoGetHeuristic(h, op_, a_, b_, c_, c_, pref_, 1, &heuristic_, &found_);
+    if (s != CUBLAS_STATUS_SUCCESS) found_ = 0;
+  }
+  ~Matmul() {
+    cublasLtMatmulPreferenceDestroy(pref_);
+    cublasLtMatrixLayoutDestroy(c_);
+    cublasLtMatrixLayoutDestroy(b_);
+    cublasLtMatrixLayoutDestroy(a_);
+    cublasLtMatmulDescDestroy(op_);
+  }
+  Matmul(const Matmul&) = delete;
+  Matmul& operator=(const Matmul&) = delete;
+  bool ok() const { return found_ > 0; }
+
+  void run(const void* a, const void* b, void* c, void* workspace, cudaStream_t s) const {
+    const float alpha = 1, beta = 0;
+    CAL_CUBLAS(cublasLtMatmul(handle_, op_, &alpha, a, a_, b, b_, &beta, c, c_, c, c_,
+                              &heuristic_.algo, workspace, kWorkspaceBytes, s));
+  }
+
+ private:
+  cublasLtHandle_t handle_;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  cublasLtMatmulPreference_t pref_ = nullptr;
+  cublasLtMatmulHeuristicResult_t heuristic_{};
+  int found_ = 0;
+};
+
+size_t align256(double bytes) { return (size_t(bytes) + 255) / 256 * 256; }
+/// A's bytes rounded to 256 (B starts there), then B's: the inputs of one case.
+size_t a_bytes(const GemmCase& c) {
+  return align256(c.cm * c.ck * element_bytes(types_of(c.dtype).fill));
+}
+double input_bytes(const GemmCase& c) {
+  return double(a_bytes(c)) + c.ck * c.cn * element_bytes(types_of(c.dtype).fill);
+}
+double output_bytes(const GemmCase& c) { return c.cm * c.cn * (c.dtype == Dtype::tf32 ? 4 : 2); }
+
+/// Device memory for one dtype's cases: random inputs (filled once) and a separate output, so
+/// that results never feed later inputs. Cases that do not fit in free memory are dropped.
+struct Pool {
+  DeviceBuffer inputs, outputs, workspace;
+};
+
+std::vector<GemmCase> fit_in_memory(std::vector<GemmCase> cases, Output& out) {
+  size_t free_b = 0, total_b = 0;
+  CAL_CUDA(cudaMemGetInfo(&free_b, &total_b));
+  const double budget = 0.9 * double(free_b) - kWorkspaceBytes;
+  std::sort(cases.begin(), cases.end(), [](const GemmCase& a, const GemmCase& b) {
+    return input_bytes(a) + output_bytes(a) < input_bytes(b) + output_bytes(b);
+  });
+  const auto need = [](const std::vector<GemmCase>& v) {
+    double in = 0, o = 0;
+    for (const GemmCase& c : v) in = std::max(in, input_bytes(c)), o = std::max(o, output_bytes(c));
+    return in + o;
+  };
+  while (!cases.empty() && need(cases) > budget) {
+    out.line(strf("#   skipped %s %.0fx%.0fx%.0f: needs more than the %.1f GiB free",
+                  to_string(cases.back().dtype), cases.back().shape.m, cases.back().shape.n,
+                  cases.back().shape.k, free_b / kGiB));
+    cases.pop_back();
+  }
+  return cases;
+}
+
+const std::vector<int> kWidths = {15, 11, 7, 7, 7, 7, 7, 4, 7, 11, 9, 7, 5, 8};
+
+void print_header(Dtype dt, const RepeatPolicy& p, Output& out) {
+  const Types t = types_of(dt);
+  out.line("");
+  out.line(strf(
+      "# gemm %s: cuBLASLt, %s inputs%s, fp32 accumulation, random values in [-1, 1); "
+      "median of %d..%d batches of >= %.0f ms",
+      to_string(dt), to_string(dt), t.c == CUDA_R_16BF && dt == Dtype::fp8 ? ", bf16 output" : "",
+      p.min_repeats, p.max_repeats, p.min_batch_s * 1e3));
+  out.line("# m, n, k: the planner's shape (cost/compute.h); layout: cuBLAS op(A) op(B)");
+  out.line(table_row(kWidths,
+                     {"linear", "orient", "layout", "m", "n", "k", "hidden", "tp", "tokens",
+                      "time_us", "TFLOP/s", "%peak", "reps", "spread%"},
+                     true));
+}
+
+GemmSample measure_case(cublasLtHandle_t h, const GemmCase& c, const GemmRun& run, const Pool& pool,
+                        cudaStream_t stream) {
+  Matmul mm(h, c);
+  if (!mm.ok()) return {};
+  const char* a = static_cast<const char*>(pool.inputs.get());
+  const char* b = a + a_bytes(c);
+  TimedOp op;
+  op.streams = {{run.device, stream}};
+  op.hide_launch_gaps = true;
+  op.enqueue = [&](int iters) {
+    for (int i = 0; i < iters; ++i) mm.run(a, b, pool.outputs.get(), pool.workspace.get(), stream);
+  };
+  const RepeatStats st = measure(op, run.policy);
+  return {c.dtype,   c.linear,  c.orientation, c.layout(),  c.hidden,   c.tp,     c.tokens,
+          c.shape.m, c.shape.n, c.shape.k,     st.median_s, st.repeats, st.spread};
+}
+
+void report(const GemmSample& g, const GemmRun& run, Output& out) {
+  const double tflops = 2 * g.m * g.n * g.k / g.time_s / 1e12;
+  const double peak = run.peak_flops[static_cast<int>(g.dtype)] / 1e12;
+  out.line(table_row(
+      kWidths,
+      {g.linear, g.orientation, g.layout, strf("%.0f", g.m), strf("%.0f", g.n), strf("%.0f", g.k),
+       strf("%d", g.hidden), strf("%d", g.tp), strf("%d", g.tokens), strf("%.2f", g.time_s * 1e6),
+       strf("%.1f", tflops), peak > 0 ? strf("%.1f", 100 * tflops / peak) : "-",
+       strf("%d", g.repeats), strf("%.1f", 100 * g.spread)}));
+}
+
+void run_dtype(cublasLtHandle_t h, Dtype dt, const std::vector<GemmCase>& all, const GemmRun& run,
+               Output& out, Samples& samples, cudaStream_t stream) {
+  print_header(dt, run.policy, out);
+  const std::vector<GemmCase> cases = fit_in_memory(all, out);
+  double in = 0, o = 0;
+  for (const GemmCase& c : cases)
+    in = std::max(in, input_bytes(c)), o = std::max(o, output_bytes(c));
+  Pool pool{DeviceBuffer(size_t(in)), DeviceBuffer(size_t(o)), DeviceBuffer(kWorkspaceBytes)};
+  const ElementType fill = types_of(dt).fill;
+  fill_uniform(pool.inputs.get(), size_t(in) / element_bytes(fill), fill, run.seed, stream);
+  if (!cases.empty()) {  // spin-up: clocks and power settle on the largest problem (~0.2 s)
+    RepeatPolicy spin = run.policy;
+    spin.warmup_s = 0.2, spin.min_repeats = spin.max_repeats = 1;
+    (void)measure_case(h, cases.back(), {run.device, spin, run.seed, run.peak_flops}, pool, stream);
+  }
+  for (const GemmCase& c : all) {
+    const auto kept = std::find_if(cases.begin(), cases.end(), [&](const GemmCase& k) {
+      return k.cm == c.cm && k.cn == c.cn && k.ck == c.ck && k.transa == c.transa &&
+             k.transb == c.transb;
+    });
+    if (kept != cases.end()) {
+      const GemmSample g = measure_case(h, c, run, pool, stream);
+      if (g.time_s > 0)
+        samples.gemm.push_back(g), report(g, run, out);
+      else
+        out.line(strf("#   %s %s: no cuBLASLt algorithm, skipped", c.linear.c_str(),
+                      c.orientation.c_str()));
+    }
+    out.step(strf("gemm %s %s %s %.0fx%.0fx%.0f", to_string(dt), c.linear.c_str(),
+                  c.orientation.c_str(), c.shape.m, c.shape.n, c.shape.k));
+  }
+}
+
+}  // namespace
+
+void run_gemm_sweep(const std::vector<GemmCase>& cases, const GemmRun& run, Output& out,
+                    Samples& samples) {
+  CAL_CUDA(cudaSetDevice(run.device));
+  int major = 0, minor = 0;
+  CAL_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, run.device));
+  CAL_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, run.device));
+  cublasLtHandle_t handle = nullptr;
+  CAL_CUBLAS(cublasLtCreate(&handle));
+  cudaStream_t stream = nullptr;
+  CAL_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::map<Dtype, std::vector<GemmCase>> by_dtype;
+  std::vector<Dtype> order;
+  for (const GemmCase& c : cases) {
+    if (by_dtype[c.dtype].empty()) order.push_back(c.dtype);
+    by_dtype[c.dtype].push_back(c);
+  }
+  for (Dtype dt : order) {
+    if (10 * major + minor < types_of(dt).min_cc) {
+      out.line(strf("# gemm %s: skipped: needs compute capability %.1f, this GPU has %d.%d",
+                    to_string(dt), types_of(dt).min_cc / 10.0, major, minor));
+      for (const GemmCase& c : by_dtype[dt]) out.step(strf("gemm %s skipped", to_string(c.dtype)));
+      continue;
+    }
+    run_dtype(handle, dt, by_dtype[dt], run, out, samples, stream);
+  }
+  CAL_CUDA(cudaStreamSynchronize(stream));
+  cudaStreamDestroy(stream);
+  cublasLtDestroy(handle);
+}
+
+}  // namespace planner::calibrate

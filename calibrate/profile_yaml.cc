@@ -1,0 +1,180 @@
+#include "calibrate/profile_yaml.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "planner/error.h"
+#include "planner/units.h"
+
+namespace planner::calibrate {
+namespace {
+
+/// 6 significant digits: what a measurement supports, and what the round-trip test expects.
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string integer(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f", v);
+  return buf;
+}
+
+/// A YAML double-quoted scalar.
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\', out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+/// A mapping key, quoted only when it is not a plain `word.word-word` key.
+std::string plain_key(const std::string& k) {
+  const bool plain = !k.empty() && std::all_of(k.begin(), k.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+  return plain ? k : quoted(k);
+}
+
+void write_gemm(std::ostream& o, const GemmModel& g) {
+  o << "  gemm:\n"
+    << "    max_efficiency: " << num(g.max_efficiency) << "\n"
+    << "    k_half: " << num(g.k_half) << "\n"
+    << "    misaligned_factor: " << num(g.misaligned_factor) << "\n"
+    << "    alignment: " << g.alignment << "\n"
+    << "    launch_us: " << num(g.launch_s / kUs) << "\n"
+    << "    tiles: [";
+  for (size_t i = 0; i < g.tiles.size(); ++i)
+    o << (i ? ", " : "") << "[" << g.tiles[i].m << ", " << g.tiles[i].n << ", "
+      << num(g.tiles[i].relative_efficiency) << "]";
+  o << "]\n";
+  if (g.measured.empty()) return;
+  o << "    measured: [";  // [m, n, k, batch, dtype, efficiency], as planner validate writes
+  for (size_t i = 0; i < g.measured.size(); ++i) {
+    const MeasuredGemm& x = g.measured[i];
+    o << (i ? ",\n               " : "") << "[" << integer(x.m) << ", " << integer(x.n) << ", "
+      << integer(x.k) << ", " << integer(x.batch) << ", " << to_string(x.dtype) << ", "
+      << num(x.efficiency) << "]";
+  }
+  o << "]\n";
+}
+
+void write_gpu(std::ostream& o, const Gpu& g) {
+  o << "gpu:\n"
+    << "  name: " << quoted(g.name) << "\n"
+    << "  sms: " << g.sms << "\n"
+    << "  peak_tflops: {";
+  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32})
+    o << (d == Dtype::fp16 ? "" : ", ") << to_string(d) << ": "
+      << num(g.peak_flops[static_cast<int>(d)] / kTera);
+  o << "}\n"
+    << "  hbm_GiB: " << num(g.hbm_bytes / kGiB) << "\n"
+    << "  hbm_bandwidth_GBps: " << num(g.hbm_Bps / kGB) << "\n"
+    << "  hbm_efficiency: " << num(g.hbm_efficiency) << "\n"
+    << "  sustained_efficiency: " << num(g.sustained_efficiency) << "\n";
+  write_gemm(o, g.gemm);
+}
+
+void write_software(std::ostream& o, const SoftwareStack& s) {
+  const auto flag = [](bool b) { return b ? "true" : "false"; };
+  o << "software:\n"
+    << "  attention: " << (s.attention == AttentionKernel::flash ? "flash" : "unfused") << "\n"
+    << "  flash_efficiency: " << num(s.flash_efficiency) << "\n"
+    << "  overlap_grad_reduce: " << flag(s.overlap_grad_reduce) << "\n"
+    << "  overlap_param_gather: " << flag(s.overlap_param_gather) << "\n"
+    << "  causal_attention_skip: " << flag(s.causal_attention_skip) << "\n"
+    << "  zero3_collective_nics: " << s.zero3_collective_nics << "\n";
+}
+
+void write_collective(std::ostream& o, Collective c, const CollectiveCost& cost) {
+  o << "    " << to_string(c) << ":\n"
+    << "      busbw_GBps: " << num(cost.busbw_Bps / kGB) << "\n"
+    << "      latency_us: " << num(cost.latency_s / kUs) << "\n";
+  if (cost.curve.empty()) return;
+  o << "      curve: [";
+  for (size_t i = 0; i < cost.curve.size(); ++i) {
+    if (i) o << (i % 4 == 0 ? ",\n              " : ", ");
+    o << "[" << integer(cost.curve[i].first) << ", " << num(cost.curve[i].second / kGB) << "]";
+  }
+  o << "]\n";
+}
+
+void write_tier(std::ostream& o, const char* key, const NetworkTier& t) {
+  o << "  " << key << ":\n"
+    << "    name: " << quoted(t.name) << "\n"
+    << "    reference_ranks: " << t.reference_ranks << "\n"
+    << "    hop_latency_us: " << num(t.hop_latency_s / kUs) << "\n";
+  for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
+                       Collective::alltoall, Collective::sendrecv})
+    write_collective(o, c, t.cost[static_cast<int>(c)]);
+}
+
+}  // namespace
+
+std::string cluster_yaml(const ClusterProfile& c, const std::vector<std::string>& comments) {
+  std::ostringstream o;
+  for (const std::string& line : comments) o << "# " << line << "\n";
+  o << "name: " << quoted(c.name) << "\n"
+    << "gpus_per_node: " << c.gpus_per_node << "\n"
+    << "nodes: " << c.nodes << "\n";
+  if (c.gpu_hour_usd > 0) o << "gpu_hour_usd: " << num(c.gpu_hour_usd) << "\n";
+  write_gpu(o, c.gpu);
+  write_software(o, c.software);
+  o << "network:\n";
+  write_tier(o, "intra_node", c.intra);
+  write_tier(o, "inter_node", c.inter);
+  o << "provenance:\n";
+  for (const auto& [key, source] : c.provenance)
+    o << "  " << plain_key(key) << ": " << quoted(source) << "\n";
+  return o.str();
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string name = target.filename().string();
+  name.insert(0, 1, '.').append(".tmp-").append(std::to_string(getpid()));
+  const fs::path tmp = dir / name;
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw InputError(path, 0, "", std::string("cannot write: ") + std::strerror(errno));
+  bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
+                 std::fflush(f) == 0 && fsync(fileno(f)) == 0;
+  int err = written ? 0 : errno;
+  if (std::fclose(f) != 0 && written) written = false, err = errno;
+  if (!written) {
+    fs::remove(tmp);
+    throw InputError(path, 0, "", std::string("cannot write: ") + std::strerror(err));
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp);
+    throw InputError(path, 0, "", "cannot replace: " + ec.message());
+  }
+}
+
+}  // namespace planner::calibrate

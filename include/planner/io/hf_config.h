@@ -1,0 +1,36 @@
+#pragma once
+/// Hugging Face `config.json` files as model descriptions (`--model path/to/config.json`).
+#include <string>
+#include <vector>
+
+#include "planner/model.h"
+
+namespace planner::io {
+
+/// The `architectures` a config may name, in the order error messages list them.
+const std::vector<std::string>& hf_architectures();
+
+/// A config's max_position_embeddings is the longest context the model supports, not the length
+/// it is usually trained at; seq_len takes it up to this many tokens (the longest pre-training
+/// context of the supported families: Mistral 7B's 8,192) and --seq-len chooses another.
+inline constexpr int kHfMaxDefaultSeqLen = 8192;
+
+/// True when `path` is a Hugging Face config: its name ends in ".json", or the file holds a JSON
+/// object (a YAML flow mapping that is not valid JSON stays YAML).
+bool is_hf_config(const std::string& path);
+
+/// Reads a config.json; errors (unknown architecture, missing key, wrong type, sizes that do not
+/// divide) throw InputError naming the file, the line of the key and the key.
+ModelSpec load_hf_config(const std::string& path);
+
+/// Parses config.json text; `file` names it in errors and, without `_name_or_path`, the model.
+/// Mapping: num_hidden_layers|n_layer -> layers, hidden_size|n_embd -> hidden,
+/// num_attention_heads|n_head -> heads, num_key_value_heads -> kv_heads (default heads),
+/// intermediate_size|n_inner -> ffn (GPT-2 default 4 x hidden), vocab_size -> vocab,
+/// max_position_embeddings|n_positions|n_ctx -> seq_len (at most kHfMaxDefaultSeqLen),
+/// tie_word_embeddings -> tied_embeddings (default: tied for GPT-2, untied otherwise).
+/// Llama, Mistral and Qwen2 have gated MLPs (swiglu: three ffn-wide matrices) whatever their
+/// hidden_act; GPT-2 and GPT-NeoX a plain two-matrix MLP.
+ModelSpec parse_hf_config(const std::string& json_text, const std::string& file);
+
+}  // namespace planner::io

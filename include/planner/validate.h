@@ -1,0 +1,83 @@
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "planner/cost/communication.h"
+#include "planner/cost/compute.h"
+#include "planner/estimate.h"
+
+namespace planner {
+
+/// A collective one layer issues, with its real message size.
+struct WorkCollective {
+  std::string name;  ///< tp_allreduce, tp_allgather, tp_reduce_scatter
+  Collective coll = Collective::allreduce;
+  double bytes = 0;  ///< nccl-tests size S
+  int ranks = 1;
+  Pass pass = Pass::forward;
+  int count = 0;     ///< per layer in this pass (recompute included)
+  double predicted_s = 0;  ///< each
+};
+
+/// The work of one pipeline stage of a plan as one of its ranks runs it: one decoder layer's
+/// kernels (forward, then backward with the plan's recomputation), its TP collectives, the DP
+/// gradient reduction, and how many layers and micro-batches that stands for.
+struct Workload {
+  Plan plan;
+  std::string model;
+  LayerShape shape;
+  LayerConfig config;
+  int layers = 1;        ///< layers to run (--layers; default the stage's)
+  int stage_layers = 1;  ///< layers of the plan's most loaded stage
+  std::vector<Kernel> kernels;      ///< execution order; recompute re-runs included
+  std::vector<bool> is_recompute;   ///< per kernel: a forward re-run during backward
+  std::vector<WorkCollective> collectives;
+  WorkCollective dp;                ///< once per iteration (bytes 0 when dp = 1)
+};
+
+/// Throws InputError for a plan the cost model rejects (with the reason).
+Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan& p, int layers = 0);
+
+/// What the GPU runner reads (schema planner-validate-workload/1) and what it writes back:
+/// {"device": ..., "kernels_s": [one per workload kernel], "collectives_s": [one per collective,
+/// each a single call] or null when they were not run, "dp_s": number or null}.
+nlohmann::json workload_json(const Workload& w);
+
+struct Measured {
+  std::string device;
+  std::vector<double> kernel_s;
+  std::vector<double> collective_s;  ///< empty: not measured, the profile's times stand in
+  double dp_s = -1;                  ///< < 0: not measured
+};
+/// Checks the runner's output against the workload; throws InputError naming `origin`.
+Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::string& origin);
+
+struct ComponentTimes {
+  double fwd_s = 0, bwd_s = 0;
+  double total() const { return fwd_s + bwd_s; }
+};
+
+/// Predicted against measured, per component and in total, for one layer and one micro-batch.
+struct ValidationReport {
+  std::string device;
+  bool communication_measured = false;
+  std::vector<std::string> components;  ///< gemm, attention, elementwise, communication
+  std::vector<ComponentTimes> predicted, measured;
+  ComponentTimes predicted_layer, measured_layer;
+  int layers = 1, stage_layers = 1, microbatches = 1;
+  double diff_pct(double predicted_s, double measured_s) const;
+};
+ValidationReport compare(const Workload& w, const Measured& m);
+
+void print_validation(std::ostream& out, const Workload& w, const ValidationReport& r);
+nlohmann::json validation_json(const Workload& w, const ValidationReport& r);
+
+/// The profile text with gpu.gemm.measured set to the measured efficiency (FLOP/s over the dense
+/// peak, before sustained_efficiency) of every GEMM the workload ran; other lines untouched.
+std::string update_profile_text(const std::string& profile_text, const Workload& w,
+                                const Measured& m, const ClusterProfile& c);
+
+}  // namespace planner

@@ -1,0 +1,44 @@
+#pragma once
+/// What suggest and estimate share beyond their text: --seq-len, --plot FILE.svg and
+/// --report FILE.html, and the `planner emit` command lines a report shows.
+#include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "planner/report/html.h"
+#include "planner/report/report.h"
+
+namespace planner::cli {
+
+struct OutputArgs {
+  int seq_len = 0;     ///< --seq-len: the model's sequence length instead of its file's
+  std::string plot;    ///< --plot FILE.svg
+  std::string report;  ///< --report FILE.html
+  bool wants_points() const { return !plot.empty() || !report.empty(); }
+};
+
+/// Feasible points a search keeps for the suggest plot (16 bytes each).
+inline constexpr std::size_t kPlotPoints = std::size_t{1} << 16;
+
+/// Adds --seq-len, --plot and --report to a subcommand; `what` says what the plot shows.
+void add_output_options(CLI::App* s, OutputArgs& a, const std::string& what);
+
+/// --seq-len: replaces the model's (decoder's) sequence length; it must be positive.
+void apply_seq_len(Inputs& in, const OutputArgs& a);
+
+/// The `planner emit` line for each framework: the first of `ranked` it can express.
+std::vector<LaunchCommand> launch_commands(const Inputs& in, const std::vector<Estimate>& ranked,
+                                           const OutputArgs& a, const EstimateOptions& o);
+
+/// Writes --plot and --report of a search, each atomically.
+void write_suggest_outputs(const Inputs& in, const RunContext& ctx, const SearchResult& r,
+                           const OutputArgs& a, const EstimateOptions& o);
+/// Writes --plot and --report of one estimate, each atomically.
+void write_estimate_outputs(const Inputs& in, const RunContext& ctx, const Estimate& e,
+                            const OutputArgs& a, const EstimateOptions& o);
+
+/// A word as the shell reads it: as is when it holds only safe characters, else single-quoted.
+std::string shell_quote(const std::string& word);
+
+}  // namespace planner::cli

@@ -1,0 +1,114 @@
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "planner/error.h"
+#include "planner/report/trace.h"
+#include "planner/validate.h"
+
+namespace planner::cli {
+namespace {
+
+struct ValidateArgs {
+  std::string model, cluster, gpus, plan, dtype, format = "text", update_profile, runner;
+  std::string workload_out, measured;
+  int global_batch = 0, layers = 0, iters = 20;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, 0, "", "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// The CUDA runner: --runner, else planner-validate beside this executable.
+std::string find_runner(const std::string& given) {
+  if (!given.empty()) return given;
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto beside = self.parent_path() / "calibrate" / "planner-validate";
+  for (const auto& p : {self.parent_path() / "planner-validate", beside})
+    if (!ec && std::filesystem::exists(p)) return p.string();
+  throw InputError("", 0, "",
+                   "planner validate needs the CUDA build: planner-validate was not found next to planner (it is "
+                   "built when CMake finds the CUDA toolkit, cuBLAS and NCCL; see calibrate/). "
+                   "--workload-out writes the work to run elsewhere, --measured reads its results");
+}
+
+/// Runs the GPU runner on the workload and returns its JSON results.
+nlohmann::json run_on_gpu(const ValidateArgs& a, const Workload& w) {
+  const std::string runner = find_runner(a.runner);
+  const auto dir = std::filesystem::temp_directory_path() / ("planner-validate-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string work = (dir / "workload.json").string(), out = (dir / "measured.json").string();
+  write_file_atomically(work, workload_json(w).dump(2) + "\n");
+  const std::string cmd = "'" + runner + "' --workload '" + work + "' --out '" + out + "' --iters " +
+                          std::to_string(a.iters);
+  const int status = std::system(cmd.c_str());
+  if (status != 0 || !std::filesystem::exists(out)) {
+    std::filesystem::remove_all(dir);
+    throw InputError("", 0, "",
+                     "planner validate: the GPU runner failed (" + runner + ", exit " + std::to_string(WEXITSTATUS(status)) +
+                         "): on a machine without a GPU it says so above");
+  }
+  nlohmann::json j = nlohmann::json::parse(read_text(out), nullptr, false);
+  std::filesystem::remove_all(dir);
+  return j;
+}
+
+int run_validate(const ValidateArgs& a) {
+  const Inputs in = load_inputs(a.model, a.cluster);
+  const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
+  const Workload w = build_workload(in.model, in.cluster, p, a.layers);
+  if (!a.workload_out.empty()) {
+    write_file_atomically(a.workload_out, workload_json(w).dump(2) + "\n");
+    if (a.measured.empty()) return 0;
+  }
+  nlohmann::json results;
+  if (!a.measured.empty()) {
+    results = nlohmann::json::parse(read_text(a.measured), nullptr, false);
+    if (results.is_discarded()) throw InputError(a.measured, 0, "", "not valid JSON");
+  } else {
+    results = run_on_gpu(a, w);
+  }
+  const Measured m = parse_measured(results, w, a.measured.empty() ? "planner-validate" : a.measured);
+  const ValidationReport r = compare(w, m);
+  if (a.format == "json")
+    std::cout << validation_json(w, r).dump(2) << "\n";
+  else
+    print_validation(std::cout, w, r);
+  if (!a.update_profile.empty())
+    write_file_atomically(a.update_profile, update_profile_text(read_text(a.cluster), w, m, in.cluster));
+  return 0;
+}
+
+}  // namespace
+
+void add_validate(CLI::App& app, int* rc) {
+  auto a = std::make_shared<ValidateArgs>();
+  CLI::App* s = app.add_subcommand("validate", "run a plan's kernels on the local GPUs and compare with the prediction");
+  s->add_option("--model", a->model, "model YAML")->required();
+  s->add_option("--cluster", a->cluster, "cluster profile YAML")->required();
+  s->add_option("--plan", a->plan, "the plan, as suggest prints it")->required();
+  s->add_option("--gpus", a->gpus, "GPUs of the plan (default: its dp*tp*pp*cp)");
+  s->add_option("--global-batch", a->global_batch, "global batch, if not in --plan");
+  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
+  s->add_option("--layers", a->layers, "layers to run (default: the plan's most loaded stage)");
+  s->add_option("--iters", a->iters, "timed repetitions (median reported)");
+  s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  s->add_option("--update-profile", a->update_profile, "write the profile with the measured GEMM efficiencies here");
+  s->add_option("--runner", a->runner, "the CUDA runner (default: planner-validate beside planner)");
+  s->add_option("--workload-out", a->workload_out, "write the work to run as JSON (no GPU needed)");
+  s->add_option("--measured", a->measured, "compare with a runner's saved results instead of running");
+  s->callback([a, rc] { *rc = run_validate(*a); });
+}
+
+}  // namespace planner::cli

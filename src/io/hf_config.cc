@@ -1,0 +1,227 @@
+#include "planner/io/hf_config.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "planner/error.h"
+
+namespace planner::io {
+namespace {
+
+using nlohmann::json;
+
+/// How an architecture's config spells its sizes and what its layers look like.
+enum class Family { llama, gpt2, neox };
+
+struct Architecture {
+  const char* name;
+  const char* model_type;  ///< the config's model_type, used when `architectures` is absent
+  Family family;
+};
+
+/// Sources: the transformers library's configuration_*.py and modeling_*.py of each model type.
+const Architecture kArchitectures[] = {
+    {"LlamaForCausalLM", "llama", Family::llama},
+    {"MistralForCausalLM", "mistral", Family::llama},
+    {"Qwen2ForCausalLM", "qwen2", Family::llama},
+    {"GPT2LMHeadModel", "gpt2", Family::gpt2},
+    {"GPTNeoXForCausalLM", "gpt_neox", Family::neox},
+};
+
+std::string known_list() {
+  std::string out;
+  for (const Architecture& a : kArchitectures)
+    out += (out.empty() ? "" : ", ") + std::string(a.name);
+  return out;
+}
+
+/// The configs are flat objects; the first `"key":` in the text is the key's line.
+int line_of(const std::string& text, const std::string& key) {
+  const std::string quoted = "\"" + key + "\"";
+  for (size_t at = text.find(quoted); at != std::string::npos; at = text.find(quoted, at + 1)) {
+    size_t next = at + quoted.size();
+    while (next < text.size() && std::isspace(static_cast<unsigned char>(text[next]))) ++next;
+    if (next < text.size() && text[next] == ':')
+      return 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+  }
+  return 0;
+}
+
+/// Typed access to the config's keys, failing with file, line and key.
+class Config {
+ public:
+  Config(const json& doc, const std::string& text, std::string file)
+      : doc_(doc), text_(text), file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw InputError(file_, key.empty() ? 0 : line_of(text_, key), key, what);
+  }
+  /// The first of `keys` present and not null, or "" when none is.
+  std::string find(const std::vector<std::string>& keys) const {
+    for (const std::string& k : keys)
+      if (doc_.contains(k) && !doc_[k].is_null()) return k;
+    return "";
+  }
+  int get_int(const std::vector<std::string>& keys) const {
+    const std::string k = find(keys);
+    if (k.empty()) {
+      std::string also;
+      for (size_t i = 1; i < keys.size(); ++i) also += (i > 1 ? "' or '" : " (or '") + keys[i];
+      fail(keys.front(), "missing required key" + (also.empty() ? "" : also + "')"));
+    }
+    return int_at(k);
+  }
+  int int_at(const std::string& k) const {
+    const json& v = doc_[k];
+    if (!v.is_number_integer()) fail(k, "expected an integer, got " + v.dump());
+    const long long x = v.get<long long>();
+    if (x <= 0 || x > 1LL << 30) fail(k, "must be a positive integer, got " + v.dump());
+    return static_cast<int>(x);
+  }
+  bool get_bool(const std::string& k, bool fallback) const {
+    if (find({k}).empty()) return fallback;
+    if (!doc_[k].is_boolean()) fail(k, "expected true or false, got " + doc_[k].dump());
+    return doc_[k].get<bool>();
+  }
+  std::string get_string(const std::string& k) const {
+    if (find({k}).empty()) return "";
+    if (!doc_[k].is_string()) fail(k, "expected a string, got " + doc_[k].dump());
+    return doc_[k].get<std::string>();
+  }
+  const json& doc() const { return doc_; }
+  const std::string& file() const { return file_; }
+
+ private:
+  const json& doc_;
+  const std::string& text_;
+  std::string file_;
+};
+
+const Architecture& architecture_of(const Config& c) {
+  if (!c.find({"architectures"}).empty()) {
+    const json& list = c.doc()["architectures"];
+    if (!list.is_array() || list.empty() || !list[0].is_string())
+      c.fail("architectures", "expected a list of architecture names, got " + list.dump());
+    const std::string name = list[0].get<std::string>();
+    for (const Architecture& a : kArchitectures)
+      if (name == a.name) return a;
+    c.fail("architectures", "unknown architecture '" + name + "' (known: " + known_list() + ")");
+  }
+  const std::string type = c.get_string("model_type");
+  if (type.empty()) c.fail("architectures", "missing required key (known: " + known_list() + ")");
+  for (const Architecture& a : kArchitectures)
+    if (type == a.model_type) return a;
+  c.fail("model_type",
+         "unknown model type '" + type + "' (known architectures: " + known_list() + ")");
+}
+
+std::string model_name(const Config& c) {
+  const std::string named = c.get_string("_name_or_path");
+  if (!named.empty()) return named;
+  const std::filesystem::path p(c.file());
+  const std::string stem = p.stem().string();
+  if (stem == "config" && p.has_parent_path() && !p.parent_path().filename().empty())
+    return p.parent_path().filename().string();  // models/Llama-2-7b-hf/config.json
+  return stem;
+}
+
+/// validate_model() names the planner's key; re-raise it with the config's key and line.
+void validate(const Config& c, const ModelSpec& m) {
+  try {
+    validate_model(m, c.file());
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    const std::string hf_key = e.key() == "heads"      ? c.find({"num_attention_heads", "n_head"})
+                               : e.key() == "kv_heads" ? c.find({"num_key_value_heads"})
+                                                       : e.key();
+    c.fail(hf_key, what.substr(what.find("': ") + 3));
+  }
+}
+
+ModelSpec read_config(const Config& c) {
+  const Architecture& arch = architecture_of(c);
+  const bool gpt2 = arch.family == Family::gpt2;
+  ModelSpec m;
+  m.name = model_name(c);
+  m.layers = c.get_int({"num_hidden_layers", "n_layer"});
+  m.hidden = c.get_int({"hidden_size", "n_embd"});
+  m.heads = c.get_int({"num_attention_heads", "n_head"});
+  const std::string kv = c.find({"num_key_value_heads"});
+  m.kv_heads = kv.empty() ? m.heads : c.int_at(kv);
+  const std::string inner = c.find({"intermediate_size", "n_inner"});
+  m.ffn = !inner.empty() ? c.int_at(inner) : gpt2 ? 4 * m.hidden : c.get_int({"intermediate_size"});
+  m.vocab = c.get_int({"vocab_size"});
+  const int positions = c.get_int({"max_position_embeddings", "n_positions", "n_ctx"});
+  m.seq_len = std::min(positions, kHfMaxDefaultSeqLen);
+  if (positions > kHfMaxDefaultSeqLen)
+    spdlog::info(
+        "{}: seq_len {} (max_position_embeddings {} is a context limit, not a training "
+        "length; --seq-len sets another)",
+        c.file(), m.seq_len, positions);
+  m.swiglu = arch.family == Family::llama;  // gated MLP: act(x W_gate) * (x W_up), then W_down
+  c.get_string(gpt2 ? "activation_function" : "hidden_act");  // type check only
+  m.tied_embeddings = c.get_bool("tie_word_embeddings", gpt2);
+  validate(c, m);
+  spdlog::debug("{}: {} as {} layers, hidden {}, {} heads ({} kv), ffn {}{}, vocab {}, seq {}, {}",
+                c.file(), arch.name, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn,
+                m.swiglu ? " gated" : "", m.vocab, m.seq_len,
+                m.tied_embeddings ? "tied" : "untied");
+  return m;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, 0, "", "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+const std::vector<std::string>& hf_architectures() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const Architecture& a : kArchitectures) v.push_back(a.name);
+    return v;
+  }();
+  return names;
+}
+
+bool is_hf_config(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".json" || ext == ".JSON") return true;
+  std::ifstream in(path, std::ios::binary);
+  char ch = 0;
+  while (in.get(ch) && std::isspace(static_cast<unsigned char>(ch))) {
+  }
+  if (!in || ch != '{') return false;
+  in.seekg(0);
+  return json::accept(in);  // `{name: x}` is a YAML flow mapping, not JSON
+}
+
+ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_text(path), path); }
+
+ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    const size_t at = std::min<size_t>(e.byte, text.size());
+    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
+    std::string what = e.what();
+    what = what.substr(what.find("parse error"));
+    throw InputError(file, line, "", "JSON syntax error: " + what);
+  }
+  if (!doc.is_object())
+    throw InputError(file, 1, "", "expected a JSON object (a Hugging Face config.json)");
+  return read_config(Config(doc, text, file));
+}
+
+}  // namespace planner::io

@@ -1,0 +1,106 @@
+#include <cstdio>
+#include <ctime>
+#include <ostream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "planner/report/format.h"
+#include "planner/validate.h"
+#include "planner/units.h"
+
+namespace planner {
+namespace {
+
+void row(std::ostream& out, const ValidationReport& r, const char* name, const ComponentTimes& p,
+         const ComponentTimes& m) {
+  line(out, "  %-14s %9.3f %9.3f %+7.1f   %9.3f %9.3f %+7.1f   %9.3f %9.3f %+7.1f\n", name,
+       p.fwd_s / kMs, m.fwd_s / kMs, r.diff_pct(p.fwd_s, m.fwd_s), p.bwd_s / kMs, m.bwd_s / kMs,
+       r.diff_pct(p.bwd_s, m.bwd_s), p.total() / kMs, m.total() / kMs, r.diff_pct(p.total(), m.total()));
+}
+
+}  // namespace
+
+void print_validation(std::ostream& out, const Workload& w, const ValidationReport& r) {
+  line(out, "# planner validate: %s on %s\n", w.model.c_str(), r.device.c_str());
+  out << "# plan    --plan \"" << to_plan_string(w.plan) << "\"\n";
+  line(out, "# one rank's stage: %d layers (ran %d), %d micro-batches; communication %s\n#\n",
+       r.stage_layers, r.layers, r.microbatches,
+       r.communication_measured ? "measured with NCCL" : "from the profile (fewer local GPUs than tp)");
+  out << "# one layer, one micro-batch (ms), kernels timed in isolation against the kernel-level\n"
+         "# prediction (the profile's sustained_efficiency applies to whole iterations, not here)\n";
+  out << "# component        fwd_pred  fwd_meas   diff%    bwd_pred  bwd_meas   diff%    tot_pred  tot_meas   diff%\n";
+  for (size_t c = 0; c < r.components.size(); ++c)
+    row(out, r, r.components[c].c_str(), r.predicted[c], r.measured[c]);
+  row(out, r, "layer", r.predicted_layer, r.measured_layer);
+  const double k = double(r.stage_layers) * r.microbatches;
+  line(out, "# per micro-batch (x %d layers): predicted %.2f ms, measured %.2f ms (%+.1f%%)\n",
+       r.stage_layers, r.predicted_layer.total() * r.stage_layers / kMs,
+       r.measured_layer.total() * r.stage_layers / kMs,
+       r.diff_pct(r.predicted_layer.total(), r.measured_layer.total()));
+  line(out, "# per iteration of compute and TP communication (x %d micro-batches): predicted %.3f s, measured %.3f s\n",
+       r.microbatches, r.predicted_layer.total() * k, r.measured_layer.total() * k);
+}
+
+nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
+  using nlohmann::json;
+  auto times = [&](const ComponentTimes& p, const ComponentTimes& m) {
+    return json{{"fwd_predicted_s", p.fwd_s}, {"fwd_measured_s", m.fwd_s},
+                {"bwd_predicted_s", p.bwd_s}, {"bwd_measured_s", m.bwd_s},
+                {"total_predicted_s", p.total()}, {"total_measured_s", m.total()},
+                {"total_diff_pct", r.diff_pct(p.total(), m.total())}};
+  };
+  json comps = json::object();
+  for (size_t c = 0; c < r.components.size(); ++c) comps[r.components[c]] = times(r.predicted[c], r.measured[c]);
+  return {{"schema_version", 1},
+          {"plan", to_plan_string(w.plan)},
+          {"model", w.model},
+          {"device", r.device},
+          {"communication_measured", r.communication_measured},
+          {"stage_layers", r.stage_layers},
+          {"microbatches", r.microbatches},
+          {"layer", times(r.predicted_layer, r.measured_layer)},
+          {"components", comps}};
+}
+
+std::string update_profile_text(const std::string& text, const Workload& w, const Measured& m,
+                                const ClusterProfile& c) {
+  // Unique GEMM shapes with their measured efficiency over the dense peak: kernels timed in
+  // isolation, the same level as the GEMM model (sustained_efficiency applies on top of both).
+  std::set<std::tuple<double, double, double, double>> seen;
+  const double peak = c.gpu.peak_flops[static_cast<int>(w.plan.dtype)];
+  std::ostringstream block;
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  block << "    measured:  # planner validate on " << m.device << ", " << date
+        << ": [m, n, k, batch, dtype, efficiency]\n";
+  for (size_t i = 0; i < w.kernels.size(); ++i) {
+    const Kernel& k = w.kernels[i];
+    if (k.cls != KernelClass::gemm || !seen.insert({k.gemm.m, k.gemm.n, k.gemm.k, k.gemm.batch}).second)
+      continue;
+    const double eff = k.flops / (m.kernel_s[i] * peak);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "      - [%.0f, %.0f, %.0f, %.0f, %s, %.4f]\n", k.gemm.m, k.gemm.n,
+                  k.gemm.k, k.gemm.batch, to_string(w.plan.dtype), std::min(1.0, eff));
+    block << buf;
+  }
+  // Drop an earlier measured block, then insert the new one right after "  gemm:".
+  std::istringstream in(text);
+  std::ostringstream out;
+  std::string l;
+  bool skipping = false, inserted = false;
+  while (std::getline(in, l)) {
+    if (skipping && l.rfind("      ", 0) == 0) continue;
+    skipping = false;
+    if (l.rfind("    measured:", 0) == 0) {
+      skipping = true;
+      continue;
+    }
+    out << l << "\n";
+    if (!inserted && l.rfind("  gemm:", 0) == 0) out << block.str(), inserted = true;
+  }
+  return out.str();
+}
+
+}  // namespace planner

@@ -1,0 +1,172 @@
+#include "planner/validate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <set>
+#include <sstream>
+
+#include "planner/error.h"
+#include "planner/units.h"
+
+namespace planner {
+namespace {
+
+const char* kComponents[] = {"gemm", "attention", "elementwise", "communication"};
+
+int component_of(const Kernel& k) { return static_cast<int>(k.cls); }
+
+const char* pass_name(Pass p) {
+  return p == Pass::forward ? "forward" : p == Pass::backward_data ? "backward_data" : "backward_weight";
+}
+
+/// Megatron-LM reduces gradients in fp32 under bf16, in the parameter precision otherwise.
+double grad_wire_bytes(Dtype d) { return d == Dtype::bf16 ? 4.0 : 2.0; }
+
+void add_tp_collectives(const ModelSpec& m, const ClusterProfile& c, const Plan& p, Workload& w) {
+  if (p.tp == 1) return;
+  const GroupLayout g = tp_group(p, c.gpus_per_node);
+  const double act = 2.0 * p.mbs * (double(m.seq_len) / p.cp) * m.hidden;
+  const int recompute = p.recompute == Recompute::full ? 2 : 0;  // the forward's again
+  auto add = [&](const char* name, Collective coll, Pass pass, int count) {
+    w.collectives.push_back({name, coll, act, p.tp, pass, count, collective_time_s(c, coll, act, g)});
+  };
+  if (p.sp) {  // two allgather + reduce-scatter pairs each way (Korthikanti et al. 2022, Fig. 5)
+    add("tp_allgather", Collective::allgather, Pass::forward, 2);
+    add("tp_reduce_scatter", Collective::reduce_scatter, Pass::forward, 2);
+    add("tp_allgather", Collective::allgather, Pass::backward_data, 2 + recompute);
+    add("tp_reduce_scatter", Collective::reduce_scatter, Pass::backward_data, 2 + recompute);
+  } else {
+    add("tp_allreduce", Collective::allreduce, Pass::forward, 2);
+    add("tp_allreduce", Collective::allreduce, Pass::backward_data, 2 + recompute);
+  }
+}
+
+}  // namespace
+
+Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan& p, int layers) {
+  const Estimate e = estimate(m, c, p);
+  if (!e.ok()) throw InputError("", 0, "--plan", rejection_message(e));
+  if (!m.encoders.empty())
+    throw InputError("", 0, "--model", "validate runs decoder layers; this model has encoders");
+  Workload w;
+  w.plan = p;
+  w.model = m.name;
+  w.shape = m.decoder_shape();
+  w.config = {p.tp, p.cp, p.mbs, p.sp, p.dtype, attention_of(p, c)};
+  w.stage_layers = *std::max_element(e.partition.begin(), e.partition.end());
+  w.layers = layers > 0 ? layers : w.stage_layers;
+  // Kernels run one by one in isolation: compare them with the microbenchmark-level prediction,
+  // without the training-sustained factor that whole iterations carry.
+  std::vector<Kernel> all = layer_kernels(w.shape, c, w.config);
+  for (Kernel& k : all) k.time_s *= c.gpu.sustained_efficiency;
+  for (const Kernel& k : all)
+    if (k.pass == Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);
+  for (const Kernel& k : all) {  // recomputation re-runs forward work at the start of backward
+    const bool again = k.pass == Pass::forward &&
+                       (p.recompute == Recompute::full ||
+                        (p.recompute == Recompute::selective && k.cls == KernelClass::attention));
+    if (again) w.kernels.push_back(k), w.is_recompute.push_back(true);
+  }
+  for (const Kernel& k : all)
+    if (k.pass != Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);
+  add_tp_collectives(m, c, p, w);
+  const double params = e.memory.weights / kWeightBytesPerParam * (p.zero >= 3 ? p.dp : 1);
+  w.dp = {"dp_gradients", p.zero >= 1 ? Collective::reduce_scatter : Collective::allreduce,
+          p.dp > 1 ? params * grad_wire_bytes(p.dtype) : 0.0, p.dp, Pass::backward_weight, 1, 0};
+  w.dp.predicted_s = collective_time_s(c, w.dp.coll, w.dp.bytes, dp_group(p, c.gpus_per_node));
+  return w;
+}
+
+nlohmann::json workload_json(const Workload& w) {
+  using nlohmann::json;
+  json kernels = json::array();
+  for (size_t i = 0; i < w.kernels.size(); ++i) {
+    const Kernel& k = w.kernels[i];
+    kernels.push_back({{"name", k.name}, {"class", kComponents[component_of(k)]},
+                       {"pass", pass_name(k.pass)}, {"recompute", bool(w.is_recompute[i])},
+                       {"m", k.gemm.m}, {"n", k.gemm.n}, {"k", k.gemm.k}, {"batch", k.gemm.batch},
+                       {"bytes", k.bytes}, {"flops", k.flops}, {"predicted_s", k.time_s}});
+  }
+  json colls = json::array();
+  for (const WorkCollective& c : w.collectives)
+    colls.push_back({{"name", c.name}, {"collective", to_string(c.coll)}, {"bytes", c.bytes},
+                     {"ranks", c.ranks}, {"pass", pass_name(c.pass)}, {"count", c.count},
+                     {"predicted_s", c.predicted_s}});
+  const LayerShape& s = w.shape;
+  return {{"schema", "planner-validate-workload/1"},
+          {"plan", to_plan_string(w.plan)},
+          {"model", w.model},
+          {"dtype", to_string(w.plan.dtype)},
+          {"attention", w.config.attention == AttentionKernel::flash ? "flash" : "unfused"},
+          {"layer", {{"hidden", s.hidden}, {"heads", s.heads}, {"kv_heads", s.kv_heads}, {"ffn", s.ffn},
+                     {"swiglu", s.swiglu}, {"seq", s.seq}, {"tp", w.config.tp}, {"cp", w.config.cp},
+                     {"mbs", w.config.mbs}, {"sp", w.config.sp}}},
+          {"layers", w.layers},
+          {"kernels", kernels},
+          {"collectives", colls},
+          {"dp", {{"collective", to_string(w.dp.coll)}, {"bytes", w.dp.bytes}, {"ranks", w.dp.ranks},
+                  {"predicted_s", w.dp.predicted_s}}}};
+}
+
+Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::string& origin) {
+  Measured m;
+  auto fail = [&](const std::string& key, const std::string& what) {
+    throw InputError(origin, 0, key, what);
+  };
+  if (!j.is_object()) fail("", "expected a JSON object from the GPU runner");
+  m.device = j.value("device", std::string("unknown device"));
+  if (!j.contains("kernels_s") || !j["kernels_s"].is_array()) fail("kernels_s", "missing or not a list");
+  if (j["kernels_s"].size() != w.kernels.size())
+    fail("kernels_s", "expected " + std::to_string(w.kernels.size()) + " times, found " +
+                          std::to_string(j["kernels_s"].size()));
+  for (const auto& t : j["kernels_s"]) {
+    if (!t.is_number() || !(t.get<double>() > 0)) fail("kernels_s", "times must be positive numbers");
+    m.kernel_s.push_back(t.get<double>());
+  }
+  if (j.contains("collectives_s") && j["collectives_s"].is_array()) {
+    if (j["collectives_s"].size() != w.collectives.size())
+      fail("collectives_s", "expected " + std::to_string(w.collectives.size()) + " times");
+    for (const auto& t : j["collectives_s"]) {
+      if (!t.is_number() || t.get<double>() < 0) fail("collectives_s", "times must be numbers >= 0");
+      m.collective_s.push_back(t.get<double>());
+    }
+  }
+  if (j.contains("dp_s") && j["dp_s"].is_number()) m.dp_s = j["dp_s"].get<double>();
+  return m;
+}
+
+double ValidationReport::diff_pct(double predicted_s, double measured_s) const {
+  return measured_s > 0 ? 100.0 * (predicted_s - measured_s) / measured_s : 0.0;
+}
+
+ValidationReport compare(const Workload& w, const Measured& m) {
+  ValidationReport r;
+  r.device = m.device;
+  r.communication_measured = !m.collective_s.empty();
+  r.components.assign(std::begin(kComponents), std::end(kComponents));
+  r.predicted.assign(4, {}), r.measured.assign(4, {});
+  for (size_t i = 0; i < w.kernels.size(); ++i) {
+    const Kernel& k = w.kernels[i];
+    const bool fwd = k.pass == Pass::forward && !w.is_recompute[i];
+    const int c = component_of(k);
+    (fwd ? r.predicted[c].fwd_s : r.predicted[c].bwd_s) += k.time_s;
+    (fwd ? r.measured[c].fwd_s : r.measured[c].bwd_s) += m.kernel_s[i];
+  }
+  for (size_t i = 0; i < w.collectives.size(); ++i) {
+    const WorkCollective& c = w.collectives[i];
+    const bool fwd = c.pass == Pass::forward;
+    const double measured = r.communication_measured ? m.collective_s[i] : c.predicted_s;
+    (fwd ? r.predicted[3].fwd_s : r.predicted[3].bwd_s) += c.count * c.predicted_s;
+    (fwd ? r.measured[3].fwd_s : r.measured[3].bwd_s) += c.count * measured;
+  }
+  for (int c = 0; c < 4; ++c) {
+    r.predicted_layer.fwd_s += r.predicted[c].fwd_s, r.predicted_layer.bwd_s += r.predicted[c].bwd_s;
+    r.measured_layer.fwd_s += r.measured[c].fwd_s, r.measured_layer.bwd_s += r.measured[c].bwd_s;
+  }
+  r.layers = w.layers, r.stage_layers = w.stage_layers, r.microbatches = w.plan.microbatches();
+  return r;
+}
+
+}  // namespace planner

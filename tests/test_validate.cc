@@ -1,0 +1,111 @@
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "planner/error.h"
+#include "planner/io/cluster_io.h"
+#include "planner/io/model_io.h"
+#include "planner/validate.h"
+
+using namespace planner;
+
+namespace {
+const ClusterProfile& h200() {
+  static const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h200.yaml");
+  return c;
+}
+const ModelSpec& m18() {
+  static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/megatron-18.4b.yaml");
+  return m;
+}
+Plan plan(const std::string& s) { return parse_plan(s, "--plan"); }
+int count(const Workload& w, KernelClass c, bool recompute) {
+  int n = 0;
+  for (size_t i = 0; i < w.kernels.size(); ++i) n += w.kernels[i].cls == c && w.is_recompute[i] == recompute;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("a layer's workload: 4 GEMMs x 3 passes, attention, element-wise, at the TP shard") {
+  const Workload w = build_workload(m18(), h200(), plan("tp=8,pp=1,dp=4,mbs=1,gbs=32,sp=1"));
+  CHECK(count(w, KernelClass::gemm, false) == 12);
+  CHECK(count(w, KernelClass::attention, false) == 2);  // flash forward and backward
+  CHECK(count(w, KernelClass::elementwise, false) == 4);
+  // QKV forward: tokens 2048 x (48 + 2 x 48) x 128 / 8 = 2304 columns x hidden 6144.
+  const Kernel& qkv = w.kernels[0];
+  CHECK(std::string(qkv.name) == "qkv");
+  CHECK(qkv.gemm.m == 2048);
+  CHECK(qkv.gemm.n == 6144 * 3 / 8);
+  CHECK(qkv.gemm.k == 6144);
+  CHECK(w.stage_layers == 40);
+  CHECK(w.layers == 40);
+}
+
+TEST_CASE("recomputation re-runs forward work inside backward") {
+  const Workload none = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32"));
+  const Workload sel = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32,recompute=selective"));
+  const Workload full = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32,recompute=full"));
+  CHECK(none.kernels.size() == 18);
+  CHECK(count(sel, KernelClass::attention, true) == 1);
+  CHECK(sel.kernels.size() == 19);
+  CHECK(full.kernels.size() == 18 + 7);  // every forward kernel again
+}
+
+TEST_CASE("TP collectives carry the real message size: mbs x seq x hidden x 2 bytes") {
+  const Workload ar = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=2,gbs=32"));
+  REQUIRE(ar.collectives.size() == 2);
+  CHECK(ar.collectives[0].coll == Collective::allreduce);
+  CHECK(ar.collectives[0].bytes == 2.0 * 2 * 2048 * 6144);
+  CHECK(ar.collectives[0].count == 2);
+  const Workload sp = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=2,gbs=32,sp=1,recompute=full"));
+  REQUIRE(sp.collectives.size() == 4);
+  CHECK(sp.collectives[2].count == 4);  // backward: 2 + the recomputed forward's 2
+  const Workload one = build_workload(m18(), h200(), plan("tp=1,pp=4,dp=8,mbs=1,gbs=32,zero=1,recompute=full"));
+  CHECK(one.collectives.empty());
+  CHECK(one.stage_layers == 10);
+}
+
+TEST_CASE("predicted against measured, per component") {
+  const Workload w = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32"));
+  nlohmann::json j = {{"device", "test"}, {"kernels_s", nlohmann::json::array()}, {"collectives_s", nullptr}};
+  for (const Kernel& k : w.kernels) j["kernels_s"].push_back(k.time_s * (k.cls == KernelClass::gemm ? 1.25 : 1.0));
+  const ValidationReport r = compare(w, parse_measured(j, w, "m.json"));
+  CHECK(!r.communication_measured);
+  CHECK(r.diff_pct(r.predicted[0].total(), r.measured[0].total()) == doctest::Approx(-20.0));  // 1/1.25
+  CHECK(r.diff_pct(r.predicted[1].total(), r.measured[1].total()) == doctest::Approx(0.0));
+  CHECK(r.measured[3].total() == doctest::Approx(r.predicted[3].total()));  // profile's times
+  const auto js = validation_json(w, r);
+  CHECK(js["components"].contains("gemm"));
+  CHECK(js["layer"]["total_diff_pct"].get<double>() < 0);
+}
+
+TEST_CASE("bad runner output is refused with the key") {
+  const Workload w = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32"));
+  CHECK_THROWS_WITH(parse_measured({{"kernels_s", {1.0}}}, w, "m.json"),
+                    "m.json: key 'kernels_s': expected 18 times, found 1");
+  nlohmann::json neg = {{"kernels_s", std::vector<double>(18, -1.0)}};
+  CHECK_THROWS_WITH(parse_measured(neg, w, "m.json"), "m.json: key 'kernels_s': times must be positive numbers");
+}
+
+TEST_CASE("--update-profile writes measured GEMM efficiencies that the model then uses") {
+  const Workload w = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32"));
+  Measured m;
+  m.device = "test";
+  for (const Kernel& k : w.kernels) m.kernel_s.push_back(k.time_s * 2);  // everything half as fast
+  std::ifstream in(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h200.yaml");
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::string updated = update_profile_text(text, w, m, h200());
+  CHECK(update_profile_text(updated, w, m, h200()) == updated);  // replaces, never stacks
+  const ClusterProfile c = io::parse_cluster(updated, "u.yaml");
+  // 4 linears x 3 orientations = 12 GEMMs; fc2's forward and backward-data shapes are fc1's
+  // backward-data and forward shapes ([2048 x 6144] x [6144 x 3072] both ways), so 10 distinct.
+  REQUIRE(c.gpu.gemm.measured.size() == 10);
+  const Kernel& qkv = w.kernels[0];
+  // The model now reproduces the measured (doubled) time of that shape.
+  CHECK(gemm_time_s(c.gpu, Dtype::bf16, qkv.gemm) == doctest::Approx(2 * qkv.time_s).epsilon(0.001));
+}
+
+TEST_CASE("a plan the model rejects cannot be validated") {
+  CHECK_THROWS_WITH(build_workload(m18(), h200(), plan("tp=5,dp=4,mbs=1,gbs=32")),
+                    "option --plan: tp=5 does not divide heads=48 and kv_heads=48");
+}
