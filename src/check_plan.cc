@@ -44,7 +44,7 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   if (c.gpu.peak_flops[static_cast<int>(p.dtype)] <= 0)
     return fail(Rejection::dtype_unsupported, reason, [&] { return std::string(c.gpu.name + " has no " + to_string(p.dtype) + " tensor-core peak"); });
   if (p.gpus() > c.total_gpus())
-    return fail(Rejection::gpus_mismatch, reason, [&] { return std::string("dp*tp*pp*cp = " + str(p.gpus()) + " exceeds the cluster's " + str(c.total_gpus()) + " GPUs"); });
+    return fail(Rejection::gpus_mismatch, reason, [&] { return std::string("dp*tp*pp*cp = " + std::to_string(p.gpus()) + " exceeds the cluster's " + str(c.total_gpus()) + " GPUs"); });
   if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0)
     return fail(Rejection::tp_not_dividing_heads, reason, [&] { return std::string("tp=" + str(p.tp) + " does not divide heads=" + str(m.heads) + " and kv_heads=" + str(m.kv_heads)); });
   if (!o.tp_across_nodes && (p.tp > c.gpus_per_node || c.gpus_per_node % p.tp != 0))
@@ -64,11 +64,13 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     return fail(Rejection::pp_not_dividing_layers, reason, [&] { return std::string("pp=" + str(p.pp) + " does not divide layers=" + str(m.layers)); });
   if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
     return fail(Rejection::cp_not_dividing_seq, reason, [&] { return std::string("seq_len=" + str(m.seq_len) + " is not divisible by 2*cp=" + str(2 * p.cp)); });
-  if (p.gbs <= 0 || p.gbs % (p.mbs * p.dp) != 0)
-    return fail(Rejection::batch_not_divisible, reason, [&] { return std::string("gbs=" + str(p.gbs) + " is not a multiple of mbs*dp=" + str(p.mbs * p.dp)); });
+  if (p.gbs <= 0 || p.gbs % (1LL * p.mbs * p.dp) != 0)
+    return fail(Rejection::batch_not_divisible, reason, [&] { return std::string("gbs=" + str(p.gbs) + " is not a multiple of mbs*dp=" + std::to_string(1LL * p.mbs * p.dp)); });
   if (p.vpp > 1 && (p.pp == 1 || (m.encoders.empty() && (m.layers / p.pp) % p.vpp != 0)))
     return fail(Rejection::vpp_invalid, reason, [&] { return std::string("vpp=" + str(p.vpp) + " needs pp>1 and to divide the " + str(m.layers / p.pp) +
                     " layers per stage"); });
+  if (p.schedule == Schedule::interleaved && p.vpp == 1)
+    return fail(Rejection::vpp_invalid, reason, [&] { return std::string("schedule=interleaved needs vpp > 1"); });
   if (p.schedule == Schedule::interleaved && p.microbatches() % p.pp != 0)
     return fail(Rejection::interleave_microbatches, reason, [&] { return std::string("the interleaved schedule needs microbatches (" + str(p.microbatches()) +
                     ") to be a multiple of pp=" + str(p.pp)); });

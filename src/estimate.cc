@@ -14,11 +14,6 @@ namespace {
 /// gradient bucket; the last bucket's reduction cannot hide behind backward work.
 double ddp_bucket_params(int dp) { return std::max(40e6, 1e6 * dp); }
 
-/// Bytes per gradient element on the wire: Megatron-LM reduces in fp32 under bf16
-/// (arguments.py: "bf16 requires gradient accumulation and all-reduce in fp32"), in the
-/// parameter precision otherwise.
-double grad_wire_bytes(Dtype d) { return d == Dtype::bf16 ? 4.0 : 2.0; }
-
 struct DpCost {
   double exposed = 0, total = 0;
 };
@@ -157,8 +152,11 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   Breakdown& b = e.breakdown;
   b.compute_s = mb * tt.compute;
   b.tp_comm_s = mb * tt.tp;
-  b.pp_comm_s = mb * tt.p2p;
-  b.bubble_s = std::max(0.0, pipe - b.compute_s - b.tp_comm_s - b.pp_comm_s);
+  // The closed form serialises the transfers; the simulator overlaps them with other stages'
+  // work, so there the idle time of the critical stage is split into transfers and bubble.
+  const double idle = std::max(0.0, pipe - b.compute_s - b.tp_comm_s);
+  b.pp_comm_s = std::min(idle, mb * tt.p2p);
+  b.bubble_s = idle - b.pp_comm_s;
   b.dp_comm_s = dp.exposed;
   b.optimizer_s = optimizer_step_s(c.gpu, params_rank / (p.zero >= 1 ? p.dp : 1));
   e.dp_comm_total_s = dp.total;

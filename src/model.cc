@@ -1,5 +1,7 @@
 #include "planner/model.h"
 
+#include <tuple>
+
 #include "planner/error.h"
 
 namespace planner {
@@ -62,6 +64,15 @@ double ModelSpec::total_params() const {
 }
 
 void validate_model(const ModelSpec& m, const std::string& file) {
+  for (char ch : m.name)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      throw InputError(file, 0, "name", "must not contain control characters (newlines, tabs)");
+  // Far beyond any trained model; bounds keep every derived size finite and allocatable.
+  for (auto [v, key, cap] : {std::tuple{m.layers, "layers", 100000}, {m.hidden, "hidden", 1 << 20},
+                             {m.heads, "heads", 1 << 16}, {m.kv_heads, "kv_heads", 1 << 16},
+                             {m.ffn, "ffn", 1 << 22}, {m.vocab, "vocab", 1 << 24},
+                             {m.seq_len, "seq_len", 1 << 24}})
+    if (v > cap) throw InputError(file, 0, key, "is implausibly large (" + std::to_string(v) + " > " + std::to_string(cap) + ")");
   auto positive = [&](int v, const char* key) {
     if (v <= 0) throw InputError(file, 0, key, "must be a positive integer, got " + std::to_string(v));
   };

@@ -115,8 +115,13 @@ Plan parse_plan(const std::string& text, const std::string& origin) {
     set_key(p, key, value, origin);
     schedule_given = schedule_given || key == "schedule";
   }
-  for (auto [v, k] : {std::pair{p.tp, "tp"}, {p.pp, "pp"}, {p.cp, "cp"}, {p.vpp, "vpp"}, {p.mbs, "mbs"}})
+  for (auto [v, k] : {std::pair{p.tp, "tp"}, {p.pp, "pp"}, {p.cp, "cp"}, {p.vpp, "vpp"}, {p.mbs, "mbs"}}) {
     if (v <= 0) throw InputError(origin, 0, k, "must be a positive integer, got " + std::to_string(v));
+    if (v > kMaxKnob) throw InputError(origin, 0, k, "must be at most " + std::to_string(kMaxKnob));
+  }
+  if (p.dp > kMaxKnob) throw InputError(origin, 0, "dp", "must be at most " + std::to_string(kMaxKnob));
+  if (p.gbs > kMaxGlobalBatch)
+    throw InputError(origin, 0, "gbs", "must be at most " + std::to_string(kMaxGlobalBatch));
   if (p.dp < 0 || p.gbs < 0)
     throw InputError(origin, 0, p.dp < 0 ? "dp" : "gbs", "must be a positive integer");
   if (p.zero < 0 || p.zero > 3)
@@ -124,6 +129,8 @@ Plan parse_plan(const std::string& text, const std::string& origin) {
   if (!schedule_given) p.schedule = p.vpp > 1 ? Schedule::interleaved : Schedule::one_f_one_b;
   if (p.vpp > 1 && p.schedule != Schedule::interleaved)
     throw InputError(origin, 0, "vpp", "vpp > 1 needs schedule=interleaved");
+  if (p.vpp == 1 && p.schedule == Schedule::interleaved)
+    throw InputError(origin, 0, "schedule", "schedule=interleaved needs vpp > 1 (model chunks per stage)");
   return p;
 }
 

@@ -1,5 +1,7 @@
 #include "planner/search.h"
 
+#include "planner/error.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -91,6 +93,14 @@ void rerank_simulated(const ModelSpec& m, const ClusterProfile& c, const SearchO
 
 SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,
                     const SearchOptions& o) {
+  // About a second per 20 million plans: refuse ranges that would take minutes.
+  const double space = double(o.gpus.size()) * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size() *
+                       k.pp.size() * k.vpp.size() * std::max<size_t>(1, k.schedule.size()) *
+                       k.zero.size() * k.recompute.size();
+  if (space > 2e8)
+    throw InputError("", 0, "",
+                     "the knob ranges span " + std::to_string(static_cast<long long>(space)) +
+                         " plans (over 200 million); narrow --pp, --vpp, --mbs or --tp");
   const auto start = std::chrono::steady_clock::now();
   SearchResult r;
   r.feasible = PlotSample(o.plot_points);
@@ -119,8 +129,9 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
               p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.gbs = o.global_batch;
               p.dtype = o.dtype;
               p.attention = o.attention;
-              p.dp = gpus / std::max(1, tp * cp * pp);
-              const bool divides = p.dp * tp * cp * pp == gpus &&
+              const long long model_parallel = 1LL * tp * cp * pp;
+              p.dp = static_cast<int>(gpus / model_parallel);
+              const bool divides = model_parallel * p.dp == gpus &&
                                    (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
               for (int vpp : k.vpp)
                 for (Schedule sched : schedules_for(vpp, pp, k.schedule))

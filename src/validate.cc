@@ -21,9 +21,6 @@ const char* pass_name(Pass p) {
   return p == Pass::forward ? "forward" : p == Pass::backward_data ? "backward_data" : "backward_weight";
 }
 
-/// Megatron-LM reduces gradients in fp32 under bf16, in the parameter precision otherwise.
-double grad_wire_bytes(Dtype d) { return d == Dtype::bf16 ? 4.0 : 2.0; }
-
 void add_tp_collectives(const ModelSpec& m, const ClusterProfile& c, const Plan& p, Workload& w) {
   if (p.tp == 1) return;
   const GroupLayout g = tp_group(p, c.gpus_per_node);
@@ -72,7 +69,8 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   for (const Kernel& k : all)
     if (k.pass != Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);
   add_tp_collectives(m, c, p, w);
-  const double params = e.memory.weights / kWeightBytesPerParam * (p.zero >= 3 ? p.dp : 1);
+  double params = 0;  // the most loaded stage's parameters on one rank, before ZeRO
+  for (int s = 0; s < p.pp; ++s) params = std::max(params, stage_params_per_rank(m, p, s));
   w.dp = {"dp_gradients", p.zero >= 1 ? Collective::reduce_scatter : Collective::allreduce,
           p.dp > 1 ? params * grad_wire_bytes(p.dtype) : 0.0, p.dp, Pass::backward_weight, 1, 0};
   w.dp.predicted_s = collective_time_s(c, w.dp.coll, w.dp.bytes, dp_group(p, c.gpus_per_node));
@@ -116,7 +114,8 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
     throw InputError(origin, 0, key, what);
   };
   if (!j.is_object()) fail("", "expected a JSON object from the GPU runner");
-  m.device = j.value("device", std::string("unknown device"));
+  m.device = j.contains("device") && j["device"].is_string() ? j["device"].get<std::string>()
+                                                             : std::string("unknown device");
   if (!j.contains("kernels_s") || !j["kernels_s"].is_array()) fail("kernels_s", "missing or not a list");
   if (j["kernels_s"].size() != w.kernels.size())
     fail("kernels_s", "expected " + std::to_string(w.kernels.size()) + " times, found " +

@@ -200,3 +200,44 @@ TEST_CASE("suggest --emit writes the top plan's DeepSpeed files") {
   check_error(search + " --emit jax --out " + out, "option --emit: unknown framework 'jax' (expected megatron or deepspeed)");
   std::filesystem::remove_all(out);
 }
+
+TEST_CASE("hostile inputs end in one message and exit 2, never a crash or a hang") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "planner-hostile";
+  fs::create_directories(dir);
+  auto write = [&](const char* name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return (dir / name).string();
+  };
+  const std::string key = write("key.yaml", "name: x\n[a, b]: 1\n");
+  const std::string dup = write("dup.yaml", "name: x\nname: y\nlayers: 2\n");
+  const std::string huge = write("huge.yaml",
+                                 "name: x\nlayers: 2000000000\nhidden: 64\nheads: 4\nffn: 256\n"
+                                 "swiglu: false\nvocab: 100\nseq_len: 64\n");
+  const std::string inject = write("inject.yaml",
+                                   "name: \"x\\necho INJECTED\"\nlayers: 2\nhidden: 64\nheads: 4\n"
+                                   "ffn: 256\nswiglu: false\nvocab: 100\nseq_len: 64\n");
+  const std::string small = "--model configs/models/gpt3-1.3b.yaml " + kCluster;
+  const std::vector<std::string> cases = {
+      "estimate " + small + " --plan \"tp=8,pp=1,dp=4,mbs=1073741824,gbs=8\"",
+      "estimate " + small + " --plan \"tp=65536,pp=65536\" --global-batch 8",
+      "suggest " + small + " --gpus 32 --global-batch 64 --mbs 1073741824",
+      "suggest " + small + " --gpus 64 --global-batch 512 --vpp 1-100000 --pp 1-1000",
+      "suggest " + small + " --gpus 32 --global-batch 64 --top 0",
+      "suggest " + small + " --gpus 32 --global-batch 64 --memory-limit-GiB -5",
+      "estimate " + small + " --plan \"pp=4,schedule=interleaved\" --global-batch 64 --gpus 32",
+      "suggest --model " + key + " " + kCluster + " --global-batch 8",
+      "suggest --model " + dup + " " + kCluster + " --global-batch 8",
+      "suggest --model " + huge + " " + kCluster + " --global-batch 8",
+      "suggest --model " + inject + " " + kCluster + " --global-batch 8",
+      "suggest --model configs/models " + kCluster + " --global-batch 8",
+  };
+  for (const std::string& c : cases) {
+    CAPTURE(c);
+    const Run r = planner(c);
+    CHECK(r.rc == 2);
+    CHECK(!r.out.empty());
+    CHECK(r.out.find("internal error") == std::string::npos);
+  }
+  fs::remove_all(dir);
+}

@@ -38,7 +38,7 @@ TEST_CASE("regression cases parse, with quoted commas and empty knobs") {
 TEST_CASE("malformed case files name the line and the column") {
   CHECK(error_of("id,source\n") == "c.csv:1: expected column 3 to be 'cluster', found ''");
   CHECK(error_of(kHeader + "r1,x,dgx-a100-80gb,abc" + kRow.substr(kRow.find(",24,2304"))) ==
-        "c.csv:2: column 'num_gpus': expected an integer >= 1, got 'abc'");
+        "c.csv:2: column 'num_gpus': expected an integer from 1 to 1048576, got 'abc'");
   std::string bad = kRow;
   bad.replace(bad.find(",full,"), 6, ",most,");
   CHECK(error_of(kHeader + bad) == "c.csv:2: column 'recompute': expected none, selective or full, got 'most'");

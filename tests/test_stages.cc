@@ -146,3 +146,26 @@ TEST_CASE("bad multimodal descriptions name the component") {
         "mm.yaml:3: key 'components[0].tokns': unknown key, did you mean 'tokens'?");
   CHECK(err("name: mm\ncomponents:\n" + vit + dec).find("no error") == 0);
 }
+
+TEST_CASE("closed-form micro-batches in flight agree with the simulator on every stage") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-1.3b.yaml");
+  for (Schedule s : {Schedule::one_f_one_b, Schedule::zb_h1, Schedule::gpipe})
+    for (int gbs : {2, 4, 16}) {  // fewer, as many and more micro-batches than the 4 stages
+      Plan p = plan(1, 4, 1, 1, gbs);
+      p.schedule = s;
+      CAPTURE(gbs);
+      CAPTURE(to_string(s));
+      SimResult sim;
+      REQUIRE(simulate_plan(m, a100(), p, {}, nullptr, &sim).ok());
+      for (int st = 0; st < 4; ++st) CHECK(in_flight_on(p, st) == sim.peak_in_flight[st]);
+    }
+}
+
+TEST_CASE("the simulated breakdown adds up to the iteration") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-1.3b.yaml");
+  const Estimate e = simulate_plan(m, a100(), plan(1, 24, 8, 8, 4096));
+  REQUIRE(e.ok());
+  const Breakdown& b = e.breakdown;
+  CHECK(b.compute_s + b.tp_comm_s + b.pp_comm_s + b.dp_comm_s + b.bubble_s + b.optimizer_s ==
+        doctest::Approx(e.iteration_time_s));
+}

@@ -6,6 +6,11 @@
 
 namespace planner {
 
+/// Largest value any parallelism or batch knob may take (inputs beyond it are refused, so that
+/// no product of knobs can overflow or allocate without bound).
+inline constexpr int kMaxKnob = 1 << 20;
+inline constexpr int kMaxGlobalBatch = 1 << 28;
+
 enum class Recompute { none, selective, full };
 enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
 const char* to_string(Recompute r);
@@ -27,8 +32,12 @@ struct Plan {
   Dtype dtype = Dtype::bf16;
   std::optional<AttentionKernel> attention;  ///< overrides the profile's stack when set
 
-  int gpus() const { return dp * tp * pp * cp; }
-  int microbatches() const { return gbs / (mbs * dp); }
+  /// Products in 64 bits: knob values are bounded (kMaxKnob) but their product is not.
+  long long gpus() const { return 1LL * dp * tp * pp * cp; }
+  int microbatches() const {
+    const long long d = 1LL * mbs * dp;
+    return d > 0 ? static_cast<int>(gbs / d) : 0;
+  }
 };
 
 /// The reproducible argument string: "tp=8,pp=8,dp=16,cp=1,vpp=3,mbs=1,gbs=1536,zero=1,...".

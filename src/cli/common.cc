@@ -22,7 +22,7 @@ std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c) {
   const bool range = text.find('-') != std::string::npos;
   std::vector<int> out;
   for (int g : io::parse_int_set(text, "--gpus")) {
-    if (range && g % c.gpus_per_node != 0) continue;  // a range keeps whole nodes
+    if (range && (g <= 0 || g % c.gpus_per_node != 0)) continue;  // a range keeps whole nodes
     if (g <= 0)
       throw InputError("", 0, "--gpus", "must be positive, got " + std::to_string(g));
     if (g % c.gpus_per_node != 0)
@@ -64,17 +64,17 @@ void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o, 
 Plan complete_plan(const std::string& plan, const std::string& gpus_text, const std::string& dtype,
                    int global_batch, const Inputs& in) {
   Plan p = parse_plan(plan, "--plan");
-  const int gpus = !gpus_text.empty() ? parse_gpus(gpus_text, in.cluster).back()
+  const long long gpus = !gpus_text.empty() ? parse_gpus(gpus_text, in.cluster).back()
                    : p.dp > 0         ? p.gpus()
                                       : in.cluster.total_gpus();
   if (!dtype.empty()) p.dtype = parse_dtype(dtype);
-  const int model_parallel = p.tp * p.pp * p.cp;
+  const long long model_parallel = 1LL * p.tp * p.pp * p.cp;
   if (p.dp == 0) {
     if (gpus % model_parallel != 0)
       throw InputError("", 0, "--plan",
                        "tp*pp*cp = " + std::to_string(model_parallel) + " does not divide " +
                            std::to_string(gpus) + " GPUs");
-    p.dp = gpus / model_parallel;
+    p.dp = static_cast<int>(gpus / model_parallel);
   } else if (p.gpus() != gpus) {
     throw InputError("", 0, "--plan",
                      "dp*tp*pp*cp = " + std::to_string(p.gpus()) + " but --gpus is " + std::to_string(gpus));

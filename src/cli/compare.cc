@@ -211,12 +211,13 @@ void add_compare(CLI::App& app, int* rc) {
                 "\"cluster=hw_profiles/dgx-h100-80gb.yaml\", \"zero=3\" (repeatable; see README)");
   s->add_option("--gpus", a->gpus,
                 "GPUs (default: dp*tp*pp*cp of the plan, else all of the first cluster)");
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan");
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")->check(CLI::Range(1, 1 << 28));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_option("--seq-len", a->seq_len, "sequence length in tokens (default: the model's)");
   s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
   s->add_option("--memory-limit-GiB", a->memory_limit_GiB,
-                "memory cap per GPU (default: each GPU's HBM)");
+                "memory cap per GPU (default: each GPU's HBM)")
+      ->check(CLI::Range(0.0, 1e6));
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   s->callback([a, rc] { *rc = run_compare(*a); });
 }

@@ -96,10 +96,11 @@ void add_emit(CLI::App& app, int* rc) {
       ->required();
   s->add_option("--framework", a->framework, "megatron or deepspeed")->required();
   s->add_option("--out", a->out, "directory for the files (created if needed)")->required();
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan");
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")->check(CLI::Range(1, 1 << 28));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
-  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)");
+  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)")
+      ->check(CLI::Range(0.0, 1e6));
   s->add_option("--seq-len", a->extra.seq_len, "sequence length in tokens (default: the model's)");
   s->callback([a, rc] { *rc = run_emit(*a); });
 }

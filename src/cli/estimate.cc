@@ -53,11 +53,12 @@ void add_estimate(CLI::App& app, int* rc) {
   s->add_option("--gpus", a->gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
   s->add_option("--plan", a->plan, "e.g. \"tp=8,pp=8,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1\"")
       ->required();
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan");
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")->check(CLI::Range(1, 1 << 28));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_option("--train-tokens", a->train_tokens, "report days and GPU-hours for this many tokens");
   s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
-  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)");
+  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)")
+      ->check(CLI::Range(0.0, 1e6));
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   s->add_option("--trace", a->trace, "write the simulated iteration as a Chrome trace (Perfetto)");
   s->add_option("--attention", a->attention, "flash or unfused (default: the profile's software.attention)");

@@ -35,6 +35,13 @@ int main(int argc, char** argv) {
   } catch (const planner::InputError& e) {
     std::cerr << "planner: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "planner: error: the inputs need more memory than this machine has; check for "
+                 "implausibly large sizes or knob ranges\n";
+    return 2;
+  } catch (const std::exception& e) {  // a bug: say so, without a stack trace
+    std::cerr << "planner: internal error: " << e.what() << "\n";
+    return 3;
   }
   return rc;
 }

@@ -113,7 +113,7 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--model", a->model, "model YAML (configs/models/) or Hugging Face config.json")->required();
   s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
   s->add_option("--gpus", a->gpus, "GPUs to use: a count or a set/range of counts (default: all)");
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences")->required();
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences")->check(CLI::Range(1, 1 << 28))->required();
   s->add_option("--tp", a->tp, "tensor-parallel sizes, e.g. 8 or 1-8");
   s->add_option("--pp", a->pp, "pipeline-parallel sizes, e.g. 1-64");
   s->add_option("--cp", a->cp, "context-parallel sizes (default 1)");
@@ -126,12 +126,13 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--attention", a->attention, "flash or unfused (default: the profile's software.attention)");
   s->add_option("--trace", a->trace, "write the top plan's simulated iteration as a Chrome trace");
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
-  s->add_option("--top", a->top, "plans to list (default 10)")->check(CLI::PositiveNumber);
+  s->add_option("--top", a->top, "plans to list (default 10)")->check(CLI::Range(1, 100000));
   s->add_option("--objective", a->objective, "rank by iteration time or by GPU-seconds")
       ->check(CLI::IsMember({"time", "cost"}));
   s->add_option("--train-tokens", a->train_tokens, "report days and GPU-hours for this many tokens (e.g. 300B)");
   s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
-  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)");
+  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)")
+      ->check(CLI::Range(0.0, 1e6));
   s->add_option("--format", a->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
   s->add_option("--emit", a->emit, "write the top plan's launch files: megatron or deepspeed");
   s->add_option("--out", a->out, "directory for --emit's files (created if needed)");

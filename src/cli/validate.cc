@@ -46,21 +46,26 @@ std::string find_runner(const std::string& given) {
 /// Runs the GPU runner on the workload and returns its JSON results.
 nlohmann::json run_on_gpu(const ValidateArgs& a, const Workload& w) {
   const std::string runner = find_runner(a.runner);
-  const auto dir = std::filesystem::temp_directory_path() / ("planner-validate-" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
+  std::error_code ec;
+  auto tmp = std::filesystem::temp_directory_path(ec);
+  if (ec) tmp = "/tmp";
+  const auto dir = tmp / ("planner-validate-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError(dir.string(), 0, "", "cannot create the work folder: " + ec.message());
   const std::string work = (dir / "workload.json").string(), out = (dir / "measured.json").string();
   write_file_atomically(work, workload_json(w).dump(2) + "\n");
   const std::string cmd = "'" + runner + "' --workload '" + work + "' --out '" + out + "' --iters " +
                           std::to_string(a.iters);
   const int status = std::system(cmd.c_str());
-  if (status != 0 || !std::filesystem::exists(out)) {
-    std::filesystem::remove_all(dir);
+  if (status != 0 || !std::filesystem::exists(out, ec)) {
+    std::filesystem::remove_all(dir, ec);
     throw InputError("", 0, "",
                      "planner validate: the GPU runner failed (" + runner + ", exit " + std::to_string(WEXITSTATUS(status)) +
-                         "): on a machine without a GPU it says so above");
+                         (status == 0 ? "; it wrote no results" : "") + "): on a machine without a GPU it says so above");
   }
   nlohmann::json j = nlohmann::json::parse(read_text(out), nullptr, false);
-  std::filesystem::remove_all(dir);
+  std::filesystem::remove_all(dir, ec);
+  if (j.is_discarded()) throw InputError(runner, 0, "", "wrote results that are not valid JSON");
   return j;
 }
 
@@ -99,10 +104,11 @@ void add_validate(CLI::App& app, int* rc) {
   s->add_option("--cluster", a->cluster, "cluster profile YAML")->required();
   s->add_option("--plan", a->plan, "the plan, as suggest prints it")->required();
   s->add_option("--gpus", a->gpus, "GPUs of the plan (default: its dp*tp*pp*cp)");
-  s->add_option("--global-batch", a->global_batch, "global batch, if not in --plan");
+  s->add_option("--global-batch", a->global_batch, "global batch, if not in --plan")->check(CLI::Range(1, 1 << 28));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
-  s->add_option("--layers", a->layers, "layers to run (default: the plan's most loaded stage)");
-  s->add_option("--iters", a->iters, "timed repetitions (median reported)");
+  s->add_option("--layers", a->layers, "layers to run (default: the plan's most loaded stage)")
+      ->check(CLI::Range(1, 100000));
+  s->add_option("--iters", a->iters, "timed repetitions (median reported)")->check(CLI::Range(1, 100000));
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   s->add_option("--update-profile", a->update_profile, "write the profile with the measured GEMM efficiencies here");
   s->add_option("--runner", a->runner, "the CUDA runner (default: planner-validate beside planner)");

@@ -67,13 +67,13 @@ Plan vary_plan(const Plan& base, const std::vector<std::pair<std::string, std::s
   for (const auto& [key, value] : kv) text += (text.empty() ? "" : ",") + key + "=" + value;
   Plan p = parse_plan(text, "--vary");
   if (p.dp == 0) {
-    const int model_parallel = p.tp * p.pp * p.cp;
+    const long long model_parallel = 1LL * p.tp * p.pp * p.cp;
     if (base.gpus() % model_parallel != 0)
       throw InputError("", 0, "--vary",
                        "tp*pp*cp = " + std::to_string(model_parallel) +
                            " does not divide the baseline's " + std::to_string(base.gpus()) +
                            " GPUs");
-    p.dp = base.gpus() / model_parallel;
+    p.dp = static_cast<int>(base.gpus() / model_parallel);
   }
   return p;
 }

@@ -46,15 +46,16 @@ double microbatches_in_flight(const Plan& p) {
     case Schedule::one_f_one_b: return std::min(p.pp, m);
     case Schedule::interleaved:
       return std::min<double>(m, p.pp + double(p.pp - 1) / p.vpp);
-    case Schedule::zb_h1:  // activations stay until the deferred weight gradient: up to 2(p-1)+1
-      return std::min(2 * p.pp - 1, m);
+    case Schedule::zb_h1:  // activations stay until the deferred weight gradient: p on every stage
+      return std::min(p.pp, m);
   }
   return m;
 }
 
 double in_flight_on(const Plan& p, int stage) {
   if (p.schedule == Schedule::gpipe || p.schedule == Schedule::zb_h1) return microbatches_in_flight(p);
-  return std::max(1.0, microbatches_in_flight(p) - stage);
+  if (p.schedule == Schedule::one_f_one_b) return std::min(p.pp - stage, p.microbatches());
+  return std::max(1.0, microbatches_in_flight(p) - stage);  // interleaved: Korthikanti's first stage
 }
 
 double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage) {

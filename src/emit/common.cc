@@ -110,11 +110,11 @@ std::string env_block(const ClusterProfile& c, const std::vector<EnvVar>& vars) 
 }
 
 int nodes_of(const Plan& p, const ClusterProfile& c) {
-  return p.gpus() <= c.gpus_per_node ? 1 : p.gpus() / c.gpus_per_node;
+  return int(p.gpus()) <= c.gpus_per_node ? 1 : int(p.gpus()) / c.gpus_per_node;
 }
 
 int gpus_per_node_of(const Plan& p, const ClusterProfile& c) {
-  return p.gpus() < c.gpus_per_node ? p.gpus() : c.gpus_per_node;
+  return int(p.gpus()) < c.gpus_per_node ? int(p.gpus()) : c.gpus_per_node;
 }
 
 int padded_vocab(int vocab, int tp) {
@@ -138,7 +138,7 @@ std::string header(const EmitRequest& r, const std::string& framework_name) {
   h +=
       fmt("# world      %d GPUs = %d nodes x %d; tp %d x pp %d x dp %d x cp %d; %d micro-batches "
           "of %d per iteration\n",
-          p.gpus(), nodes_of(p, r.cluster), gpus_per_node_of(p, r.cluster), p.tp, p.pp, p.dp, p.cp,
+          int(p.gpus()), nodes_of(p, r.cluster), gpus_per_node_of(p, r.cluster), p.tp, p.pp, p.dp, p.cp,
           p.microbatches(), p.mbs);
   h +=
       fmt("# predicted  iteration %.4f s, %.0f tokens/s, %.1f model TFLOP/s per GPU (MFU %.1f%%)\n",
@@ -176,13 +176,13 @@ void check_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p) {
   if (!m.encoders.empty())
     refuse("pretrain_gpt.py trains a decoder only; this model has encoder components");
   if (p.dp <= 0 || p.gbs <= 0) refuse("the plan needs dp and gbs (give --gpus and gbs=...)");
-  const int world = p.gpus();
+  const long long world = int(p.gpus());
   if (world > c.total_gpus())
-    refuse(fmt("tp*pp*dp*cp = %d GPUs exceeds the cluster's %d", world, c.total_gpus()));
+    refuse(fmt("tp*pp*dp*cp = %lld GPUs exceeds the cluster's %d", world, c.total_gpus()));
   if (world > c.gpus_per_node && world % c.gpus_per_node != 0)
     refuse(
         fmt("tp*pp*dp*cp = %d GPUs is not a whole number of %d-GPU nodes", world, c.gpus_per_node));
-  if (p.gbs % (p.mbs * p.dp) != 0)
+  if (p.gbs % (1LL * p.mbs * p.dp) != 0)
     refuse(
         fmt("gbs=%d is not mbs x dp x gradient-accumulation steps: mbs*dp = %d does not "
             "divide it",

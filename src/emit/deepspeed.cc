@@ -112,7 +112,7 @@ std::string deepspeed_env_file(const Plan& p) {
 
 ArgGroup mds_parallel_group(const Plan& p) {
   ArgGroup g{fmt("Parallelism: %d GPUs = tp %d x pp %d x dp %d (dp follows from the world size)",
-                 p.gpus(), p.tp, p.pp, p.dp),
+                 int(p.gpus()), p.tp, p.pp, p.dp),
              {{"--tensor-model-parallel-size", std::to_string(p.tp), ""}},
              {}};
   if (p.pp > 1)

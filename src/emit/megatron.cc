@@ -13,7 +13,7 @@ constexpr const char* kCommit = "307dcf37";  // configs/frameworks/megatron-args
 ArgGroup parallel_group(const ModelSpec& m, const Plan& p) {
   ArgGroup g{fmt("Parallelism: %d GPUs = tp %d x pp %d x cp %d x dp %d (dp follows from the "
                  "world size)",
-                 p.gpus(), p.tp, p.pp, p.cp, p.dp),
+                 int(p.gpus()), p.tp, p.pp, p.cp, p.dp),
              {{"--tensor-model-parallel-size", std::to_string(p.tp), ""},
               {"--pipeline-model-parallel-size", std::to_string(p.pp), ""},
               {"--context-parallel-size", std::to_string(p.cp), ""}},
@@ -238,7 +238,7 @@ std::string torchrun_script(const EmitRequest& r, const std::string& head,
       "if (( GPUS_PER_NODE * NNODES != %d )); then\n"
       "  echo \"the plan needs tp*pp*dp*cp = %d GPUs; NNODES=$NNODES gives "
       "$((GPUS_PER_NODE * NNODES))\" >&2\n  exit 1\nfi\n",
-      p.gpus(), per_node, nodes, p.gpus(), p.gpus());
+      int(p.gpus()), per_node, nodes, int(p.gpus()), int(p.gpus()));
   s += shell_array("TORCHRUN_ARGS", {{"",
                                       {{"--nproc_per_node", "\"$GPUS_PER_NODE\"", ""},
                                        {"--nnodes", "\"$NNODES\"", ""},
@@ -274,7 +274,7 @@ std::string sbatch_script(const EmitRequest& r, const std::string& head, const s
       "GPUS_PER_NODE=%d\n"
       "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
       "MASTER_PORT=${MASTER_PORT:-6000}\n",
-      p.gpus(), nodes, per_node, per_node);
+      int(p.gpus()), nodes, per_node, per_node);
   s += shell_array("TORCHRUN_ARGS", {{"",
                                       {{"--nproc_per_node", "\"$GPUS_PER_NODE\"", ""},
                                        {"--nnodes", "\"$SLURM_NNODES\"", ""},

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -49,19 +50,20 @@ class Row {
     try {
       size_t used = 0;
       const double v = std::stod(f_[col], &used);
-      if (used == f_[col].size() && v > 0) return v;
+      if (used == f_[col].size() && v > 0 && std::isfinite(v)) return v;
     } catch (const std::exception&) {
     }
-    fail(col, "expected a positive number, got '" + f_[col] + "'");
+    fail(col, "expected a positive finite number, got '" + f_[col] + "'");
   }
   int integer(int col, int min = 1) const {
     try {
       size_t used = 0;
       const int v = std::stoi(f_[col], &used);
-      if (used == f_[col].size() && v >= min) return v;
+      if (used == f_[col].size() && v >= min && v <= kMaxKnob) return v;
     } catch (const std::exception&) {
     }
-    fail(col, "expected an integer >= " + std::to_string(min) + ", got '" + f_[col] + "'");
+    fail(col, "expected an integer from " + std::to_string(min) + " to " + std::to_string(kMaxKnob) +
+                  ", got '" + f_[col] + "'");
   }
   std::optional<int> maybe(int col, int min = 1) const {
     return empty(col) ? std::nullopt : std::optional<int>(integer(col, min));
@@ -95,12 +97,16 @@ RegressionCase read_case(const Row& r, int line) {
   m.heads = r.integer(col("heads"));
   m.kv_heads = r.empty(col("kv_heads")) ? m.heads : r.integer(col("kv_heads"));
   m.ffn = r.integer(col("ffn"));
-  m.swiglu = r.integer(col("swiglu"), 0) == 1;
+  const int swiglu = r.integer(col("swiglu"), 0);
+  if (swiglu > 1) r.fail(col("swiglu"), "expected 0 or 1, got '" + r.text(col("swiglu")) + "'");
+  m.swiglu = swiglu == 1;
   m.vocab = r.integer(col("vocab"));
   m.seq_len = r.integer(col("seq"));
   c.tp = r.maybe(col("tp")), c.pp = r.maybe(col("pp")), c.dp = r.maybe(col("dp"));
   c.cp = r.maybe(col("cp")), c.vpp = r.maybe(col("vpp")), c.mbs = r.maybe(col("mbs"));
   c.sp = r.maybe(col("sp"), 0), c.zero = r.maybe(col("zero"), 0);
+  if (c.sp && *c.sp > 1) r.fail(col("sp"), "expected 0 or 1, got '" + r.text(col("sp")) + "'");
+  if (c.zero && *c.zero > 3) r.fail(col("zero"), "expected 0, 1, 2 or 3, got '" + r.text(col("zero")) + "'");
   c.gbs = r.integer(col("gbs"));
   const std::string& rc = r.text(col("recompute"));
   if (rc == "none") c.recompute = Recompute::none;

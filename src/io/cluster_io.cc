@@ -52,9 +52,12 @@ GemmModel read_gemm(const YamlReader& r) {
   GemmModel g;
   g.max_efficiency = fraction(r, "max_efficiency");
   g.k_half = r.get_double("k_half");
+  if (g.k_half < 0) r.fail("k_half", "must not be negative");
   g.misaligned_factor = fraction(r, "misaligned_factor");
   g.alignment = r.get_int("alignment");
+  if (g.alignment < 1) r.fail("alignment", "must be a positive number of elements");
   g.launch_s = r.get_double("launch_us") * kUs;
+  if (g.launch_s < 0) r.fail("launch_us", "must not be negative");
   const YAML::Node tiles = r.node("tiles");
   if (!tiles.IsSequence() || tiles.size() == 0)
     r.fail("tiles", "expected a list of [m, n, relative_efficiency]");
@@ -104,6 +107,7 @@ CollectiveCost read_collective(const YamlReader& r) {
   CollectiveCost c;
   c.busbw_Bps = positive(r, "busbw_GBps") * kGB;
   c.latency_s = r.get_double("latency_us") * kUs;
+  if (c.latency_s < 0) r.fail("latency_us", "must not be negative");
   if (!r.has("curve")) return c;
   const YAML::Node curve = r.node("curve");
   if (!curve.IsSequence()) r.fail("curve", "expected a list of [bytes, busbw_GBps]");
@@ -130,7 +134,9 @@ NetworkTier read_tier(const YamlReader& r) {
   NetworkTier t;
   t.name = r.get_string("name");
   t.reference_ranks = r.get_int("reference_ranks");
+  if (t.reference_ranks < 1) r.fail("reference_ranks", "must be a positive integer");
   t.hop_latency_s = r.get_double("hop_latency_us") * kUs;
+  if (t.hop_latency_s < 0) r.fail("hop_latency_us", "must not be negative");
   for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
                        Collective::alltoall, Collective::sendrecv})
     t.cost[static_cast<int>(c)] = read_collective(r.child(to_string(c)));
@@ -159,10 +165,14 @@ ClusterProfile read_cluster(const YamlReader& r) {
   ClusterProfile c;
   c.file = r.file();
   c.name = r.get_string("name");
+  for (char ch : c.name)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      r.fail("name", "must not contain control characters (newlines, tabs)");
   c.gpus_per_node = r.get_int("gpus_per_node");
   if (c.gpus_per_node <= 0) r.fail("gpus_per_node", "must be a positive integer");
   c.nodes = r.get_int("nodes");
   if (c.nodes <= 0) r.fail("nodes", "must be a positive integer");
+  if (1LL * c.nodes * c.gpus_per_node > (1 << 24)) r.fail("nodes", "more than 16M GPUs in all");
   if (r.has("gpu_hour_usd")) c.gpu_hour_usd = r.get_double("gpu_hour_usd");
   c.gpu = read_gpu(r.child("gpu"));
   c.software = read_software(r.child("software"));

@@ -37,6 +37,7 @@ std::vector<int> parse_int_set(const std::string& text, const std::string& optio
     if (lo < 0 || hi < lo)
       throw InputError("", 0, option, "expected non-negative values and ranges lo-hi, got '" + part + "'");
     if (hi - lo > 100000) throw InputError("", 0, option, "range '" + part + "' is too large");
+    if (hi > (1 << 20)) throw InputError("", 0, option, "values must be at most " + std::to_string(1 << 20));
     for (int v = lo; v <= hi; ++v) values.push_back(v);
   }
   if (values.empty()) throw InputError("", 0, option, "expected at least one value");
@@ -75,9 +76,9 @@ double parse_count(const std::string& text, const std::string& option) {
   }
   try {
     size_t used = 0;
-    const double v = std::stod(num, &used);
+    const double v = std::stod(num, &used) * scale;
     if (used != num.size() || !(v > 0) || !std::isfinite(v)) throw std::invalid_argument(text);
-    return v * scale;
+    return v;
   } catch (const std::exception&) {
     throw InputError("", 0, option, "expected a positive count such as 300B or 1e12, got '" + text + "'");
   }

@@ -1,5 +1,8 @@
 #include "planner/io/yaml_util.h"
 
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -8,6 +11,8 @@
 namespace planner::io {
 
 YAML::Node load_yaml_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError(path, 0, "", "is a folder, not a file");
   std::ifstream in(path);
   if (!in) throw InputError(path, 0, "", "cannot open file");
   std::stringstream ss;
@@ -41,7 +46,7 @@ int YamlReader::line() const { return node_.Mark().line >= 0 ? node_.Mark().line
 
 int YamlReader::line_of(const std::string& key) const {
   for (auto it = node_.begin(); it != node_.end(); ++it)
-    if (it->first.as<std::string>() == key) return it->first.Mark().line + 1;
+    if (it->first.IsScalar() && it->first.Scalar() == key) return it->first.Mark().line + 1;
   return line();
 }
 
@@ -50,8 +55,14 @@ void YamlReader::fail(const std::string& key, const std::string& what) const {
 }
 
 void YamlReader::check_keys(const std::vector<std::string>& allowed) const {
+  std::vector<std::string> seen;
   for (auto it = node_.begin(); it != node_.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
+    if (!it->first.IsScalar())
+      throw InputError(file_, it->first.Mark().line + 1, prefix_, "keys must be plain names");
+    const std::string key = it->first.Scalar();
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      throw InputError(file_, it->first.Mark().line + 1, path(key), "duplicate key");
+    seen.push_back(key);
     bool ok = false;
     for (const auto& a : allowed) ok = ok || a == key;
     if (ok) continue;
@@ -87,7 +98,9 @@ int YamlReader::get_int(const std::string& key) const {
   return convert<int>(*this, node(key), key, "an integer");
 }
 double YamlReader::get_double(const std::string& key) const {
-  return convert<double>(*this, node(key), key, "a number");
+  const double v = convert<double>(*this, node(key), key, "a number");
+  if (!std::isfinite(v)) fail(key, "expected a finite number");
+  return v;
 }
 bool YamlReader::get_bool(const std::string& key) const {
   return convert<bool>(*this, node(key), key, "true or false");

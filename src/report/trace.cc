@@ -1,5 +1,7 @@
 #include "planner/report/trace.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -44,7 +46,7 @@ nlohmann::json chrome_trace(const SimResult& sim, const Plan& p) {
 }
 
 void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());  // unique per process
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError(path, 0, "", "cannot write the file");

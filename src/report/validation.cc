@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 #include <ostream>
@@ -6,6 +7,7 @@
 #include <tuple>
 
 #include "planner/report/format.h"
+#include "planner/error.h"
 #include "planner/validate.h"
 #include "planner/units.h"
 
@@ -73,7 +75,10 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  block << "    measured:  # planner validate on " << m.device << ", " << date
+  std::string device = m.device;  // one line of YAML comment, whatever the runner reported
+  for (char& ch : device)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  block << "    measured:  # planner validate on " << device << ", " << date
         << ": [m, n, k, batch, dtype, efficiency]\n";
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const Kernel& k = w.kernels[i];
@@ -82,7 +87,7 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
     const double eff = k.flops / (m.kernel_s[i] * peak);
     char buf[160];
     std::snprintf(buf, sizeof buf, "      - [%.0f, %.0f, %.0f, %.0f, %s, %.4f]\n", k.gemm.m, k.gemm.n,
-                  k.gemm.k, k.gemm.batch, to_string(w.plan.dtype), std::min(1.0, eff));
+                  k.gemm.k, k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
     block << buf;
   }
   // Drop an earlier measured block, then insert the new one right after "  gemm:".
@@ -100,6 +105,7 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
     out << l << "\n";
     if (!inserted && l.rfind("  gemm:", 0) == 0) out << block.str(), inserted = true;
   }
+  if (!inserted) throw InputError("", 0, "--update-profile", "the profile has no gpu.gemm section to update");
   return out.str();
 }
 

@@ -12,6 +12,11 @@ inline constexpr double kWeightBytesPerParam = 2;
 inline constexpr double kGradBytesPerParam = 4;
 inline constexpr double kOptimizerBytesPerParam = 12;
 
+/// Bytes per gradient element on the wire: Megatron-LM reduces in fp32 under bf16
+/// (arguments.py: "bf16 requires gradient accumulation and all-reduce in fp32"), and tf32
+/// gradients are fp32 anyway; fp16 and fp8 reduce in 16 bits.
+inline double grad_wire_bytes(Dtype d) { return d == Dtype::bf16 || d == Dtype::tf32 ? 4.0 : 2.0; }
+
 /// CUDA context, NCCL buffers and cuBLAS workspaces, and the caching allocator's fragmentation:
 /// an allowance, not a measurement (PyTorch reports ~0.5-1 GiB of context per process; NCCL
 /// buffers default to 4 MiB per channel and peer). Named so that a user can see and change it.
