@@ -2,6 +2,8 @@
 // string of NVIDIA/Megatron-LM megatron/training/arguments.py at commit 307dcf37, listed in
 // configs/frameworks/megatron-args.txt with the facts quoted below; torchrun's flags are in
 // configs/frameworks/torchrun-args.txt (pytorch torch/distributed/run.py).
+#include <cctype>
+
 #include "common.h"
 
 namespace planner::emit {
@@ -251,6 +253,13 @@ std::string torchrun_script(const EmitRequest& r, const std::string& head,
   return s;
 }
 
+/// Slurm job names: letters, digits, '.', '_' and '-' only.
+std::string slurm_job_name(std::string name) {
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '_';
+  return name.empty() ? std::string("planner") : name;
+}
+
 std::string sbatch_script(const EmitRequest& r, const std::string& head, const std::string& body) {
   const Plan& p = r.plan;
   const int per_node = gpus_per_node_of(p, r.cluster), nodes = nodes_of(p, r.cluster);
@@ -263,7 +272,7 @@ std::string sbatch_script(const EmitRequest& r, const std::string& head, const s
   s +=
       fmt("#SBATCH --job-name=%s\n#SBATCH --nodes=%d\n#SBATCH --ntasks-per-node=1\n"
           "#SBATCH --gpus-per-node=%d\n#SBATCH --exclusive\n\n",
-          r.model.name.c_str(), nodes, per_node);
+          slurm_job_name(r.model.name).c_str(), nodes, per_node);
   s +=
       fmt("set -euo pipefail\n: \"${MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM "
           "checkout at commit %s}\"\n\n",

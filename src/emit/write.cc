@@ -41,6 +41,11 @@ std::string file_sha256(const std::string& path) { return sha256_hex(read_bytes(
 EmitRequest prepare(const std::string& model_file, const ModelSpec& model,
                     const std::string& cluster_file, const ClusterProfile& cluster,
                     const Plan& plan, const EstimateOptions& o) {
+  // Names and paths land in shell comments and directives: one line each, nothing to execute.
+  for (const auto& [text, option] : {std::pair{&model_file, "--model"}, {&cluster_file, "--cluster"}})
+    for (char ch : *text)
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+        throw InputError("", 0, option, "the path must not contain control characters");
   EmitRequest r;
   r.model_file = model_file;
   r.cluster_file = cluster_file;
