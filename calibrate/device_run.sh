@@ -1,47 +1,104 @@
 #!/usr/bin/env bash
-# The H200 calibration as one prepared step (../shared/DEVICE.md: build here, carry the build and
-# the shared libraries the device lacks, run one script, keep it well under the time budget).
+# The H200 calibration and validation as one prepared step (../shared/DEVICE.md: build here, carry
+# the build and the shared libraries the device lacks, run one script, keep it well under the
+# time budget).
 #
-#   calibrate/device_run.sh prepare     # on the development machine: build-device/ (about 25 MB)
-#   run tool: command "calibrate/device_run.sh run", carry ["build-device"], timeout_s 420
+#   calibrate/device_run.sh prepare     # on the development machine: build-device/
+#   run tool: command "calibrate/device_run.sh run", carry ["build-device"], timeout_s 590
+#   (or "calibrate/device_run.sh validate", timeout_s 300: the validations alone)
 #
 # `run` writes under $OUT: nvidia-smi.txt, quick.log (a 1-minute smoke test first), calibrate.log,
-# h200-calibrated.yaml and its .samples.json, and estimate.txt (planner estimate of a few layer
-# shapes on the new profile, to set next to the measured GEMM sums in calibrate.log).
+# h200-calibrated.yaml and its .samples.json, estimate.txt (planner estimate of a few layer
+# shapes on the new profile, to set next to the measured GEMM sums in calibrate.log); then what
+# `validate` writes. Bounds: 60 + 300 + 3 x 70 s at most, under the tool's 600 s per call.
+#
+# `validate` runs issue 7's three validations on the calibrated profile when $OUT has one (else
+# hw_profiles/dgx-h200.yaml), each the top plan of `planner suggest` on dgx-h200.yaml at a small
+# GPU count, the runner executing one rank's shard of one layer:
+#   megatron-1.7b  --gpus 8  (tp=1, the overall top plan)
+#   megatron-18.4b --gpus 8  --tp 8
+#   gpt3-175b      --gpus 64 --tp 8
+# Per model, under $OUT: validation-h200-<model>.txt and .json (planner validate's report),
+# .workload.json, .measured.json (the runner's times) and .runner.log (its checks and table).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+validate_one() {  # model, --gpus, plan, output folder, profile
+  local model=$1 gpus=$2 plan=$3 out=$4 profile=$5
+  local base="$out/validation-h200-$model"
+  local args=(--model "configs/models/$model.yaml" --cluster "$profile" --gpus "$gpus" --plan "$plan")
+  echo "# validation: $model on $profile, --plan \"$plan\""
+  build-device/planner validate "${args[@]}" --workload-out "$base.workload.json" || return 1
+  if ! timeout 70 build-device/calibrate/planner-validate --workload "$base.workload.json" \
+        --out "$base.measured.json" --iters 20 > "$base.runner.log" 2>&1; then
+    tail -30 "$base.runner.log"
+    return 1
+  fi
+  grep -E "^#   |relative|TFLOP|GB/s" "$base.runner.log" | head -60 || true
+  build-device/planner validate "${args[@]}" --measured "$base.measured.json" > "$base.txt" || return 1
+  cat "$base.txt"
+  build-device/planner validate "${args[@]}" --measured "$base.measured.json" --format json > "$base.json"
+}
+
+validate_all() {
+  local out=$1 status=0
+  local profile=hw_profiles/dgx-h200.yaml
+  [ -s "$out/h200-calibrated.yaml" ] && profile="$out/h200-calibrated.yaml"
+  validate_one megatron-1.7b 8 "tp=1,pp=1,dp=8,cp=1,vpp=1,mbs=16,gbs=512,zero=2,recompute=none,sp=0,schedule=1f1b,dtype=bf16" "$out" "$profile" || status=1
+  validate_one megatron-18.4b 8 "tp=8,pp=1,dp=1,cp=1,vpp=1,mbs=16,gbs=1024,zero=0,recompute=none,sp=1,schedule=1f1b,dtype=bf16" "$out" "$profile" || status=1
+  validate_one gpt3-175b 64 "tp=8,pp=1,dp=8,cp=1,vpp=1,mbs=8,gbs=1536,zero=3,recompute=none,sp=1,schedule=1f1b,dtype=bf16" "$out" "$profile" || status=1
+  return $status
+}
+
+device_env() {
+  export LD_LIBRARY_PATH="$PWD/build-device/libs:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  out="${OUT:-/tmp/calibrate-out}"
+  mkdir -p "$out"
+}
+
 case "${1:-}" in
   prepare)
     cmake -S . -B build-device -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
           -DPLANNER_CALIBRATE_MPI=OFF
-    cmake --build build-device --target planner-calibrate planner
+    cmake --build build-device --target planner-calibrate planner-validate planner
     mkdir -p build-device/libs
     cp -L /lib/x86_64-linux-gnu/libyaml-cpp.so.0.7 /lib/x86_64-linux-gnu/libfmt.so.9 \
           /lib/x86_64-linux-gnu/libspdlog.so.1.10 build-device/libs/
     ;;
   run)
-    export LD_LIBRARY_PATH="$PWD/build-device/libs:/usr/local/cuda/lib64:/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    out="${OUT:-/tmp/calibrate-out}"
-    mkdir -p "$out"
+    device_env
     nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
     cal=build-device/calibrate/planner-calibrate
-    timeout 60 "$cal" --quick --skip nccl --base hw_profiles/dgx-h200.yaml \
-        --out "$out/quick.yaml" > "$out/quick.log" 2>&1 || { tail -20 "$out/quick.log"; exit 1; }
-    timeout 300 "$cal" --base hw_profiles/dgx-h200.yaml --name h200-calibrated \
-        --out "$out/h200-calibrated.yaml" > "$out/calibrate.log" 2>&1 || { tail -40 "$out/calibrate.log"; exit 1; }
-    grep -E "^#   |# wrote" "$out/calibrate.log"
-    for shape in "2048 1" "2048 8" "8192 1" "8192 8"; do
-      set -- $shape
-      printf 'name: h%s\nlayers: 1\nhidden: %s\nheads: %s\nkv_heads: %s\nffn: %s\nswiglu: false\nvocab: 50304\nseq_len: 4096\ntied_embeddings: true\n' \
-          "$1" "$1" $(($1 / 128)) $(($1 / 128)) $((4 * $1)) > "$out/h$1.yaml"
-      echo "# hidden $1, tp $2, 4096 tokens" >> "$out/estimate.txt"
-      build-device/planner estimate --model "$out/h$1.yaml" --cluster "$out/h200-calibrated.yaml" \
-          --plan "tp=$2,pp=1,mbs=1,gbs=64" --gpus 8 2>&1 | grep -E "forward  =|backward =" >> "$out/estimate.txt" || true
-    done
-    cat "$out/estimate.txt"
+    status=0
+    if timeout 60 "$cal" --quick --skip nccl --base hw_profiles/dgx-h200.yaml \
+         --out "$out/quick.yaml" > "$out/quick.log" 2>&1 &&
+       timeout 300 "$cal" --base hw_profiles/dgx-h200.yaml --name h200-calibrated \
+         --out "$out/h200-calibrated.yaml" > "$out/calibrate.log" 2>&1; then
+      grep -E "^#   |# wrote" "$out/calibrate.log" || true
+      for shape in "2048 1" "2048 8" "8192 1" "8192 8"; do
+        set -- $shape
+        printf 'name: h%s\nlayers: 1\nhidden: %s\nheads: %s\nkv_heads: %s\nffn: %s\nswiglu: false\nvocab: 50304\nseq_len: 4096\ntied_embeddings: true\n' \
+            "$1" "$1" $(($1 / 128)) $(($1 / 128)) $((4 * $1)) > "$out/h$1.yaml"
+        echo "# hidden $1, tp $2, 4096 tokens" >> "$out/estimate.txt"
+        build-device/planner estimate --model "$out/h$1.yaml" --cluster "$out/h200-calibrated.yaml" \
+            --plan "tp=$2,pp=1,mbs=1,gbs=64" --gpus 8 2>&1 | grep -E "forward  =|backward =" >> "$out/estimate.txt" || true
+      done
+      cat "$out/estimate.txt"
+    else
+      tail -20 "$out/quick.log" "$out/calibrate.log" 2>/dev/null || true
+      rm -f "$out/h200-calibrated.yaml"  # validate on the datasheet profile instead
+      status=1
+    fi
+    validate_all "$out" || status=1
+    exit $status
+    ;;
+  validate)
+    device_env
+    nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
+    validate_all "$out"
     ;;
   *)
-    echo "usage: $0 prepare|run" >&2
+    echo "usage: $0 prepare|run|validate" >&2
     exit 2
     ;;
 esac

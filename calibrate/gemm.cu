@@ -6,94 +6,16 @@
 #include <map>
 
 #include "calibrate/device.h"
+#include "calibrate/matmul.h"
 #include "calibrate/measurements.h"
 #include "planner/units.h"
-
-#define CAL_CUBLAS(call)                                                   \
-  do {                                                                     \
-    const cublasStatus_t cal_s_ = (call);                                  \
-    if (cal_s_ != CUBLAS_STATUS_SUCCESS)                                   \
-      ::planner::calibrate::device_failure(__FILE__, __LINE__, #call,      \
-                                           cublasGetStatusString(cal_s_)); \
-  } while (0)
 
 namespace planner::calibrate {
 namespace {
 
-/// NVIDIA recommends 32 MiB of cuBLASLt workspace on Hopper (cuBLAS docs, cublasSetWorkspace).
-constexpr size_t kWorkspaceBytes = 32u << 20;
-
-struct Types {
-  cudaDataType_t ab, c;
-  cublasComputeType_t compute;
-  ElementType fill;
-  int min_cc;  ///< compute capability x 10 that has tensor cores for it
-};
-
-Types types_of(Dtype d) {
-  switch (d) {
-    case Dtype::fp16:
-      return {CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F, ElementType::f16, 70};
-    case Dtype::bf16:
-      return {CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F, ElementType::bf16, 80};
-    case Dtype::tf32:
-      return {CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32, ElementType::f32, 80};
-    case Dtype::fp8:
-      return {CUDA_R_8F_E4M3, CUDA_R_16BF, CUBLAS_COMPUTE_32F, ElementType::e4m3, 89};
-  }
-  return {};
-}
-
-/// The cuBLASLt descriptors of one problem and the heuristic's first algorithm.
-class Matmul {
- public:
-  Matmul(cublasLtHandle_t h, const GemmCase& c) : handle_(h) {
-    const Types t = types_of(c.dtype);
-    CAL_CUBLAS(cublasLtMatmulDescCreate(&op_, t.compute, CUDA_R_32F));
-    const cublasOperation_t ta = c.transa == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t tb = c.transb == 'T' ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CAL_CUBLAS(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-    CAL_CUBLAS(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    const auto m = uint64_t(c.cm), n = uint64_t(c.cn), k = uint64_t(c.ck);
-    // Column-major: op(A) is m x k, stored k x m when transposed; op(B) is k x n.
-    CAL_CUBLAS(ta == CUBLAS_OP_T ? cublasLtMatrixLayoutCreate(&a_, t.ab, k, m, int64_t(k))
-                                 : cublasLtMatrixLayoutCreate(&a_, t.ab, m, k, int64_t(m)));
-    CAL_CUBLAS(tb == CUBLAS_OP_T ? cublasLtMatrixLayoutCreate(&b_, t.ab, n, k, int64_t(n))
-                                 : cublasLtMatrixLayoutCreate(&b_, t.ab, k, n, int64_t(k)));
-    CAL_CUBLAS(cublasLtMatrixLayoutCreate(&c_, t.c, m, n, int64_t(m)));
-    CAL_CUBLAS(cublasLtMatmulPreferenceCreate(&pref_));
-    const uint64_t ws = kWorkspaceBytes;
-    CAL_CUBLAS(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &ws, sizeof ws));
-    const cublasStatus_t s =
-        cublasLtMatmulAlgoGetHeuristic(h, op_, a_, b_, c_, c_, pref_, 1, &heuristic_, &found_);
-    if (s != CUBLAS_STATUS_SUCCESS) found_ = 0;
-  }
-  ~Matmul() {
-    cublasLtMatmulPreferenceDestroy(pref_);
-    cublasLtMatrixLayoutDestroy(c_);
-    cublasLtMatrixLayoutDestroy(b_);
-    cublasLtMatrixLayoutDestroy(a_);
-    cublasLtMatmulDescDestroy(op_);
-  }
-  Matmul(const Matmul&) = delete;
-  Matmul& operator=(const Matmul&) = delete;
-  bool ok() const { return found_ > 0; }
-
-  void run(const void* a, const void* b, void* c, void* workspace, cudaStream_t s) const {
-    const float alpha = 1, beta = 0;
-    CAL_CUBLAS(cublasLtMatmul(handle_, op_, &alpha, a, a_, b, b_, &beta, c, c_, c, c_,
-                              &heuristic_.algo, workspace, kWorkspaceBytes, s));
-  }
-
- private:
-  cublasLtHandle_t handle_;
-  cublasLtMatmulDesc_t op_ = nullptr;
-  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
-  cublasLtMatmulPreference_t pref_ = nullptr;
-  cublasLtMatmulHeuristicResult_t heuristic_{};
-  int found_ = 0;
-};
+using Types = MatmulTypes;
+Types types_of(Dtype d) { return matmul_types(d); }
+constexpr size_t kWorkspaceBytes = kMatmulWorkspaceBytes;
 
 size_t align256(double bytes) { return (size_t(bytes) + 255) / 256 * 256; }
 /// A's bytes rounded to 256 (B starts there), then B's: the inputs of one case.
@@ -151,7 +73,7 @@ void print_header(Dtype dt, const RepeatPolicy& p, Output& out) {
 
 GemmSample measure_case(cublasLtHandle_t h, const GemmCase& c, const GemmRun& run, const Pool& pool,
                         cudaStream_t stream) {
-  Matmul mm(h, c);
+  Matmul mm(h, c.dtype, {c.transa, c.transb, (long long)c.cm, (long long)c.cn, (long long)c.ck, 1});
   if (!mm.ok()) return {};
   const char* a = static_cast<const char*>(pool.inputs.get());
   const char* b = a + a_bytes(c);

@@ -1,0 +1,28 @@
+#pragma once
+/// The plan's collectives on the local GPUs: one process drives `ranks` GPUs through
+/// ncclCommInitAll (nccl-tests -g), each collective at its real size S with the calibrate
+/// definitions (collectives.h), timed by the harness, every step under the watchdog.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "calibrate/timing.h"
+#include "calibrate/validate_workload.h"
+
+namespace planner::calibrate {
+
+struct CollectiveTimes {
+  std::vector<double> collectives_s;  ///< one call each, in workload order; empty: not measured
+  double dp_s = -1;                   ///< the DP reduction; < 0: not measured
+};
+
+/// Measures what the local GPUs allow: the TP collectives when there are at least their ranks
+/// (all or none, as the planner reads them), the DP reduction likewise. A reduction larger than
+/// `max_chunk_bytes` runs as chunks of that size (gradient buckets) and their times are added.
+/// Throws CollectiveTimeout (watchdog.h) when a step exceeds `timeout_s`.
+CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& policy,
+                                 double timeout_s, unsigned long long seed, int local_gpus,
+                                 const std::function<void(const std::string&)>& log,
+                                 double max_chunk_bytes = 1073741824.0);
+
+}  // namespace planner::calibrate

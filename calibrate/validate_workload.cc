@@ -1,0 +1,374 @@
+#include "calibrate/validate_workload.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "planner/error.h"
+
+namespace planner::calibrate {
+namespace {
+
+using nlohmann::json;
+
+/// Reads one key of a workload object; every problem names the origin and the key path.
+class Reader {
+ public:
+  explicit Reader(std::string origin) : origin_(std::move(origin)) {}
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+    throw InputError(origin_, 0, key, what);
+  }
+  const json& at(const json& j, const std::string& key, const std::string& path) const {
+    if (!j.is_object() || !j.contains(key)) fail(path + key, "missing");
+    return j[key];
+  }
+  double number(const json& j, const std::string& key, const std::string& path) const {
+    const json& v = at(j, key, path);
+    if (!v.is_number()) fail(path + key, "expected a number");
+    return v.get<double>();
+  }
+  int positive_int(const json& j, const std::string& key, const std::string& path) const {
+    const double v = number(j, key, path);
+    if (v < 1 || v != std::floor(v) || v > 1e9) fail(path + key, "expected a positive integer");
+    return int(v);
+  }
+  bool boolean(const json& j, const std::string& key, const std::string& path) const {
+    const json& v = at(j, key, path);
+    if (!v.is_boolean()) fail(path + key, "expected true or false");
+    return v.get<bool>();
+  }
+  std::string text(const json& j, const std::string& key, const std::string& path) const {
+    const json& v = at(j, key, path);
+    if (!v.is_string()) fail(path + key, "expected a string");
+    return v.get<std::string>();
+  }
+  /// One of `choices` (their index), with the nearest one suggested otherwise.
+  int choice(const json& j, const std::string& key, const std::string& path,
+             const std::vector<std::string>& choices) const {
+    const std::string v = text(j, key, path);
+    for (size_t i = 0; i < choices.size(); ++i)
+      if (v == choices[i]) return int(i);
+    const std::string near = nearest_word(v, choices);
+    fail(path + key,
+         "unknown value '" + v + "'" + (near.empty() ? "" : ", did you mean '" + near + "'?"));
+  }
+
+ private:
+  std::string origin_;
+};
+
+const std::vector<std::string> kClasses = {"gemm", "attention", "elementwise"};
+const std::vector<std::string> kPasses = {"forward", "backward_data", "backward_weight"};
+const std::vector<std::string> kCollectives = {"allreduce", "allgather", "reduce_scatter",
+                                               "alltoall", "sendrecv"};
+const std::vector<std::string> kDtypes = {"fp16", "bf16", "fp8", "tf32"};  // enum Dtype order
+
+WorkLayer parse_layer(const Reader& r, const json& j) {
+  WorkLayer l;
+  const std::string p = "layer.";
+  l.hidden = r.positive_int(j, "hidden", p), l.heads = r.positive_int(j, "heads", p);
+  l.kv_heads = r.positive_int(j, "kv_heads", p), l.ffn = r.positive_int(j, "ffn", p);
+  l.seq = r.positive_int(j, "seq", p), l.tp = r.positive_int(j, "tp", p);
+  l.cp = r.positive_int(j, "cp", p), l.mbs = r.positive_int(j, "mbs", p);
+  l.swiglu = r.boolean(j, "swiglu", p), l.sp = r.boolean(j, "sp", p);
+  if (l.hidden % l.heads) r.fail("layer.heads", "does not divide hidden");
+  if (l.heads % l.tp || l.kv_heads % l.tp || l.ffn % l.tp)
+    r.fail("layer.tp", "does not divide heads, kv_heads and ffn");
+  if (l.heads % l.kv_heads) r.fail("layer.kv_heads", "does not divide heads");
+  if (l.seq % l.cp) r.fail("layer.cp", "does not divide seq");
+  if (l.sp && l.tokens() % l.tp) r.fail("layer.sp", "tp does not divide the tokens");
+  return l;
+}
+
+WorkKernel parse_kernel(const Reader& r, const json& j, const std::string& p) {
+  WorkKernel k;
+  k.name = r.text(j, "name", p);
+  k.cls = KernelClass(r.choice(j, "class", p, kClasses));
+  k.pass = Pass(r.choice(j, "pass", p, kPasses));
+  k.recompute = r.boolean(j, "recompute", p);
+  k.m = r.number(j, "m", p), k.n = r.number(j, "n", p), k.k = r.number(j, "k", p);
+  k.batch = r.number(j, "batch", p), k.bytes = r.number(j, "bytes", p);
+  k.flops = r.number(j, "flops", p), k.predicted_s = r.number(j, "predicted_s", p);
+  return k;
+}
+
+WorkCollective parse_collective(const Reader& r, const json& j, const std::string& p, bool dp) {
+  WorkCollective c;
+  c.name = dp ? "dp_gradients" : r.text(j, "name", p);
+  c.coll = Collective(r.choice(j, "collective", p, kCollectives));
+  c.bytes = r.number(j, "bytes", p);
+  c.ranks = r.positive_int(j, "ranks", p);
+  c.count = dp ? 1 : int(r.number(j, "count", p));
+  c.predicted_s = r.number(j, "predicted_s", p);
+  if (c.bytes < 0) r.fail(p + "bytes", "must be >= 0");
+  return c;
+}
+
+}  // namespace
+
+RunnerWorkload parse_runner_workload(const std::string& text, const std::string& origin) {
+  const Reader r(origin);
+  const json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    r.fail("", "not a JSON object (is it a workload from planner validate --workload-out?)");
+  if (r.text(j, "schema", "") != "planner-validate-workload/1")
+    r.fail("schema",
+           "expected planner-validate-workload/1, found '" + j["schema"].get<std::string>() + "'");
+  RunnerWorkload w;
+  w.model = j.value("model", std::string("?"));
+  w.plan = j.value("plan", std::string("?"));
+  w.dtype = Dtype(r.choice(j, "dtype", "", kDtypes));
+  w.flash = r.choice(j, "attention", "", {"unfused", "flash"}) == 1;
+  w.layer = parse_layer(r, r.at(j, "layer", ""));
+  const json& kernels = r.at(j, "kernels", "");
+  if (!kernels.is_array() || kernels.empty()) r.fail("kernels", "expected a non-empty list");
+  for (size_t i = 0; i < kernels.size(); ++i)
+    w.kernels.push_back(parse_kernel(r, kernels[i], "kernels[" + std::to_string(i) + "]."));
+  const json& colls = r.at(j, "collectives", "");
+  if (!colls.is_array()) r.fail("collectives", "expected a list");
+  for (size_t i = 0; i < colls.size(); ++i)
+    w.collectives.push_back(
+        parse_collective(r, colls[i], "collectives[" + std::to_string(i) + "].", false));
+  w.dp = parse_collective(r, r.at(j, "dp", ""), "dp.", true);
+  try {
+    for (size_t i = 0; i < w.kernels.size(); ++i) kernel_run(w, i);  // every entry can run
+  } catch (const InputError& e) {
+    throw InputError(origin, 0, "", e.what());
+  }
+  return w;
+}
+
+RunnerWorkload load_runner_workload(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, 0, "", "cannot open file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_runner_workload(ss.str(), path);
+}
+
+Dtype activation_dtype(Dtype workload) {
+  return workload == Dtype::fp16 ? Dtype::fp16 : Dtype::bf16;
+}
+
+namespace {
+
+/// cuBLAS layouts of the planner's shapes (calibrate/sweeps.cc make_case): forward-like
+/// products read a transposed operand (TN, C = out x tokens), data gradients none (NN),
+/// weight-like gradients reduce over the tokens (NT, C = m x n). FP8 takes TN only (cuBLASLt).
+void gemm_layout(const WorkKernel& k, KernelRun& r) {
+  const std::set<std::string> tn = {"scores", "context_dp"}, nt = {"scores_dk", "context_dv"};
+  const bool weight = k.pass == Pass::backward_weight || nt.count(k.name);
+  const bool forward = k.cls == KernelClass::gemm ? k.pass == Pass::forward : tn.count(k.name) > 0;
+  r.kind = RunKind::gemm;
+  r.m = long(weight ? k.m : k.n), r.n = long(weight ? k.n : k.m), r.k = long(k.k);
+  r.batch = long(k.batch);
+  r.transa = forward ? 'T' : 'N';
+  r.transb = weight ? 'T' : 'N';
+  if (r.dtype == Dtype::fp8) r.transa = 'T', r.transb = 'N';
+}
+
+/// Entries whose bytes the runner recomputes: a difference is reported, not fatal.
+void compare_bytes(const WorkKernel& k, double expected, KernelRun& r) {
+  if (std::fabs(k.bytes - expected) > 1e-6 * expected) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "the workload's bytes %.0f differ from the layer's %.0f",
+                  k.bytes, expected);
+    r.note = buf;
+  }
+}
+
+void attention_run(const RunnerWorkload& w, const WorkKernel& k, KernelRun& r) {
+  const WorkLayer& l = w.layer;
+  r.dtype = activation_dtype(w.dtype);
+  r.kv_group = l.heads / l.kv_heads;
+  if (k.name == "flash_attention") {
+    r.kind = k.pass == Pass::forward ? RunKind::flash_forward : RunKind::flash_backward;
+    r.bh = long(k.batch), r.sq = long(k.m), r.sk = long(k.n), r.d = long(k.k);
+    return;
+  }
+  r.bh = long(l.mbs) * l.heads / l.tp, r.sq = l.seq / l.cp, r.sk = l.seq, r.d = l.head_dim();
+  if (k.name == "softmax_dropout") {
+    const bool fwd = k.pass == Pass::forward;
+    r.kind = fwd ? RunKind::softmax_forward : RunKind::softmax_backward;
+    compare_bytes(k, double(r.bh) * r.sq * r.sk * (fwd ? 9 : 11), r);
+    return;
+  }
+  r.dtype = w.dtype == Dtype::fp8 ? Dtype::bf16 : w.dtype;  // TE runs attention BMMs in bf16
+  gemm_layout(k, r);
+}
+
+}  // namespace
+
+KernelRun kernel_run(const RunnerWorkload& w, size_t index) {
+  const WorkKernel& k = w.kernels.at(index);
+  const WorkLayer& l = w.layer;
+  const std::string where = "kernels[" + std::to_string(index) + "]";
+  const auto fail = [&](const std::string& what) { throw InputError("", 0, where, what); };
+  KernelRun r;
+  r.dtype = w.dtype;
+  static const std::set<std::string> attention = {"scores",          "context",        "scores_dq",
+                                                  "scores_dk",       "context_dp",     "context_dv",
+                                                  "softmax_dropout", "flash_attention"};
+  if (k.cls == KernelClass::gemm) {
+    if (!(k.m >= 1 && k.n >= 1 && k.k >= 1 && k.batch >= 1))
+      fail("a GEMM needs m, n, k, batch >= 1");
+    gemm_layout(k, r);
+  } else if (k.cls == KernelClass::attention) {
+    if (!attention.count(k.name)) fail("unknown attention kernel '" + k.name + "'");
+    attention_run(w, k, r);
+    if ((r.kind == RunKind::flash_forward || r.kind == RunKind::flash_backward) &&
+        !(r.d == 64 || r.d == 80 || r.d == 96 || r.d == 128))
+      fail("the flash kernel runs head dimensions 64, 80, 96 and 128, not " + std::to_string(r.d));
+    if (r.kind == RunKind::gemm && !(r.m >= 1 && r.n >= 1 && r.k >= 1))
+      fail("empty attention GEMM");
+  } else if (k.name == "norm_residual") {
+    r.dtype = activation_dtype(w.dtype);
+    r.kind = k.pass == Pass::forward ? RunKind::norm_forward : RunKind::norm_backward;
+    r.rows = l.norm_rows(), r.width = l.hidden, r.rms = l.swiglu;  // Llama-style models: RMSNorm
+    compare_bytes(k, 22.0 * r.rows * r.width * (k.pass == Pass::forward ? 1 : 2), r);
+  } else if (k.name == "activation") {
+    r.dtype = activation_dtype(w.dtype);
+    r.kind = k.pass == Pass::forward ? RunKind::activation_forward : RunKind::activation_backward;
+    r.rows = l.tokens(), r.width = l.ffn / l.tp, r.swiglu = l.swiglu;
+    compare_bytes(
+        k, 2.0 * r.rows * r.width * (l.swiglu ? 3 : 2) * (k.pass == Pass::forward ? 1 : 2), r);
+  } else {
+    fail("unknown element-wise kernel '" + k.name + "'");
+  }
+  if (r.width % 8 ||
+      ((r.kind == RunKind::softmax_forward || r.kind == RunKind::softmax_backward) && r.sk % 8))
+    fail("the element-wise kernels need rows of a multiple of 8 elements (hidden, ffn / tp, seq)");
+  return r;
+}
+
+std::string describe(const KernelRun& r) {
+  char buf[200];
+  const char* dt = to_string(r.dtype);
+  switch (r.kind) {
+    case RunKind::gemm:
+      std::snprintf(buf, sizeof buf, "cuBLASLt %s %c%c %ld x %ld x %ld%s", dt, r.transa, r.transb,
+                    r.m, r.n, r.k,
+                    r.batch > 1 ? (" batch " + std::to_string(r.batch)).c_str() : "");
+      break;
+    case RunKind::flash_forward:
+    case RunKind::flash_backward:
+      std::snprintf(buf, sizeof buf, "flash attention %s %s bh=%ld sq=%ld sk=%ld d=%ld%s%s",
+                    r.kind == RunKind::flash_forward ? "fwd" : "bwd", dt, r.bh, r.sq, r.sk, r.d,
+                    r.causal ? " causal" : "",
+                    r.kv_group > 1 ? (" kv_group=" + std::to_string(r.kv_group)).c_str() : "");
+      break;
+    case RunKind::softmax_forward:
+    case RunKind::softmax_backward:
+      std::snprintf(buf, sizeof buf, "softmax+dropout %s %s %ld rows x %ld%s",
+                    r.kind == RunKind::softmax_forward ? "fwd" : "bwd", dt, r.bh * r.sq, r.sk,
+                    r.causal ? " causal" : "");
+      break;
+    case RunKind::norm_forward:
+    case RunKind::norm_backward:
+      std::snprintf(buf, sizeof buf, "%s+bias-dropout-add x2 %s %s %ld x %ld",
+                    r.rms ? "rmsnorm" : "layernorm",
+                    r.kind == RunKind::norm_forward ? "fwd" : "bwd", dt, r.rows, r.width);
+      break;
+    case RunKind::activation_forward:
+    case RunKind::activation_backward:
+      std::snprintf(buf, sizeof buf, "%s %s %s %ld x %ld", r.swiglu ? "swiglu" : "bias-gelu",
+                    r.kind == RunKind::activation_forward ? "fwd" : "bwd", dt, r.rows, r.width);
+      break;
+  }
+  return buf;
+}
+
+double run_bytes(const KernelRun& r) {
+  const double e = r.dtype == Dtype::fp8 ? 1 : r.dtype == Dtype::tf32 ? 4 : 2;
+  const double q = double(r.bh) * r.sq * r.d, kv = double(r.bh / r.kv_group) * r.sk * r.d;
+  const double elems = double(r.bh) * r.sq * r.sk, rh = double(r.rows) * r.width;
+  switch (r.kind) {
+    case RunKind::gemm:
+      return double(r.batch) * (e * (r.m * double(r.k) + r.k * double(r.n)) +
+                                (r.dtype == Dtype::fp8 ? 2 : e) * r.m * double(r.n));
+    case RunKind::flash_forward:
+      return 2 * (2 * q + 2 * kv) + 4.0 * r.bh * r.sq;
+    // Q, O, dO read, dQ written (2 B), the fp32 dQ accumulator zeroed, added to and read,
+    // K, V read, dK, dV written; dK, dV expanded per query head and summed when grouped.
+    case RunKind::flash_backward:
+      return 2 * (4 * q + 2 * kv) + 12 * q + 4 * (r.kv_group > 1 ? 3 * q + kv : kv) +
+             12.0 * r.bh * r.sq;
+    case RunKind::softmax_forward:
+      return 9 * elems;
+    case RunKind::softmax_backward:
+      return 11 * elems;
+    case RunKind::norm_forward:
+      return 22 * rh;
+    case RunKind::norm_backward:
+      return 34 * rh;  // per half: dropout 5h, norm 8h, gamma 4h
+    case RunKind::activation_forward:
+      return (r.swiglu ? 6 : 4) * rh;
+    case RunKind::activation_backward:
+      return (r.swiglu ? 10 : 6) * rh;
+  }
+  return 0;
+}
+
+std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus) {
+  std::vector<std::string> out;
+  char buf[400];
+  const WorkLayer& l = w.layer;
+  out.push_back("# workload: " + w.model + " --plan \"" + w.plan + "\"");
+  std::snprintf(
+      buf, sizeof buf,
+      "# layer: hidden %d, heads %d (kv %d), ffn %d%s, seq %d; tp %d, cp %d, mbs %d, sp %d; "
+      "%s, %s attention, %s",
+      l.hidden, l.heads, l.kv_heads, l.ffn, l.swiglu ? " swiglu" : "", l.seq, l.tp, l.cp, l.mbs,
+      int(l.sp), to_string(w.dtype), w.flash ? "flash" : "unfused",
+      l.swiglu ? "RMSNorm" : "layer norm");
+  out.push_back(buf);
+  out.push_back(
+      "#   i  kernel            pass             rec  pred_us   model_MB  kernel_MB  runs");
+  std::set<std::string> distinct;
+  for (size_t i = 0; i < w.kernels.size(); ++i) {
+    const WorkKernel& k = w.kernels[i];
+    const KernelRun r = kernel_run(w, i);
+    distinct.insert(describe(r));
+    std::snprintf(buf, sizeof buf, "%5zu  %-16s  %-15s  %-3s %8.1f %10.1f %10.1f  %s%s%s", i,
+                  k.name.c_str(), kPasses[int(k.pass)].c_str(), k.recompute ? "yes" : "",
+                  k.predicted_s * 1e6, k.bytes / 1e6, run_bytes(r) / 1e6, describe(r).c_str(),
+                  r.note.empty() ? "" : "  # ", r.note.c_str());
+    out.push_back(buf);
+  }
+  std::snprintf(buf, sizeof buf, "# %zu kernels, %zu distinct runs (each timed once)",
+                w.kernels.size(), distinct.size());
+  out.push_back(buf);
+  std::vector<WorkCollective> all = w.collectives;
+  if (w.dp.bytes > 0 && w.dp.ranks > 1) all.push_back(w.dp);
+  for (const WorkCollective& c : all) {
+    const bool dp = &c == &all.back() && w.dp.bytes > 0 && w.dp.ranks > 1;
+    const std::string times =
+        dp ? "once per iteration" : "x " + std::to_string(c.count) + " per layer";
+    std::snprintf(buf, sizeof buf, "# %s: NCCL %s of %.0f bytes over %d GPUs, %s: %s",
+                  c.name.c_str(), to_string(c.coll), c.bytes, c.ranks, times.c_str(),
+                  local_gpus < 0 ? "measured where the machine has that many GPUs"
+                  : local_gpus >= c.ranks
+                      ? "measured on the local GPUs"
+                      : "needs more local GPUs: null (the profile's time stands)");
+    out.push_back(buf);
+  }
+  if (all.empty()) out.push_back("# no collectives (tp = 1 and dp = 1)");
+  return out;
+}
+
+std::string results_json(const RunnerResults& r) {
+  json j = {
+      {"schema", "planner-validate-results/1"}, {"device", r.device}, {"kernels_s", r.kernels_s}};
+  j["collectives_s"] = r.collectives_s.empty() ? json(nullptr) : json(r.collectives_s);
+  j["dp_s"] = r.dp_s < 0 ? json(nullptr) : json(r.dp_s);
+  json checks = json::array();
+  for (const auto& [name, err] : r.checks)
+    checks.push_back({{"kernel", name}, {"relative_error", err}});
+  j["checks"] = checks;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace planner::calibrate

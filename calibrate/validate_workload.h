@@ -1,0 +1,109 @@
+#pragma once
+/// planner-validate's view of the work: the workload JSON that `planner validate` writes
+/// (schema planner-validate-workload/1, src/validate.cc workload_json), what the runner executes
+/// for each of its kernels, and the results JSON it writes back. Plain C++ (no CUDA): parsed,
+/// described (--dry-run) and tested on the CPU.
+#include <string>
+#include <vector>
+
+#include "planner/cluster.h"
+#include "planner/cost/compute.h"
+
+namespace planner::calibrate {
+
+/// The decoder layer the kernels come from ("layer" in the workload).
+struct WorkLayer {
+  int hidden = 0, heads = 0, kv_heads = 0, ffn = 0, seq = 0, tp = 1, cp = 1, mbs = 1;
+  bool swiglu = false, sp = false;
+  int head_dim() const { return hidden / heads; }
+  long tokens() const { return long(mbs) * seq / cp; }  ///< per micro-batch on this rank
+  /// Rows of the norms and residual adds: outside the TP region, split by tp only with sp.
+  long norm_rows() const { return sp ? tokens() / tp : tokens(); }
+};
+
+struct WorkKernel {
+  std::string name;  ///< qkv, proj, fc1, fc2, scores, ..., flash_attention, norm_residual, ...
+  KernelClass cls = KernelClass::gemm;
+  Pass pass = Pass::forward;
+  bool recompute = false;
+  double m = 0, n = 0, k = 0, batch = 1;  ///< the planner's GemmShape (row-major C = A B)
+  double bytes = 0, flops = 0, predicted_s = 0;
+};
+
+struct WorkCollective {
+  std::string name;
+  Collective coll = Collective::allreduce;
+  double bytes = 0;  ///< nccl-tests size S
+  int ranks = 1;
+  int count = 1;
+  double predicted_s = 0;
+};
+
+struct RunnerWorkload {
+  std::string model, plan;
+  Dtype dtype = Dtype::bf16;
+  bool flash = true;
+  WorkLayer layer;
+  std::vector<WorkKernel> kernels;
+  std::vector<WorkCollective> collectives;
+  WorkCollective dp;  ///< bytes 0 or ranks 1: nothing to reduce
+};
+
+/// Throws InputError naming `origin` and the key ("kernels[3].pass") for anything malformed.
+RunnerWorkload parse_runner_workload(const std::string& json_text, const std::string& origin);
+RunnerWorkload load_runner_workload(const std::string& path);
+
+enum class RunKind {
+  gemm,                ///< cuBLASLt, plain or strided-batched
+  flash_forward,       ///< the fused attention kernel
+  flash_backward,      ///< its backward (preprocess, fused kernel, dQ conversion)
+  softmax_forward,     ///< scale-mask-softmax, then dropout (two kernels)
+  softmax_backward,    ///< dropout backward, then softmax backward
+  norm_forward,        ///< norm, bias-dropout-add, norm, bias-dropout-add
+  norm_backward,       ///< the same backwards, with the norms' parameter gradients
+  activation_forward,  ///< bias-GeLU or SwiGLU
+  activation_backward,
+};
+
+/// What the runner executes for one workload kernel. Sizes in elements.
+struct KernelRun {
+  RunKind kind = RunKind::gemm;
+  /// gemm: the cuBLASLt precision; otherwise the 16-bit activation type (bf16, or fp16 for fp16).
+  Dtype dtype = Dtype::bf16;
+  char transa = 'T', transb = 'N';  ///< gemm: cuBLAS op(A), op(B), column-major
+  long m = 0, n = 0, k = 0, batch = 1;
+  long bh = 0, sq = 0, sk = 0, d = 0, kv_group = 1;  ///< attention: heads x micro-batch, ...
+  bool causal = true;
+  long rows = 0, width = 0;  ///< norms: tokens x hidden; activation: tokens x ffn shard
+  bool rms = false, swiglu = false;
+  std::string note;  ///< a mismatch worth reporting (the entry's bytes against this run's)
+};
+
+/// Throws InputError for an entry it does not know how to run.
+KernelRun kernel_run(const RunnerWorkload& w, size_t index);
+/// "cuBLASLt bf16 TN 2304 x 32768 x 6144" or "flash attention forward bf16 bh=96 ..."; equal
+/// descriptions are the same work (the runner times each once).
+std::string describe(const KernelRun& r);
+/// HBM bytes the runner's kernels move (GEMMs: operands read once, result written).
+double run_bytes(const KernelRun& r);
+/// The dtype the hand-written kernels use for a workload dtype: fp16 for fp16, else bf16
+/// (Transformer Engine keeps attention and element-wise work in bf16 under fp8; the cost
+/// model's element-wise bytes assume 2-byte activations, also under tf32).
+Dtype activation_dtype(Dtype workload);
+
+/// The whole output of --dry-run: the workload, one line per kernel, the collectives (whether
+/// `local_gpus` suffice for them; < 0: not known).
+std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus);
+
+struct RunnerResults {
+  std::string device;
+  std::vector<double> kernels_s;
+  std::vector<double> collectives_s;                   ///< empty: not measured (null)
+  double dp_s = -1;                                    ///< < 0: not measured (null)
+  std::vector<std::pair<std::string, double>> checks;  ///< kernel, relative error
+};
+/// {"device", "kernels_s", "collectives_s" (or null), "dp_s" (or null), "checks"}: what
+/// planner::parse_measured reads.
+std::string results_json(const RunnerResults& r);
+
+}  // namespace planner::calibrate
