@@ -33,7 +33,7 @@ int run_estimate(const EstimateArgs& a) {
   if (!e.ok())
     throw InputError("", 0, "--plan", e.reason + " (model " + in.model_file + ", cluster " + in.cluster_file + ")");
   if (!a.trace.empty()) write_trace(in, e, o, a.trace);
-  RunContext ctx{in.model_file, in.cluster_file, &in.model, &in.cluster, p.gpus(), p.gbs,
+  RunContext ctx{in.model_file, in.cluster_file, &in.model, &in.cluster, static_cast<int>(p.gpus()), p.gbs,
                  a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")
     std::cout << estimate_json(ctx, e).dump(2) << "\n";

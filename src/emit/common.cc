@@ -181,7 +181,7 @@ void check_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p) {
     refuse(fmt("tp*pp*dp*cp = %lld GPUs exceeds the cluster's %d", world, c.total_gpus()));
   if (world > c.gpus_per_node && world % c.gpus_per_node != 0)
     refuse(
-        fmt("tp*pp*dp*cp = %d GPUs is not a whole number of %d-GPU nodes", world, c.gpus_per_node));
+        fmt("tp*pp*dp*cp = %lld GPUs is not a whole number of %d-GPU nodes", world, c.gpus_per_node));
   if (p.gbs % (1LL * p.mbs * p.dp) != 0)
     refuse(
         fmt("gbs=%d is not mbs x dp x gradient-accumulation steps: mbs*dp = %d does not "

@@ -23,7 +23,7 @@ std::string compact_list(const std::vector<int>& v) {
     while (j < v.size() && v[j] == v[i]) ++j;
     if (!out.empty()) out += ",";
     out += std::to_string(v[i]);
-    if (j - i > 1) out += "x" + std::to_string(j - i);
+    if (j - i > 1) out.append(1, 'x').append(std::to_string(j - i));
     i = j;
   }
   return out;
