@@ -76,8 +76,12 @@ TEST_CASE("uneven stages and transfers") {
   // (m-1) t_max + sum = 7 x 6 + (3 + 3 + 3 + 6) = 57
   CHECK(simulate(in).makespan_s == doctest::Approx(57));
   in.chunks[3] = {1, 2, 0};
-  in.p2p_s = 0.5;  // each of the 3 boundaries adds a transfer forward and backward to the fill
-  CHECK(simulate(in).makespan_s > (8 + 3) * 3.0);
+  // With transfers of c = 0.5 s, every steady-state micro-batch of the first stage waits for one
+  // transfer each way: m (t_f + t_b + 2c) + (p - 1)(t_f + t_b) = 8 x 4 + 3 x 3 = 41 s.
+  in.p2p_s = 0.5;
+  CHECK(simulate(in).makespan_s == doctest::Approx(41));
+  in.p2p_s = 1.0;  // 8 x 5 + 9
+  CHECK(simulate(in).makespan_s == doctest::Approx(49));
 }
 
 TEST_CASE("schedules that cannot run are refused, never hang") {
