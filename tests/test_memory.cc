@@ -1,6 +1,10 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "planner/cost/memory.h"
+#include "planner/estimate.h"
+#include "planner/io/cluster_io.h"
 
 using namespace planner;
 
@@ -102,4 +106,22 @@ TEST_CASE("the first stage stores L layers of activations under 1F1B (Korthikant
   CHECK(mem.activations == doctest::Approx(34 * sbh / t * 96 + sbh * 8 / t + 114 * sbh / t));
   // Korthikanti's part alone: 34 x 2048 x 12288 / 8 x 96 = 10.27e9 bytes
   CHECK((mem.activations - 114 * sbh / t - sbh * 8 / t) / 1e9 == doctest::Approx(10.27).epsilon(0.01));
+}
+
+TEST_CASE("the estimate's per-stage memory is this file's formula for an evenly split decoder") {
+  // memory_per_gpu() spells out Korthikanti's terms for a plain decoder; the planner's own path
+  // (plan_costs + build_stages + stage_memory) must give the same bytes on the same plan.
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  const ModelSpec m = gpt3();
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
+    Plan p;
+    p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.recompute = r, p.zero = 1;
+    EstimateOptions o;
+    o.memory_limit_bytes = 1e15;  // only the bytes matter here
+    const Estimate e = estimate(m, c, p, o);
+    double worst = 0;
+    for (int s = 0; s < p.pp; ++s)
+      worst = std::max(worst, memory_per_gpu(m, p, c.gpu, c.software.attention, s).total());
+    CHECK(e.memory_bytes == doctest::Approx(worst));
+  }
 }

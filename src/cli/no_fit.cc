@@ -11,12 +11,11 @@
 namespace planner::cli {
 namespace {
 
+/// The estimate's memory on its most loaded stage (set for plans over the limit too).
 double peak_memory(const Inputs& in, const Plan& p) {
-  const AttentionKernel attn = attention_of(p, in.cluster);
-  double worst = 0;
-  for (int stage : {0, p.pp - 1})
-    worst = std::max(worst, memory_per_gpu(in.model, p, in.cluster.gpu, attn, stage).total());
-  return worst;
+  EstimateOptions o;
+  o.reasons = false;
+  return estimate(in.model, in.cluster, p, o).memory_bytes;
 }
 
 /// Single-knob changes to the closest plan, with the memory each would need.
