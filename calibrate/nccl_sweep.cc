@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "calibrate/collectives.h"
+#include "calibrate/nccl_poll.h"
 #include "calibrate/context.h"
 #include "calibrate/device.h"
 #include "calibrate/measurements.h"
@@ -96,30 +97,7 @@ Team mpi_team(Tier tier, const World& w, const NcclRun& run, Watchdog& wd) {
 
 /// The watchdog's view of a team: its streams and communicators.
 PollTarget poll_target(const Team& t, const World& w) {
-  PollTarget p;
-  p.pending = [&t] {
-    int pending = 0;
-    for (cudaStream_t s : t.streams) {
-      const cudaError_t q = cudaStreamQuery(s);
-      if (q == cudaErrorNotReady)
-        ++pending;
-      else
-        CAL_CUDA(q);
-    }
-    return pending;
-  };
-  p.async_error = [&t]() -> std::string {
-    for (ncclComm_t c : t.comms) {
-      ncclResult_t async = ncclSuccess;
-      const ncclResult_t r = ncclCommGetAsyncError(c, &async);
-      if (r != ncclSuccess) return ncclGetErrorString(r);
-      if (async != ncclSuccess && async != ncclInProgress) return ncclGetErrorString(async);
-    }
-    return "";
-  };
-  p.abort = [&t] {
-    for (ncclComm_t c : t.comms) ncclCommAbort(c);
-  };
+  PollTarget p = nccl_poll_target(t.streams, t.comms);
   p.poke = [&w] { world_poke(w); };
   return p;
 }

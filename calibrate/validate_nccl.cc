@@ -7,6 +7,7 @@
 
 #include "calibrate/collectives.h"
 #include "calibrate/device.h"
+#include "calibrate/nccl_poll.h"
 #include "calibrate/watchdog.h"
 
 namespace planner::calibrate {
@@ -74,33 +75,7 @@ void destroy(LocalTeam& t) {
   t = LocalTeam{};
 }
 
-PollTarget poll_target(const LocalTeam& t) {
-  PollTarget p;
-  p.pending = [&t] {
-    int pending = 0;
-    for (cudaStream_t s : t.streams) {
-      const cudaError_t q = cudaStreamQuery(s);
-      if (q == cudaErrorNotReady)
-        ++pending;
-      else
-        CAL_CUDA(q);
-    }
-    return pending;
-  };
-  p.async_error = [&t]() -> std::string {
-    for (ncclComm_t c : t.comms) {
-      ncclResult_t async = ncclSuccess;
-      const ncclResult_t r = ncclCommGetAsyncError(c, &async);
-      if (r != ncclSuccess) return ncclGetErrorString(r);
-      if (async != ncclSuccess && async != ncclInProgress) return ncclGetErrorString(async);
-    }
-    return "";
-  };
-  p.abort = [&t] {
-    for (ncclComm_t c : t.comms) ncclCommAbort(c);
-  };
-  return p;
-}
+PollTarget poll_target(const LocalTeam& t) { return nccl_poll_target(t.streams, t.comms); }
 
 /// Median time of one call of `c` at nccl-tests size S (rounded to whole floats per rank).
 double time_one(const LocalTeam& t, Collective c, double S, const RepeatPolicy& policy,
