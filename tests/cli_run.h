@@ -33,6 +33,15 @@ inline Run shell(const std::string& command) {
 
 inline Run planner(const std::string& args) { return shell(PLANNER_BINARY " " + args); }
 
+/// The planner fails with exactly one line "planner: error: <message>" and exit code 2.
+/// (Include doctest before this header.)
+inline void check_error(const std::string& args, const std::string& message) {
+  const Run r = planner(args);
+  CAPTURE(args);
+  CHECK(r.rc == 2);
+  CHECK(r.out == "planner: error: " + message + "\n");
+}
+
 /// True when `program` is on PATH.
 inline bool have(const std::string& program) {
   return std::system(("command -v " + program + " >/dev/null 2>&1").c_str()) == 0;

@@ -20,12 +20,7 @@ using cli_run::Run;
 const std::string kModel = "--model configs/models/gpt3-175b.yaml";
 const std::string kCluster = "--cluster hw_profiles/dgx-a100-80gb.yaml";
 
-void check_error(const std::string& args, const std::string& message) {
-  const Run r = planner(args);
-  CAPTURE(args);
-  CHECK(r.rc == 2);
-  CHECK(r.out == "planner: error: " + message + "\n");
-}
+using cli_run::check_error;
 
 }  // namespace
 

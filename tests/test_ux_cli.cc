@@ -18,12 +18,7 @@ const std::string kPlan =
 const std::string kSmall =
     "--model configs/models/gpt3-1.3b.yaml " + kA100 + " --gpus 8 --global-batch 64 --top 1";
 
-void check_error(const std::string& args, const std::string& message) {
-  const Run r = planner(args);
-  CAPTURE(args);
-  CHECK(r.rc == 2);
-  CHECK(r.out == "planner: error: " + message + "\n");
-}
+using cli_run::check_error;
 
 }  // namespace
 
