@@ -217,6 +217,20 @@ std::string usage_lines(const char* what) {
       what, kCommit);
 }
 
+/// Both scripts stop on the first error and need a Megatron-LM checkout at the recorded commit.
+std::string strict_mode_and_checkout() {
+  return fmt("set -euo pipefail\n: \"${MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM "
+             "checkout at commit %s}\"\n\n",
+             kCommit);
+}
+
+/// torchrun on pretrain_gpt.py with the script's argument arrays; `runner` is exec or srun.
+std::string launch_line(const char* runner) {
+  return std::string("\n") + runner +
+         " torchrun \"${TORCHRUN_ARGS[@]}\" \"$MEGATRON_LM_DIR/pretrain_gpt.py\" \\\n"
+         "  \"${MEGATRON_ARGS[@]}\" \"${DATA_ARGS[@]}\" \"${TRAINING_ARGS[@]}\"\n";
+}
+
 std::string torchrun_script(const EmitRequest& r, const std::string& head,
                             const std::string& body) {
   const Plan& p = r.plan;
@@ -228,10 +242,7 @@ std::string torchrun_script(const EmitRequest& r, const std::string& head,
                       "megatron_torchrun.sh\n"
                       "# Several: run it on every node with NNODES, NODE_RANK (0..NNODES-1),\n"
                       "# MASTER_ADDR (node 0's address) and MASTER_PORT in the environment.");
-  s +=
-      fmt("set -euo pipefail\n: \"${MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM "
-          "checkout at commit %s}\"\n\n",
-          kCommit);
+  s += strict_mode_and_checkout();
   s += body + "\n";
   s += fmt(
       "# ---- World: tp*pp*dp*cp = %d GPUs ------------------------------------------------------\n"
@@ -248,8 +259,7 @@ std::string torchrun_script(const EmitRequest& r, const std::string& head,
                                        {"--master_addr", "\"$MASTER_ADDR\"", ""},
                                        {"--master_port", "\"$MASTER_PORT\"", ""}},
                                       {}}});
-  s += "\nexec torchrun \"${TORCHRUN_ARGS[@]}\" \"$MEGATRON_LM_DIR/pretrain_gpt.py\" \\\n"
-       "  \"${MEGATRON_ARGS[@]}\" \"${DATA_ARGS[@]}\" \"${TRAINING_ARGS[@]}\"\n";
+  s += launch_line("exec");
   return s;
 }
 
@@ -273,10 +283,7 @@ std::string sbatch_script(const EmitRequest& r, const std::string& head, const s
       fmt("#SBATCH --job-name=%s\n#SBATCH --nodes=%d\n#SBATCH --ntasks-per-node=1\n"
           "#SBATCH --gpus-per-node=%d\n#SBATCH --exclusive\n\n",
           slurm_job_name(r.model.name).c_str(), nodes, per_node);
-  s +=
-      fmt("set -euo pipefail\n: \"${MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM "
-          "checkout at commit %s}\"\n\n",
-          kCommit);
+  s += strict_mode_and_checkout();
   s += body + "\n";
   s += fmt(
       "# ---- World: tp*pp*dp*cp = %d GPUs = %d nodes x %d --------------------------------------\n"
@@ -291,8 +298,7 @@ std::string sbatch_script(const EmitRequest& r, const std::string& head, const s
                                        {"--rdzv_backend", "c10d", ""},
                                        {"--rdzv_endpoint", "\"$MASTER_ADDR:$MASTER_PORT\"", ""}},
                                       {}}});
-  s += "\nsrun torchrun \"${TORCHRUN_ARGS[@]}\" \"$MEGATRON_LM_DIR/pretrain_gpt.py\" \\\n"
-       "  \"${MEGATRON_ARGS[@]}\" \"${DATA_ARGS[@]}\" \"${TRAINING_ARGS[@]}\"\n";
+  s += launch_line("srun");
   return s;
 }
 
