@@ -32,18 +32,6 @@ std::vector<EmittedFile> emit_files(Framework f, const EmitRequest& r) {
 
 namespace detail {
 
-std::string fmt(const char* format, ...) {
-  va_list args, copy;
-  va_start(args, format);
-  va_copy(copy, args);
-  const int n = std::vsnprintf(nullptr, 0, format, copy);
-  va_end(copy);
-  std::string out(static_cast<size_t>(n), '\0');
-  std::vsnprintf(out.data(), out.size() + 1, format, args);
-  va_end(args);
-  return out;
-}
-
 void refuse(const std::string& why) { throw InputError("", 0, "--plan", why); }
 
 std::string shell_array(const std::string& name, const std::vector<ArgGroup>& groups) {

@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "planner/emit.h"
+#include "planner/report/format.h"
 
 namespace planner::emit::detail {
 
 /// printf into a std::string.
-std::string fmt(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 /// One command-line argument; an empty value is a store_true flag.
 struct Arg {

@@ -173,7 +173,7 @@ void stacked_bar(Canvas& c, double y, const std::string& title, const std::vecto
 std::string estimate_plot_svg(const RunContext& ctx, const Estimate& e) {
   Canvas c(820, 345);
   c.text(20, 24,
-         fmt("%s on %d x %s: %.3f s per iteration, %.1f TFLOP/s per GPU (MFU %.1f%%)",
+         fmt("%s on %lld x %s: %.3f s per iteration, %.1f TFLOP/s per GPU (MFU %.1f%%)",
              ctx.model->name.c_str(), e.plan.gpus(), ctx.cluster->gpu.name.c_str(),
              e.iteration_time_s, e.tflops_per_gpu, 100 * e.mfu),
          14, "start", "font-weight=\"bold\"");
