@@ -2,13 +2,12 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "planner/error.h"
+#include "planner/io/file.h"
 #include "planner/report/trace.h"
 #include "planner/validate.h"
 
@@ -20,14 +19,6 @@ struct ValidateArgs {
   std::string workload_out, measured;
   int global_batch = 0, layers = 0, iters = 20;
 };
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// The CUDA runner: --runner, else planner-validate beside this executable.
 std::string find_runner(const std::string& given) {
@@ -63,7 +54,7 @@ nlohmann::json run_on_gpu(const ValidateArgs& a, const Workload& w) {
                      "planner validate: the GPU runner failed (" + runner + ", exit " + std::to_string(WEXITSTATUS(status)) +
                          (status == 0 ? "; it wrote no results" : "") + "): on a machine without a GPU it says so above");
   }
-  nlohmann::json j = nlohmann::json::parse(read_text(out), nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(io::read_file(out), nullptr, false);
   std::filesystem::remove_all(dir, ec);
   if (j.is_discarded()) throw InputError(runner, 0, "", "wrote results that are not valid JSON");
   return j;
@@ -79,7 +70,7 @@ int run_validate(const ValidateArgs& a) {
   }
   nlohmann::json results;
   if (!a.measured.empty()) {
-    results = nlohmann::json::parse(read_text(a.measured), nullptr, false);
+    results = nlohmann::json::parse(io::read_file(a.measured), nullptr, false);
     if (results.is_discarded()) throw InputError(a.measured, 0, "", "not valid JSON");
   } else {
     results = run_on_gpu(a, w);
@@ -91,7 +82,7 @@ int run_validate(const ValidateArgs& a) {
   else
     print_validation(std::cout, w, r);
   if (!a.update_profile.empty())
-    write_file_atomically(a.update_profile, update_profile_text(read_text(a.cluster), w, m, in.cluster));
+    write_file_atomically(a.update_profile, update_profile_text(io::read_file(a.cluster), w, m, in.cluster));
   return 0;
 }
 

@@ -8,18 +8,13 @@
 
 #include "planner/emit.h"
 #include "planner/error.h"
+#include "planner/io/file.h"
 #include "planner/units.h"
 
 namespace fs = std::filesystem;
 
 namespace planner::emit {
 namespace {
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 void write_one(const fs::path& path, const EmittedFile& f) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -36,7 +31,7 @@ void write_one(const fs::path& path, const EmittedFile& f) {
 
 }  // namespace
 
-std::string file_sha256(const std::string& path) { return sha256_hex(read_bytes(path)); }
+std::string file_sha256(const std::string& path) { return sha256_hex(io::read_file(path)); }
 
 EmitRequest prepare(const std::string& model_file, const ModelSpec& model,
                     const std::string& cluster_file, const ClusterProfile& cluster,

@@ -1,8 +1,8 @@
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "planner/error.h"
+#include "planner/io/file.h"
 #include "planner/regress.h"
 
 namespace planner {
@@ -153,11 +153,7 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
 }
 
 std::vector<RegressionCase> load_cases(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_cases(ss.str(), path);
+  return parse_cases(io::read_file(path), path);
 }
 
 }  // namespace planner

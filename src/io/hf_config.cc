@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "planner/error.h"
+#include "planner/io/file.h"
 
 namespace planner::io {
 namespace {
@@ -175,14 +176,6 @@ ModelSpec read_config(const Config& c) {
   return m;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 const std::vector<std::string>& hf_architectures() {
@@ -206,7 +199,7 @@ bool is_hf_config(const std::string& path) {
   return json::accept(in);  // `{name: x}` is a YAML flow mapping, not JSON
 }
 
-ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_text(path), path); }
+ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_file(path), path); }
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   json doc;

@@ -2,23 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "planner/error.h"
+#include "planner/io/file.h"
 
 namespace planner::io {
 
-YAML::Node load_yaml_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw InputError(path, 0, "", "is a folder, not a file");
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_yaml_text(ss.str(), path);
-}
+YAML::Node load_yaml_file(const std::string& path) { return parse_yaml_text(read_file(path), path); }
 
 YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
   YAML::Node doc;
