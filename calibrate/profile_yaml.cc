@@ -106,7 +106,8 @@ void write_software(std::ostream& o, const SoftwareStack& s) {
     << "  overlap_grad_reduce: " << flag(s.overlap_grad_reduce) << "\n"
     << "  overlap_param_gather: " << flag(s.overlap_param_gather) << "\n"
     << "  causal_attention_skip: " << flag(s.causal_attention_skip) << "\n"
-    << "  zero3_collective_nics: " << s.zero3_collective_nics << "\n";
+    << "  zero3_collective_nics: " << s.zero3_collective_nics << "\n"
+    << "  overlap_compute_slowdown: " << num(s.overlap_compute_slowdown) << "\n";
 }
 
 void write_collective(std::ostream& o, Collective c, const CollectiveCost& cost) {

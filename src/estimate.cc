@@ -18,11 +18,17 @@ struct DpCost {
   double exposed = 0, total = 0;
 };
 
-/// Exposed part of a reduction that overlaps `window` seconds of work, bucket by bucket: at
-/// least the last bucket stays exposed.
-double exposed_after_overlap(double t, double window, double bucket_fraction, bool overlap) {
+/// Exposed part of a collective of `t` seconds that overlaps `window` seconds of compute, bucket by
+/// bucket: the last bucket (`tail_fraction` of t) cannot overlap. While the rest runs beside the
+/// compute, the compute slows by the factor (1 + slowdown) (the collective's kernels take SMs and
+/// HBM bandwidth): if the collective outlasts the slowed compute, the excess is exposed; if not,
+/// the compute loses t_overlap x slowdown / (1 + slowdown) of progress.
+double exposed_after_overlap(double t, double window, double tail_fraction, bool overlap,
+                             double slowdown) {
   if (!overlap) return t;
-  return std::max(t - window, t * bucket_fraction);
+  const double tail = t * tail_fraction, beside = t - tail;
+  if (beside >= window * (1 + slowdown)) return tail + beside - window;
+  return tail + beside * slowdown / (1 + slowdown);
 }
 
 DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
@@ -33,16 +39,17 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
   const double param_bytes = params_rank * kWeightBytesPerParam;
   const SoftwareStack& sw = c.software;
+  const double slow = sw.overlap_compute_slowdown;
   if (p.zero == 0) {
     const double ar = collective_time_s(c, Collective::allreduce, grad_bytes, dpg);
     d.total = ar;
-    d.exposed = exposed_after_overlap(ar, bwd_window, bucket, sw.overlap_grad_reduce);
+    d.exposed = exposed_after_overlap(ar, bwd_window, bucket, sw.overlap_grad_reduce, slow);
   } else if (p.zero <= 2) {
     const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, dpg);
     const double ag = collective_time_s(c, Collective::allgather, param_bytes, dpg);
     d.total = rs + ag;
-    d.exposed = exposed_after_overlap(rs, bwd_window, bucket, sw.overlap_grad_reduce) +
-                exposed_after_overlap(ag, fwd_window, bucket, sw.overlap_param_gather);
+    d.exposed = exposed_after_overlap(rs, bwd_window, bucket, sw.overlap_grad_reduce, slow) +
+                exposed_after_overlap(ag, fwd_window, bucket, sw.overlap_param_gather, slow);
   } else {  // ZeRO-3: gather parameters for forward, (recompute,) backward; reduce-scatter grads
     const int gathers = p.recompute == Recompute::full ? 3 : 2;
     GroupLayout z3 = dpg;  // the stack may reach fewer NICs than NCCL's hierarchical rings
@@ -54,7 +61,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // stage3_prefetch_bucket_size, FSDP's forward/backward prefetch): only the first layer's
     // gather, or the traffic beyond the compute, stays exposed.
     const double layer_fraction = 1.0 / std::max(1, stage_blocks);
-    const double exposed_mb = std::max(per_mb - mb_compute, per_mb * layer_fraction);
+    const double exposed_mb = exposed_after_overlap(per_mb, mb_compute, layer_fraction, true, slow);
     d.total = per_mb * p.microbatches();
     d.exposed = exposed_mb * p.microbatches();
   }

@@ -15,7 +15,11 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   for (int p = 1; p <= std::min(m.layers, gpus); ++p)
     if (m.layers % p == 0) k.pp.push_back(p);
   k.cp = {1};
-  k.vpp = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (int v = 1; v <= kDenseVpp; ++v) k.vpp.push_back(v);
+  // Beyond that, the interleavings that give every chunk whole layers (Megatron-LM's
+  // --num-layers-per-virtual-pipeline-stage): 92 layers on pp=4 interleave only as vpp=23.
+  for (int v = kDenseVpp + 1; v <= m.layers; ++v)
+    if (m.layers % v == 0) k.vpp.push_back(v);
   k.mbs = {1, 2, 4, 8, 16};
   k.zero = {0, 1, 2, 3};
   k.recompute = {Recompute::none, Recompute::selective, Recompute::full};
@@ -134,6 +138,7 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
               const bool divides = model_parallel * p.dp == gpus &&
                                    (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
               for (int vpp : k.vpp)
+                if (vpp <= kDenseVpp || cache.layout.count() % (pp * vpp) == 0)
                 for (Schedule sched : schedules_for(vpp, pp, k.schedule))
                   for (int zero : k.zero)
                     for (Recompute rc : k.recompute) {

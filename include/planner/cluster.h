@@ -53,6 +53,9 @@ struct SoftwareStack {
   /// NICs per node that ZeRO-3 parameter gathers and gradient scatters effectively use; NCCL's
   /// own hierarchical collectives use all of them (gpus_per_node).
   int zero3_collective_nics = 8;
+  /// Fraction by which compute slows while a collective runs beside it (NCCL's kernels take SMs
+  /// and HBM bandwidth): a GEMM that takes t alone takes t x (1 + this) during the overlap.
+  double overlap_compute_slowdown = 0.189;
 };
 
 struct Gpu {

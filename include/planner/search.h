@@ -18,8 +18,12 @@ struct KnobSpace {
   std::vector<int> dp;             ///< empty: dp follows from the GPU count; else it must be one of these
 };
 
+/// vpp values up to this are searched with uneven chunks allowed; larger ones only where every
+/// chunk gets the same whole number of blocks.
+inline constexpr int kDenseVpp = 8;
+
 /// Defaults: tp 1..gpus_per_node, pp every divisor of layers up to the GPU count, cp 1,
-/// vpp 1..8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp 0/1, 1F1B/interleaved.
+/// vpp 1..8 and every divisor of layers above 8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp 0/1, 1F1B/interleaved.
 KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus);
 
 enum class Objective { time, cost };

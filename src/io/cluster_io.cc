@@ -145,7 +145,7 @@ NetworkTier read_tier(const YamlReader& r) {
 
 SoftwareStack read_software(const YamlReader& r) {
   r.check_keys({"attention", "flash_efficiency", "overlap_grad_reduce", "overlap_param_gather",
-                "causal_attention_skip", "zero3_collective_nics"});
+                "causal_attention_skip", "zero3_collective_nics", "overlap_compute_slowdown"});
   SoftwareStack s;
   const std::string attn = r.get_string("attention");
   if (attn != "flash" && attn != "unfused") r.fail("attention", "expected flash or unfused, got '" + attn + "'");
@@ -156,6 +156,9 @@ SoftwareStack read_software(const YamlReader& r) {
   s.causal_attention_skip = r.get_bool("causal_attention_skip");
   s.zero3_collective_nics = r.get_int("zero3_collective_nics");
   if (s.zero3_collective_nics <= 0) r.fail("zero3_collective_nics", "must be a positive integer");
+  s.overlap_compute_slowdown = r.get_double("overlap_compute_slowdown");
+  if (!(s.overlap_compute_slowdown >= 0 && s.overlap_compute_slowdown <= 1))
+    r.fail("overlap_compute_slowdown", "must be in [0, 1]");
   return s;
 }
 
