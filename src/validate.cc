@@ -133,6 +133,22 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
     }
   }
   if (j.contains("dp_s") && j["dp_s"].is_number()) m.dp_s = j["dp_s"].get<double>();
+  if (j.contains("attention_reference")) {
+    const auto& ref = j["attention_reference"];
+    if (!ref.is_object() || !ref.contains("kernels_s") || !ref["kernels_s"].is_array() ||
+        !ref.contains("source") || !ref["source"].is_string())
+      fail("attention_reference", "expected {\"source\": text, \"kernels_s\": [...]}");
+    if (ref["kernels_s"].size() != w.kernels.size())
+      fail("attention_reference.kernels_s", "expected " + std::to_string(w.kernels.size()) + " entries");
+    m.attention_reference_source = ref["source"].get<std::string>();
+    for (size_t i = 0; i < w.kernels.size(); ++i) {
+      const auto& t = ref["kernels_s"][i];
+      const bool attention = w.kernels[i].cls == KernelClass::attention;
+      if (attention && !(t.is_number() && t.get<double>() > 0))
+        fail("attention_reference.kernels_s", "entry " + std::to_string(i) + " (attention) must be a positive number");
+      m.attention_reference_s.push_back(attention ? t.get<double>() : std::nan(""));
+    }
+  }
   return m;
 }
 
@@ -151,8 +167,11 @@ ValidationReport compare(const Workload& w, const Measured& m) {
     const bool fwd = k.pass == Pass::forward && !w.is_recompute[i];
     const int c = component_of(k);
     (fwd ? r.predicted[c].fwd_s : r.predicted[c].bwd_s) += k.time_s;
-    (fwd ? r.measured[c].fwd_s : r.measured[c].bwd_s) += m.kernel_s[i];
+    const bool referenced = !m.attention_reference_s.empty() && k.cls == KernelClass::attention;
+    (fwd ? r.measured[c].fwd_s : r.measured[c].bwd_s) += referenced ? m.attention_reference_s[i] : m.kernel_s[i];
+    if (referenced) (fwd ? r.own_attention.fwd_s : r.own_attention.bwd_s) += m.kernel_s[i];
   }
+  r.attention_source = m.attention_reference_source;
   for (size_t i = 0; i < w.collectives.size(); ++i) {
     const WorkCollective& c = w.collectives[i];
     const bool fwd = c.pass == Pass::forward;

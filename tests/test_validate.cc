@@ -79,6 +79,30 @@ TEST_CASE("predicted against measured, per component") {
   CHECK(js["layer"]["total_diff_pct"].get<double>() < 0);
 }
 
+TEST_CASE("an attention reference replaces the own attention kernels in the totals") {
+  const Workload w = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32"));
+  nlohmann::json j = {{"kernels_s", nlohmann::json::array()}};
+  nlohmann::json ref = nlohmann::json::array();
+  for (const Kernel& k : w.kernels) {
+    const bool attn = k.cls == KernelClass::attention;
+    j["kernels_s"].push_back(k.time_s * (attn ? 10.0 : 1.0));  // own kernel 10x slow
+    ref.push_back(attn ? nlohmann::json(k.time_s * 2) : nlohmann::json(nullptr));
+  }
+  j["attention_reference"] = {{"source", "SDPA test"}, {"kernels_s", ref}};
+  const ValidationReport r = compare(w, parse_measured(j, w, "m.json"));
+  CHECK(r.measured[1].total() == doctest::Approx(2 * r.predicted[1].total()));
+  CHECK(r.own_attention.total() == doctest::Approx(10 * r.predicted[1].total()));
+  CHECK(r.measured[0].total() == doctest::Approx(r.predicted[0].total()));
+  CHECK(r.attention_source == "SDPA test");
+  CHECK(validation_json(w, r)["attention_reference"]["source"] == "SDPA test");
+  ref[0] = 1.0;  // kernel 0 is a GEMM: ignored; an attention entry must be a time
+  for (size_t i = 0; i < w.kernels.size(); ++i)
+    if (w.kernels[i].cls == KernelClass::attention) ref[i] = nullptr;
+  j["attention_reference"]["kernels_s"] = ref;
+  CHECK_THROWS_WITH_AS(parse_measured(j, w, "m.json"), doctest::Contains("attention_reference.kernels_s"),
+                       InputError);
+}
+
 TEST_CASE("bad runner output is refused with the key") {
   const Workload w = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32"));
   CHECK_THROWS_WITH(parse_measured({{"kernels_s", {1.0}}}, w, "m.json"),

@@ -51,6 +51,11 @@ struct Measured {
   std::vector<double> kernel_s;
   std::vector<double> collective_s;  ///< empty: not measured, the profile's times stand in
   double dp_s = -1;                  ///< < 0: not measured
+  /// Optional "attention_reference": the workload's attention kernels timed with a production
+  /// fused kernel (calibrate/sdpa_reference.py: PyTorch SDPA); NaN for the other kernels, empty
+  /// when absent. When present it stands for attention in the measured totals.
+  std::vector<double> attention_reference_s;
+  std::string attention_reference_source;
 };
 /// Checks the runner's output against the workload; throws InputError naming `origin`.
 Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::string& origin);
@@ -67,6 +72,10 @@ struct ValidationReport {
   std::vector<std::string> components;  ///< gemm, attention, elementwise, communication
   std::vector<ComponentTimes> predicted, measured;
   ComponentTimes predicted_layer, measured_layer;
+  /// With an attention reference: its source, and planner-validate's own attention kernels
+  /// (then not in the totals).
+  std::string attention_source;
+  ComponentTimes own_attention;
   int layers = 1, stage_layers = 1, microbatches = 1;
   double diff_pct(double predicted_s, double measured_s) const;
 };

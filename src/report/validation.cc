@@ -35,6 +35,11 @@ void print_validation(std::ostream& out, const Workload& w, const ValidationRepo
   for (size_t c = 0; c < r.components.size(); ++c)
     row(out, r, r.components[c].c_str(), r.predicted[c], r.measured[c]);
   row(out, r, "layer", r.predicted_layer, r.measured_layer);
+  if (!r.attention_source.empty()) {
+    line(out, "# attention measured with %s;\n", r.attention_source.c_str());
+    line(out, "# planner-validate's own (untuned, correctness-checked) flash kernels took %.3f ms forward, "
+              "%.3f ms backward (not in the totals)\n", r.own_attention.fwd_s / kMs, r.own_attention.bwd_s / kMs);
+  }
   const double k = double(r.stage_layers) * r.microbatches;
   line(out, "# per micro-batch (x %d layers): predicted %.2f ms, measured %.2f ms (%+.1f%%)\n",
        r.stage_layers, r.predicted_layer.total() * r.stage_layers / kMs,
@@ -62,7 +67,11 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
           {"stage_layers", r.stage_layers},
           {"microbatches", r.microbatches},
           {"layer", times(r.predicted_layer, r.measured_layer)},
-          {"components", comps}};
+          {"components", comps},
+          {"attention_reference", r.attention_source.empty() ? json(nullptr)
+                                  : json{{"source", r.attention_source},
+                                         {"own_kernel_fwd_s", r.own_attention.fwd_s},
+                                         {"own_kernel_bwd_s", r.own_attention.bwd_s}}}};
 }
 
 std::string update_profile_text(const std::string& text, const Workload& w, const Measured& m,

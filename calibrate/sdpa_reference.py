@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Times the attention kernels of a planner-validate workload with PyTorch's fused attention.
+
+planner-validate's own flash kernels (calibrate/flash_*.cu, WMMA) are checked for correctness but
+are not tuned: they reach 30-70 TFLOP/s on an H200 where the production kernels the cost model
+describes (FlashAttention-2/3, cuDNN) reach several hundred. This script measures those production
+kernels at the workload's shapes so that `planner validate` can set the cost model's attention term
+against a real fused kernel. It adds, to the runner's results JSON,
+
+  "attention_reference": {"source": "...", "kernels_s": [seconds or null, one per workload kernel]}
+
+and rewrites the file atomically. Optional: the planner reports without it.
+
+  python3 calibrate/sdpa_reference.py --workload W.json --measured M.json [--backend flash|cudnn|efficient]
+
+Timing: CUDA events around N calls after warm-up, the median of five such batches; the backward is
+timed alone (torch.autograd.grad with retain_graph over one saved forward, so no gradient
+accumulation kernel is counted).
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+
+
+def fail(msg):
+    print(f"sdpa_reference: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def median_time(fn, torch, reps=10, batches=5):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(batches):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(reps):
+            fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / reps)
+    return statistics.median(times), (max(times) - min(times)) / statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workload", required=True)
+    ap.add_argument("--measured", required=True, help="planner-validate's results JSON (updated in place)")
+    ap.add_argument("--backend", default="flash", choices=["flash", "cudnn", "efficient"])
+    a = ap.parse_args()
+    try:
+        import torch
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        import torch.nn.functional as F
+    except ImportError as e:
+        fail(f"PyTorch is not available ({e})")
+    if not torch.cuda.is_available():
+        fail("no CUDA device")
+    try:
+        with open(a.workload) as f:
+            w = json.load(f)
+        with open(a.measured) as f:
+            measured = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(str(e))
+    kernels = w.get("kernels")
+    if not isinstance(kernels, list) or len(measured.get("kernels_s", [])) != len(kernels):
+        fail(f"{a.measured}: kernels_s does not match {a.workload}'s kernels")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(w.get("dtype"))
+    if dtype is None:
+        fail(f"{a.workload}: dtype {w.get('dtype')!r} is not timed here (bf16, fp16)")
+    backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+               "efficient": SDPBackend.EFFICIENT_ATTENTION}[a.backend]
+
+    cache = {}
+    out = [None] * len(kernels)
+    for i, k in enumerate(kernels):
+        if k.get("name") != "flash_attention":
+            continue
+        bh, sq, sk, d = int(k["batch"]), int(k["m"]), int(k["n"]), int(k["k"])
+        key = (bh, sq, sk, d)
+        if key not in cache:
+            torch.manual_seed(0)
+            q, kk, v = (torch.randn(1, bh, s, d, device="cuda", dtype=dtype, requires_grad=True)
+                        for s in (sq, sk, sk))
+            with sdpa_kernel([backend]):
+                fwd_s, fwd_spread = median_time(
+                    lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=True), torch)
+                o = F.scaled_dot_product_attention(q, kk, v, is_causal=True)
+                g = torch.randn_like(o)
+                bwd_s, bwd_spread = median_time(
+                    lambda: torch.autograd.grad(o, (q, kk, v), g, retain_graph=True), torch)
+            cache[key] = (fwd_s, bwd_s)
+            flops = 4.0 * bh * sq * sk * d / 2  # causal: half the score matrix
+            print(f"#   SDPA {a.backend} bh={bh} sq={sq} sk={sk} d={d} causal: forward {fwd_s * 1e6:.1f} us "
+                  f"({flops / fwd_s / 1e12:.0f} TFLOP/s, spread {fwd_spread:.1%}), backward {bwd_s * 1e6:.1f} us "
+                  f"({2.5 * flops / bwd_s / 1e12:.0f} TFLOP/s, spread {bwd_spread:.1%})")
+            del q, kk, v, o, g
+            torch.cuda.empty_cache()
+        fwd_s, bwd_s = cache[key]
+        out[i] = fwd_s if k.get("pass") == "forward" else bwd_s
+    measured["attention_reference"] = {
+        "source": f"PyTorch {torch.__version__} scaled_dot_product_attention, {a.backend} backend, causal, "
+                  f"{torch.cuda.get_device_name()}",
+        "kernels_s": out,
+    }
+    folder = os.path.dirname(os.path.abspath(a.measured))
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sdpa-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(measured, f, indent=2)
+    os.replace(tmp, a.measured)
+    print(f"# attention_reference added to {a.measured}")
+
+
+if __name__ == "__main__":
+    main()
