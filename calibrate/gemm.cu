@@ -109,23 +109,49 @@ void run_dtype(cublasLtHandle_t h, Dtype dt, const std::vector<GemmCase>& all, c
   Pool pool{DeviceBuffer(size_t(in)), DeviceBuffer(size_t(o)), DeviceBuffer(kWorkspaceBytes)};
   const ElementType fill = types_of(dt).fill;
   fill_uniform(pool.inputs.get(), size_t(in) / element_bytes(fill), fill, run.seed, stream);
+  // A cuBLAS(Lt) status error (say, a shape no kernel supports) leaves the GPU usable: that case
+  // is skipped; a sticky CUDA error ends the run (samples so far are saved by main). After
+  // kMaxFailures failures in a row the dtype's remaining cases are skipped.
+  constexpr int kMaxFailures = 5;
+  int failures = 0;
+  const auto guarded = [&](const GemmCase& c, const GemmRun& r, GemmSample& g) {
+    try {
+      g = measure_case(h, c, r, pool, stream);
+      return std::string();
+    } catch (const DeviceError& e) {
+      if (cudaStreamSynchronize(stream) != cudaSuccess || cudaDeviceSynchronize() != cudaSuccess)
+        throw;
+      (void)cudaGetLastError();
+      return std::string(e.what());
+    }
+  };
   if (!cases.empty()) {  // spin-up: clocks and power settle on the largest problem (~0.2 s)
     RepeatPolicy spin = run.policy;
     spin.warmup_s = 0.2, spin.min_repeats = spin.max_repeats = 1;
-    (void)measure_case(h, cases.back(), {run.device, spin, run.seed, run.peak_flops}, pool, stream);
+    GemmSample ignored;
+    (void)guarded(cases.back(), {run.device, spin, run.seed, run.peak_flops}, ignored);
   }
   for (const GemmCase& c : all) {
     const auto kept = std::find_if(cases.begin(), cases.end(), [&](const GemmCase& k) {
       return k.cm == c.cm && k.cn == c.cn && k.ck == c.ck && k.transa == c.transa &&
              k.transb == c.transb;
     });
-    if (kept != cases.end()) {
-      const GemmSample g = measure_case(h, c, run, pool, stream);
-      if (g.time_s > 0)
+    if (kept != cases.end() && failures < kMaxFailures) {
+      GemmSample g;
+      const std::string error = guarded(c, run, g);
+      failures = error.empty() ? 0 : failures + 1;
+      if (!error.empty())
+        out.line(strf("#   %s %s %.0fx%.0fx%.0f: failed, skipped: %s", c.linear.c_str(),
+                      c.orientation.c_str(), c.cm, c.cn, c.ck, error.c_str()));
+      else if (g.time_s > 0)
         samples.gemm.push_back(g), report(g, run, out);
       else
-        out.line(strf("#   %s %s: no cuBLASLt algorithm, skipped", c.linear.c_str(),
-                      c.orientation.c_str()));
+        out.line(strf("#   %s %s %.0fx%.0fx%.0f (%s): no cuBLASLt algorithm, skipped",
+                      c.linear.c_str(), c.orientation.c_str(), c.cm, c.cn, c.ck,
+                      c.layout().c_str()));
+      if (failures == kMaxFailures)
+        out.line(strf("#   gemm %s: %d failures in a row: the remaining %s cases are skipped",
+                      to_string(dt), kMaxFailures, to_string(dt)));
     }
     out.step(strf("gemm %s %s %s %.0fx%.0fx%.0f", to_string(dt), c.linear.c_str(),
                   c.orientation.c_str(), c.shape.m, c.shape.n, c.shape.k));

@@ -2,9 +2,11 @@
 // machine (and, under mpirun, across nodes), saves the raw samples as JSON and fits a cluster
 // profile for the planner. `--fit-only SAMPLES.json` refits saved samples without a GPU.
 #include <cuda_runtime.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -177,6 +179,17 @@ void calibrate_here(const Options& o, const World& w, Samples& samples,
   fit_and_write(samples, fit, stdout);
 }
 
+/// The folders of the files written at the very end, created (or found unwritable) before any
+/// device time is spent.
+void prepare_output_folder(const std::string& file, const char* option) {
+  const std::filesystem::path dir = std::filesystem::path(file).parent_path();
+  std::error_code ec;
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  const std::string d = dir.empty() ? "." : dir.string();
+  if (ec || access(d.c_str(), W_OK) != 0)
+    throw InputError("", 0, option, "cannot write into folder '" + d + "'");
+}
+
 int measure_and_fit(const Options& o, int argc, char** argv) {
   World w;
   Samples samples;
@@ -184,6 +197,10 @@ int measure_and_fit(const Options& o, int argc, char** argv) {
       o.samples_out.empty() ? default_samples_path(o.fit.out_file) : o.samples_out;
   try {
     w = init_world(&argc, &argv);
+    if (w.rank == 0) {  // the only writer; an error here ends every rank (abort_world)
+      prepare_output_folder(o.fit.out_file, "--out");
+      prepare_output_folder(path, "--samples");
+    }
     calibrate_here(o, w, samples, path);
     world_barrier(w);
     finalize_world(w);
@@ -197,6 +214,13 @@ int measure_and_fit(const Options& o, int argc, char** argv) {
     abort_world(w, 2);
   } catch (const std::exception& e) {  // DeviceError and set-up failures
     std::fprintf(stderr, "\nplanner-calibrate: error (rank %d): %s\n", w.rank, e.what());
+    if (w.rank == 0 && (!samples.gemm.empty() || !samples.hbm.empty())) {
+      try {  // keep what was measured: --fit-only can refit it
+        save_samples(samples, path);
+      } catch (const std::exception& s) {
+        std::fprintf(stderr, "planner-calibrate: could not save the samples: %s\n", s.what());
+      }
+    }
     abort_world(w, 1);
   }
 }
