@@ -4,13 +4,13 @@
 # time budget).
 #
 #   calibrate/device_run.sh prepare     # on the development machine: build-device/
-#   run tool: command "calibrate/device_run.sh run", carry ["build-device"], timeout_s 590
-#   (or "calibrate/device_run.sh validate", timeout_s 300: the validations alone)
+#   run tool: command "calibrate/device_run.sh run", carry ["build-device"], timeout_s 480
+#   (or "calibrate/device_run.sh validate", timeout_s 200: the validations alone)
 #
-# `run` writes under $OUT: nvidia-smi.txt, quick.log (a 1-minute smoke test first), calibrate.log,
-# h200-calibrated.yaml and its .samples.json, estimate.txt (planner estimate of a few layer
-# shapes on the new profile, to set next to the measured GEMM sums in calibrate.log); then what
-# `validate` writes. Bounds: 60 + 300 + 3 x 70 s at most, under the tool's 600 s per call.
+# `run` writes under $OUT: nvidia-smi.txt, calibrate.log, h200-calibrated.yaml and its
+# .samples.json, estimate.txt (planner estimate of a few layer shapes on the new profile, to set
+# next to the measured GEMM sums in calibrate.log); then what `validate` writes. Bounds: 240 s
+# for the calibration, 70 + 60 s per validation (runner, then the SDPA reference).
 #
 # `validate` runs issue 7's three validations on the calibrated profile when $OUT has one (else
 # hw_profiles/dgx-h200.yaml), each the top plan of `planner suggest` on dgx-h200.yaml at a small
@@ -19,9 +19,17 @@
 #   megatron-18.4b --gpus 8  --tp 8
 #   gpt3-175b      --gpus 64 --tp 8
 # Per model, under $OUT: validation-h200-<model>.txt and .json (planner validate's report),
-# .workload.json, .measured.json (the runner's times) and .runner.log (its checks and table).
+# .workload.json, .measured.json (the runner's times, plus the attention reference that
+# calibrate/sdpa_reference.py adds: PyTorch's fused attention at the same shapes), .runner.log
+# (its checks and table) and .sdpa.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+top_plan() {  # model, --gpus, --global-batch, extra suggest options: the top plan's --plan string
+  build-device/planner suggest --model "configs/models/$1.yaml" --cluster hw_profiles/dgx-h200.yaml \
+      --gpus "$2" --global-batch "$3" "${@:4}" --top 1 |
+    awk '!done && match($0, /--plan "[^"]*"/) { print substr($0, RSTART + 8, RLENGTH - 9); done = 1 }'
+}
 
 validate_one() {  # model, --gpus, plan, output folder, profile
   local model=$1 gpus=$2 plan=$3 out=$4 profile=$5
@@ -35,18 +43,26 @@ validate_one() {  # model, --gpus, plan, output folder, profile
     return 1
   fi
   grep -E "^#   |relative|TFLOP|GB/s" "$base.runner.log" | head -60 || true
+  # Production fused attention at the same shapes (PyTorch SDPA), beside the runner's own kernels.
+  timeout 60 python3 calibrate/sdpa_reference.py --workload "$base.workload.json" \
+      --measured "$base.measured.json" 2>&1 | tee "$base.sdpa.log" || true
   build-device/planner validate "${args[@]}" --measured "$base.measured.json" > "$base.txt" || return 1
   cat "$base.txt"
   build-device/planner validate "${args[@]}" --measured "$base.measured.json" --format json > "$base.json"
 }
 
 validate_all() {
-  local out=$1 status=0
+  local out=$1 status=0 plan
   local profile=hw_profiles/dgx-h200.yaml
   [ -s "$out/h200-calibrated.yaml" ] && profile="$out/h200-calibrated.yaml"
-  validate_one megatron-1.7b 8 "tp=1,pp=1,dp=8,cp=1,vpp=1,mbs=16,gbs=512,zero=2,recompute=none,sp=0,schedule=1f1b,dtype=bf16" "$out" "$profile" || status=1
-  validate_one megatron-18.4b 8 "tp=8,pp=1,dp=1,cp=1,vpp=1,mbs=16,gbs=1024,zero=0,recompute=none,sp=1,schedule=1f1b,dtype=bf16" "$out" "$profile" || status=1
-  validate_one gpt3-175b 64 "tp=8,pp=1,dp=8,cp=1,vpp=1,mbs=8,gbs=1536,zero=3,recompute=none,sp=1,schedule=1f1b,dtype=bf16" "$out" "$profile" || status=1
+  # The top plan of `planner suggest` on the datasheet H200 profile at a small GPU count; the
+  # runner executes one rank's shard of one layer.
+  plan=$(top_plan megatron-1.7b 8 512)
+  validate_one megatron-1.7b 8 "$plan" "$out" "$profile" || status=1
+  plan=$(top_plan megatron-18.4b 8 1024 --tp 8)
+  validate_one megatron-18.4b 8 "$plan" "$out" "$profile" || status=1
+  plan=$(top_plan gpt3-175b 64 1536 --tp 8)
+  validate_one gpt3-175b 64 "$plan" "$out" "$profile" || status=1
   return $status
 }
 
@@ -70,9 +86,7 @@ case "${1:-}" in
     nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
     cal=build-device/calibrate/planner-calibrate
     status=0
-    if timeout 60 "$cal" --quick --skip nccl --base hw_profiles/dgx-h200.yaml \
-         --out "$out/quick.yaml" > "$out/quick.log" 2>&1 &&
-       timeout 300 "$cal" --base hw_profiles/dgx-h200.yaml --name h200-calibrated \
+    if timeout 240 "$cal" --base hw_profiles/dgx-h200.yaml --name h200-calibrated \
          --out "$out/h200-calibrated.yaml" > "$out/calibrate.log" 2>&1; then
       grep -E "^#   |# wrote" "$out/calibrate.log" || true
       for shape in "2048 1" "2048 8" "8192 1" "8192 8"; do
@@ -85,7 +99,7 @@ case "${1:-}" in
       done
       cat "$out/estimate.txt"
     else
-      tail -20 "$out/quick.log" "$out/calibrate.log" 2>/dev/null || true
+      tail -30 "$out/calibrate.log" 2>/dev/null || true
       rm -f "$out/h200-calibrated.yaml"  # validate on the datasheet profile instead
       status=1
     fi

@@ -11,7 +11,10 @@ against a real fused kernel. It adds, to the runner's results JSON,
 
 and rewrites the file atomically. Optional: the planner reports without it.
 
-  python3 calibrate/sdpa_reference.py --workload W.json --measured M.json [--backend flash|cudnn|efficient]
+  python3 calibrate/sdpa_reference.py --workload W.json --measured M.json [--backend cudnn,flash]
+
+The first backend in the list that runs a shape times it (default cuDNN's fused attention, the
+kernel Megatron-Core with Transformer Engine runs on Hopper, then FlashAttention-2).
 
 Timing: CUDA events around N calls after warm-up, the median of five such batches; the backward is
 timed alone (torch.autograd.grad with retain_graph over one saved forward, so no gradient
@@ -50,7 +53,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workload", required=True)
     ap.add_argument("--measured", required=True, help="planner-validate's results JSON (updated in place)")
-    ap.add_argument("--backend", default="flash", choices=["flash", "cudnn", "efficient"])
+    ap.add_argument("--backend", default="cudnn,flash", help="comma-separated, in order of preference: cudnn, flash, efficient")
     a = ap.parse_args()
     try:
         import torch
@@ -73,10 +76,13 @@ def main():
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(w.get("dtype"))
     if dtype is None:
         fail(f"{a.workload}: dtype {w.get('dtype')!r} is not timed here (bf16, fp16)")
-    backend = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
-               "efficient": SDPBackend.EFFICIENT_ATTENTION}[a.backend]
+    known = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+             "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    names = [b.strip() for b in a.backend.split(",") if b.strip()]
+    if not names or any(b not in known for b in names):
+        fail(f"--backend {a.backend!r}: expected a list of {', '.join(known)}")
 
-    cache = {}
+    cache, used = {}, set()
     out = [None] * len(kernels)
     for i, k in enumerate(kernels):
         if k.get("name") != "flash_attention":
@@ -87,16 +93,24 @@ def main():
             torch.manual_seed(0)
             q, kk, v = (torch.randn(1, bh, s, d, device="cuda", dtype=dtype, requires_grad=True)
                         for s in (sq, sk, sk))
-            with sdpa_kernel([backend]):
-                fwd_s, fwd_spread = median_time(
-                    lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=True), torch)
-                o = F.scaled_dot_product_attention(q, kk, v, is_causal=True)
-                g = torch.randn_like(o)
-                bwd_s, bwd_spread = median_time(
-                    lambda: torch.autograd.grad(o, (q, kk, v), g, retain_graph=True), torch)
+            g = torch.randn(1, bh, sq, d, device="cuda", dtype=dtype)
+            for name in names:
+                try:
+                    with sdpa_kernel([known[name]]):
+                        fwd_s, fwd_spread = median_time(
+                            lambda: F.scaled_dot_product_attention(q, kk, v, is_causal=True), torch)
+                        o = F.scaled_dot_product_attention(q, kk, v, is_causal=True)
+                        bwd_s, bwd_spread = median_time(
+                            lambda: torch.autograd.grad(o, (q, kk, v), g, retain_graph=True), torch)
+                    break
+                except RuntimeError as e:
+                    print(f"#   SDPA {name} refused bh={bh} sq={sq} d={d}: {str(e).splitlines()[0]}")
+            else:
+                fail(f"no backend of {a.backend} runs bh={bh} sq={sq} sk={sk} d={d}")
             cache[key] = (fwd_s, bwd_s)
+            used.add(name)
             flops = 4.0 * bh * sq * sk * d / 2  # causal: half the score matrix
-            print(f"#   SDPA {a.backend} bh={bh} sq={sq} sk={sk} d={d} causal: forward {fwd_s * 1e6:.1f} us "
+            print(f"#   SDPA {name} bh={bh} sq={sq} sk={sk} d={d} causal: forward {fwd_s * 1e6:.1f} us "
                   f"({flops / fwd_s / 1e12:.0f} TFLOP/s, spread {fwd_spread:.1%}), backward {bwd_s * 1e6:.1f} us "
                   f"({2.5 * flops / bwd_s / 1e12:.0f} TFLOP/s, spread {bwd_spread:.1%})")
             del q, kk, v, o, g
@@ -104,7 +118,7 @@ def main():
         fwd_s, bwd_s = cache[key]
         out[i] = fwd_s if k.get("pass") == "forward" else bwd_s
     measured["attention_reference"] = {
-        "source": f"PyTorch {torch.__version__} scaled_dot_product_attention, {a.backend} backend, causal, "
+        "source": f"PyTorch {torch.__version__} scaled_dot_product_attention ({'/'.join(sorted(used))} backend, causal), "
                   f"{torch.cuda.get_device_name()}",
         "kernels_s": out,
     }
