@@ -103,6 +103,7 @@ void write_software(std::ostream& o, const SoftwareStack& s) {
   o << "software:\n"
     << "  attention: " << (s.attention == AttentionKernel::flash ? "flash" : "unfused") << "\n"
     << "  flash_efficiency: " << num(s.flash_efficiency) << "\n"
+    << "  flash_backward_efficiency: " << num(s.flash_backward_efficiency) << "\n"
     << "  overlap_grad_reduce: " << flag(s.overlap_grad_reduce) << "\n"
     << "  overlap_param_gather: " << flag(s.overlap_param_gather) << "\n"
     << "  causal_attention_skip: " << flag(s.causal_attention_skip) << "\n"

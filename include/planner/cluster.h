@@ -46,7 +46,8 @@ enum class AttentionKernel { flash, unfused };
 /// What the measured software stack does; the profile states it because measurements depend on it.
 struct SoftwareStack {
   AttentionKernel attention = AttentionKernel::flash;
-  double flash_efficiency = 0.6;       ///< flash attention FLOP/s / dense peak
+  double flash_efficiency = 0.6;           ///< flash attention forward FLOP/s / dense peak
+  double flash_backward_efficiency = 0.45; ///< its backward (2.5x the forward's FLOPs) likewise
   bool overlap_grad_reduce = true;     ///< DP reduce-scatter/allreduce overlapped with backward
   bool overlap_param_gather = true;    ///< ZeRO parameter allgather overlapped with forward
   bool causal_attention_skip = true;   ///< fused kernels skip the masked half of s^2

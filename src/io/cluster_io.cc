@@ -144,13 +144,14 @@ NetworkTier read_tier(const YamlReader& r) {
 }
 
 SoftwareStack read_software(const YamlReader& r) {
-  r.check_keys({"attention", "flash_efficiency", "overlap_grad_reduce", "overlap_param_gather",
+  r.check_keys({"attention", "flash_efficiency", "flash_backward_efficiency", "overlap_grad_reduce", "overlap_param_gather",
                 "causal_attention_skip", "zero3_collective_nics", "overlap_compute_slowdown"});
   SoftwareStack s;
   const std::string attn = r.get_string("attention");
   if (attn != "flash" && attn != "unfused") r.fail("attention", "expected flash or unfused, got '" + attn + "'");
   s.attention = attn == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
   s.flash_efficiency = fraction(r, "flash_efficiency");
+  s.flash_backward_efficiency = fraction(r, "flash_backward_efficiency");
   s.overlap_grad_reduce = r.get_bool("overlap_grad_reduce");
   s.overlap_param_gather = r.get_bool("overlap_param_gather");
   s.causal_attention_skip = r.get_bool("causal_attention_skip");
