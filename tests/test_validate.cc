@@ -77,6 +77,9 @@ TEST_CASE("predicted against measured, per component") {
   const auto js = validation_json(w, r);
   CHECK(js["components"].contains("gemm"));
   CHECK(js["layer"]["total_diff_pct"].get<double>() < 0);
+  CHECK(r.measured_compute().total() ==
+        doctest::Approx(r.measured[0].total() + r.measured[1].total() + r.measured[2].total()));
+  CHECK(js["compute"]["total_measured_s"].get<double>() == doctest::Approx(r.measured_compute().total()));
 }
 
 TEST_CASE("an attention reference replaces the own attention kernels in the totals") {

@@ -77,6 +77,14 @@ struct ValidationReport {
   std::string attention_source;
   ComponentTimes own_attention;
   int layers = 1, stage_layers = 1, microbatches = 1;
+  /// The layer without communication (GEMMs, attention, element-wise): what the GPU ran.
+  ComponentTimes predicted_compute() const { return sum_compute(predicted); }
+  ComponentTimes measured_compute() const { return sum_compute(measured); }
+  static ComponentTimes sum_compute(const std::vector<ComponentTimes>& c) {
+    ComponentTimes t;
+    for (size_t i = 0; i + 1 < c.size(); ++i) t.fwd_s += c[i].fwd_s, t.bwd_s += c[i].bwd_s;
+    return t;
+  }
   double diff_pct(double predicted_s, double measured_s) const;
 };
 ValidationReport compare(const Workload& w, const Measured& m);

@@ -34,6 +34,7 @@ void print_validation(std::ostream& out, const Workload& w, const ValidationRepo
   out << "# component        fwd_pred  fwd_meas   diff%    bwd_pred  bwd_meas   diff%    tot_pred  tot_meas   diff%\n";
   for (size_t c = 0; c < r.components.size(); ++c)
     row(out, r, r.components[c].c_str(), r.predicted[c], r.measured[c]);
+  row(out, r, "compute", r.predicted_compute(), r.measured_compute());
   row(out, r, "layer", r.predicted_layer, r.measured_layer);
   if (!r.attention_source.empty()) {
     line(out, "# attention measured with %s;\n", r.attention_source.c_str());
@@ -67,6 +68,7 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
           {"stage_layers", r.stage_layers},
           {"microbatches", r.microbatches},
           {"layer", times(r.predicted_layer, r.measured_layer)},
+          {"compute", times(r.predicted_compute(), r.measured_compute())},
           {"components", comps},
           {"attention_reference", r.attention_source.empty() ? json(nullptr)
                                   : json{{"source", r.attention_source},
