@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -137,6 +138,7 @@ void calibrate_here(const Options& o, const World& w, Samples& samples,
                       "); to refit saved samples without a GPU use --fit-only");
   const bool multi = w.mpi && w.size > 1;
   const int device = multi ? w.local_rank % count : 0;
+  const auto start = std::chrono::steady_clock::now();
   CAL_CUDA(cudaSetDevice(device));
   const int gpn = multi ? w.local_size : (o.gpus > 0 ? std::min(o.gpus, count) : count);
   samples.context =
@@ -177,6 +179,8 @@ void calibrate_here(const Options& o, const World& w, Samples& samples,
   FitCommand fit = o.fit;
   fit.base_file = base_file, fit.samples_file = samples_path;
   fit_and_write(samples, fit, stdout);
+  std::printf("# calibration took %.1f s (measuring, saving and fitting)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 /// The folders of the files written at the very end, created (or found unwritable) before any
