@@ -172,6 +172,7 @@ ValidationReport compare(const Workload& w, const Measured& m) {
     if (referenced) (fwd ? r.own_attention.fwd_s : r.own_attention.bwd_s) += m.kernel_s[i];
   }
   r.attention_source = m.attention_reference_source;
+  r.dp_predicted_s = w.dp.predicted_s, r.dp_measured_s = m.dp_s;
   for (size_t i = 0; i < w.collectives.size(); ++i) {
     const WorkCollective& c = w.collectives[i];
     const bool fwd = c.pass == Pass::forward;

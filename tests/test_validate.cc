@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <sstream>
 
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
@@ -80,6 +81,14 @@ TEST_CASE("predicted against measured, per component") {
   CHECK(r.measured_compute().total() ==
         doctest::Approx(r.measured[0].total() + r.measured[1].total() + r.measured[2].total()));
   CHECK(js["compute"]["total_measured_s"].get<double>() == doctest::Approx(r.measured_compute().total()));
+  CHECK(js["dp_reduction"]["measured_s"].is_null());  // not run: fewer local GPUs
+  CHECK(js["dp_reduction"]["predicted_s"].get<double>() == doctest::Approx(w.dp.predicted_s));
+  j["dp_s"] = 0.25;
+  const ValidationReport with_dp = compare(w, parse_measured(j, w, "m.json"));
+  CHECK(validation_json(w, with_dp)["dp_reduction"]["measured_s"].get<double>() == 0.25);
+  std::ostringstream text;
+  print_validation(text, w, with_dp);
+  CHECK(text.str().find("measured 0.250 s") != std::string::npos);
 }
 
 TEST_CASE("an attention reference replaces the own attention kernels in the totals") {

@@ -76,6 +76,9 @@ struct ValidationReport {
   /// (then not in the totals).
   std::string attention_source;
   ComponentTimes own_attention;
+  /// The DP gradient reduction, once per iteration (not in the layer): predicted, and measured
+  /// (< 0 when the runner could not, e.g. fewer local GPUs than dp).
+  double dp_predicted_s = 0, dp_measured_s = -1;
   int layers = 1, stage_layers = 1, microbatches = 1;
   /// The layer without communication (GEMMs, attention, element-wise): what the GPU ran.
   ComponentTimes predicted_compute() const { return sum_compute(predicted); }

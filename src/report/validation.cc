@@ -48,6 +48,15 @@ void print_validation(std::ostream& out, const Workload& w, const ValidationRepo
        r.diff_pct(r.predicted_layer.total(), r.measured_layer.total()));
   line(out, "# per iteration of compute and TP communication (x %d micro-batches): predicted %.3f s, measured %.3f s\n",
        r.microbatches, r.predicted_layer.total() * k, r.measured_layer.total() * k);
+  if (w.dp.bytes > 0) {
+    if (r.dp_measured_s >= 0)
+      line(out, "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted %.3f s, measured %.3f s (%+.1f%%)\n",
+           to_string(w.dp.coll), w.dp.bytes / 1e6, w.dp.ranks, r.dp_predicted_s, r.dp_measured_s,
+           r.diff_pct(r.dp_predicted_s, r.dp_measured_s));
+    else
+      line(out, "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted %.3f s, not measured (fewer local GPUs than dp)\n",
+           to_string(w.dp.coll), w.dp.bytes / 1e6, w.dp.ranks, r.dp_predicted_s);
+  }
 }
 
 nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
@@ -69,6 +78,8 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
           {"microbatches", r.microbatches},
           {"layer", times(r.predicted_layer, r.measured_layer)},
           {"compute", times(r.predicted_compute(), r.measured_compute())},
+          {"dp_reduction", {{"predicted_s", r.dp_predicted_s},
+                            {"measured_s", r.dp_measured_s >= 0 ? json(r.dp_measured_s) : json(nullptr)}}},
           {"components", comps},
           {"attention_reference", r.attention_source.empty() ? json(nullptr)
                                   : json{{"source", r.attention_source},
