@@ -16,10 +16,12 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
     if (m.layers % p == 0) k.pp.push_back(p);
   k.cp = {1};
   for (int v = 1; v <= kDenseVpp; ++v) k.vpp.push_back(v);
-  // Beyond that, the interleavings that give every chunk whole layers (Megatron-LM's
+  // Beyond that, the interleavings that give every chunk whole blocks (Megatron-LM's
   // --num-layers-per-virtual-pipeline-stage): 92 layers on pp=4 interleave only as vpp=23.
-  for (int v = kDenseVpp + 1; v <= m.layers; ++v)
-    if (m.layers % v == 0) k.vpp.push_back(v);
+  const int blocks = block_layout(m).count();
+  for (int v = kDenseVpp + 1; v <= blocks; ++v)
+    if (blocks % v == 0) k.vpp.push_back(v);
+  k.vpp_whole_chunks_only = true;
   k.mbs = {1, 2, 4, 8, 16};
   k.zero = {0, 1, 2, 3};
   k.recompute = {Recompute::none, Recompute::selective, Recompute::full};
@@ -137,8 +139,9 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
               p.dp = static_cast<int>(gpus / model_parallel);
               const bool divides = model_parallel * p.dp == gpus &&
                                    (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
-              for (int vpp : k.vpp)
-                if (vpp <= kDenseVpp || cache.layout.count() % (pp * vpp) == 0)
+              for (int vpp : k.vpp) {
+                if (k.vpp_whole_chunks_only && vpp > kDenseVpp && cache.layout.count() % (pp * vpp) != 0)
+                  continue;  // a default beyond the dense range, meant only for other pp
                 for (Schedule sched : schedules_for(vpp, pp, k.schedule))
                   for (int zero : k.zero)
                     for (Recompute rc : k.recompute) {
@@ -155,6 +158,7 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
                       }
                       if (e.ok()) { top.offer(e); r.feasible.add(e.memory_bytes, e.tflops_per_gpu); }
                     }
+              }
             }
           }
   r.top = top.sorted();

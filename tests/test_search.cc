@@ -89,3 +89,32 @@ TEST_CASE("a model too large for the GPUs ranks nothing and reports the closest 
   CHECK(r.any_memory_rejection);
   CHECK(r.closest_infeasible.memory_bytes > a100().gpu.hbm_bytes);
 }
+
+TEST_CASE("default vpp: 1..8 with uneven chunks, above 8 only where every chunk is whole") {
+  ModelSpec m = gpt175();
+  m.layers = 92;  // 23 layers per stage on pp=4: vpp 23 is the only interleaving beyond 1
+  const KnobSpace k = default_knobs(m, a100(), 1536);
+  CHECK(k.vpp_whole_chunks_only);
+  CHECK(k.vpp == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 23, 46, 92});
+  KnobSpace fixed = k;
+  fixed.pp = {4};
+  fixed.tp = {8};
+  SearchOptions o;
+  o.gpus = {1536};
+  o.global_batch = 768;
+  o.top_k = 5000;
+  o.simulate_candidates = 0;
+  const SearchResult r = search(m, a100(), fixed, o);
+  bool saw23 = false;
+  for (const Estimate& e : r.top) {
+    CHECK((e.plan.vpp <= kDenseVpp || 92 % (e.plan.pp * e.plan.vpp) == 0));
+    saw23 = saw23 || e.plan.vpp == 23;
+  }
+  CHECK(saw23);
+  // A user's list is tried as given: vpp 10 on pp 4 is evaluated and refused with its reason.
+  fixed.vpp = {10};
+  fixed.vpp_whole_chunks_only = false;
+  const SearchResult user = search(m, a100(), fixed, o);
+  CHECK(user.evaluated > 0);
+  CHECK(user.top.empty());
+}

@@ -16,6 +16,9 @@ struct KnobSpace {
   std::vector<int> sp;
   std::vector<Schedule> schedule;  ///< interleaved is implied by vpp > 1
   std::vector<int> dp;             ///< empty: dp follows from the GPU count; else it must be one of these
+  /// vpp values above kDenseVpp are tried only where every chunk gets the same whole number of
+  /// blocks (set by default_knobs for its extra values; a user's --vpp list is tried as given).
+  bool vpp_whole_chunks_only = false;
 };
 
 /// vpp values up to this are searched with uneven chunks allowed; larger ones only where every

@@ -38,6 +38,7 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
   ints(a.pp, "--pp", k.pp);
   ints(a.cp, "--cp", k.cp);
   ints(a.vpp, "--vpp", k.vpp);
+  if (!a.vpp.empty()) k.vpp_whole_chunks_only = false;
   ints(a.mbs, "--mbs", k.mbs);
   ints(a.zero, "--zero", k.zero);
   ints(a.sp, "--sp", k.sp);
