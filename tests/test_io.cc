@@ -95,6 +95,14 @@ TEST_CASE("bad cluster profiles name the key") {
   CHECK(err(replace(text, "attention: unfused", "attention: fast")) ==
         "c.yaml:23: key 'software.attention': expected flash or unfused, got 'fast'");
   CHECK(err(replace(text, "sms: 108", "sms: 0")) == "c.yaml:9: key 'gpu.sms': must be a positive integer");
+  CHECK(err(replace(text, "overlap_compute_slowdown: 0.189", "overlap_compute_slowdown: 1.5")) ==
+        "c.yaml:30: key 'software.overlap_compute_slowdown': must be in [0, 1]");
+  // Profiles from before the two keys existed still load, with the documented defaults.
+  const std::string old_profile = replace(replace(text, "  flash_backward_efficiency: 0.46\n", ""),
+                                          "  overlap_compute_slowdown: 0.189\n", "");
+  const ClusterProfile c = io::parse_cluster(old_profile, "c.yaml");
+  CHECK(c.software.flash_backward_efficiency == doctest::Approx(0.6 * kFlashBackwardOverForward));
+  CHECK(c.software.overlap_compute_slowdown == kOverlapComputeSlowdown);
 }
 
 TEST_CASE("--plan strings parse, round-trip, and reject unknown knobs") {

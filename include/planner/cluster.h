@@ -43,11 +43,18 @@ struct GemmModel {
 /// with a fused scale-mask-softmax and a dropout kernel (Megatron-LM 2021).
 enum class AttentionKernel { flash, unfused };
 
+/// Flash attention's backward over its forward FLOP rate, for profiles that give only the forward:
+/// cuDNN fused attention on the H200, three training shapes (bench/validation-h200.md).
+inline constexpr double kFlashBackwardOverForward = 0.76;
+/// Compute slowdown beside an overlapped collective, for profiles that do not state it: 18.9% on
+/// average over A100, H100, MI250 and MI210 (Lee et al. 2025, arXiv 2507.03114).
+inline constexpr double kOverlapComputeSlowdown = 0.189;
+
 /// What the measured software stack does; the profile states it because measurements depend on it.
 struct SoftwareStack {
   AttentionKernel attention = AttentionKernel::flash;
   double flash_efficiency = 0.6;           ///< flash attention forward FLOP/s / dense peak
-  double flash_backward_efficiency = 0.45; ///< its backward (2.5x the forward's FLOPs) likewise
+  double flash_backward_efficiency = 0.46; ///< its backward (2.5x the forward's FLOPs) likewise
   bool overlap_grad_reduce = true;     ///< DP reduce-scatter/allreduce overlapped with backward
   bool overlap_param_gather = true;    ///< ZeRO parameter allgather overlapped with forward
   bool causal_attention_skip = true;   ///< fused kernels skip the masked half of s^2
@@ -56,7 +63,7 @@ struct SoftwareStack {
   int zero3_collective_nics = 8;
   /// Fraction by which compute slows while a collective runs beside it (NCCL's kernels take SMs
   /// and HBM bandwidth): a GEMM that takes t alone takes t x (1 + this) during the overlap.
-  double overlap_compute_slowdown = 0.189;
+  double overlap_compute_slowdown = kOverlapComputeSlowdown;
 };
 
 struct Gpu {

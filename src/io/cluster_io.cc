@@ -151,15 +151,20 @@ SoftwareStack read_software(const YamlReader& r) {
   if (attn != "flash" && attn != "unfused") r.fail("attention", "expected flash or unfused, got '" + attn + "'");
   s.attention = attn == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
   s.flash_efficiency = fraction(r, "flash_efficiency");
-  s.flash_backward_efficiency = fraction(r, "flash_backward_efficiency");
+  // Optional (profiles written before these keys existed): the defaults' sources are in cluster.h.
+  s.flash_backward_efficiency = r.has("flash_backward_efficiency")
+                                    ? fraction(r, "flash_backward_efficiency")
+                                    : s.flash_efficiency * kFlashBackwardOverForward;
   s.overlap_grad_reduce = r.get_bool("overlap_grad_reduce");
   s.overlap_param_gather = r.get_bool("overlap_param_gather");
   s.causal_attention_skip = r.get_bool("causal_attention_skip");
   s.zero3_collective_nics = r.get_int("zero3_collective_nics");
   if (s.zero3_collective_nics <= 0) r.fail("zero3_collective_nics", "must be a positive integer");
-  s.overlap_compute_slowdown = r.get_double("overlap_compute_slowdown");
-  if (!(s.overlap_compute_slowdown >= 0 && s.overlap_compute_slowdown <= 1))
-    r.fail("overlap_compute_slowdown", "must be in [0, 1]");
+  if (r.has("overlap_compute_slowdown")) {
+    s.overlap_compute_slowdown = r.get_double("overlap_compute_slowdown");
+    if (!(s.overlap_compute_slowdown >= 0 && s.overlap_compute_slowdown <= 1))
+      r.fail("overlap_compute_slowdown", "must be in [0, 1]");
+  }
   return s;
 }
 
