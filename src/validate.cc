@@ -120,8 +120,12 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
   if (j["kernels_s"].size() != w.kernels.size())
     fail("kernels_s", "expected " + std::to_string(w.kernels.size()) + " times, found " +
                           std::to_string(j["kernels_s"].size()));
+  // A kernel of one layer runs for microseconds to seconds; an hour is a broken measurement.
+  const auto time_ok = [](const nlohmann::json& t) {
+    return t.is_number() && t.get<double>() > 0 && t.get<double>() <= 3600;
+  };
   for (const auto& t : j["kernels_s"]) {
-    if (!t.is_number() || !(t.get<double>() > 0)) fail("kernels_s", "times must be positive numbers");
+    if (!time_ok(t)) fail("kernels_s", "times must be positive numbers of seconds, at most 3600");
     m.kernel_s.push_back(t.get<double>());
   }
   if (j.contains("collectives_s") && j["collectives_s"].is_array()) {
@@ -136,16 +140,17 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
   if (j.contains("attention_reference")) {
     const auto& ref = j["attention_reference"];
     if (!ref.is_object() || !ref.contains("kernels_s") || !ref["kernels_s"].is_array() ||
-        !ref.contains("source") || !ref["source"].is_string())
-      fail("attention_reference", "expected {\"source\": text, \"kernels_s\": [...]}");
+        !ref.contains("source") || !ref["source"].is_string() || ref["source"].get<std::string>().empty())
+      fail("attention_reference", "expected {\"source\": non-empty text, \"kernels_s\": [...]}");
     if (ref["kernels_s"].size() != w.kernels.size())
       fail("attention_reference.kernels_s", "expected " + std::to_string(w.kernels.size()) + " entries");
     m.attention_reference_source = ref["source"].get<std::string>();
     for (size_t i = 0; i < w.kernels.size(); ++i) {
       const auto& t = ref["kernels_s"][i];
       const bool attention = w.kernels[i].cls == KernelClass::attention;
-      if (attention && !(t.is_number() && t.get<double>() > 0))
-        fail("attention_reference.kernels_s", "entry " + std::to_string(i) + " (attention) must be a positive number");
+      if (attention && !time_ok(t))
+        fail("attention_reference.kernels_s",
+             "entry " + std::to_string(i) + " (attention) must be a positive number of seconds, at most 3600");
       m.attention_reference_s.push_back(attention ? t.get<double>() : std::nan(""));
     }
   }

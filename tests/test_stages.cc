@@ -5,6 +5,7 @@
 #include "planner/estimate.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
+#include "planner/plan.h"
 #include "planner/report/trace.h"
 
 using namespace planner;
@@ -174,4 +175,29 @@ TEST_CASE("the simulated breakdown adds up to the iteration") {
   const Breakdown& b = e.breakdown;
   CHECK(b.compute_s + b.tp_comm_s + b.pp_comm_s + b.dp_comm_s + b.bubble_s + b.optimizer_s ==
         doctest::Approx(e.iteration_time_s));
+}
+
+TEST_CASE("overlapped collectives slow the compute they overlap by overlap_compute_slowdown") {
+  // GPT-3 175B under ZeRO-3, one micro-batch of 4 per GPU (Narayanan 2021 Table 2): the gathers
+  // and scatters (a little shorter than the compute) hide behind it, except one layer's share.
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
+  const Plan p = parse_plan("tp=1,pp=1,dp=384,mbs=4,gbs=1536,zero=3,recompute=full,dtype=fp16", "test");
+  ClusterProfile c = a100();
+  c.software.overlap_compute_slowdown = 0;
+  const Estimate e0 = estimate(m, c, p);
+  REQUIRE(e0.ok());
+  const double total = e0.dp_comm_total_s, layers = m.layers;
+  REQUIRE(total < e0.breakdown.compute_s);
+  CHECK(e0.breakdown.dp_comm_s == doctest::Approx(total / layers));  // max(t - W, t / L)
+  const double s = 0.189;
+  c.software.overlap_compute_slowdown = s;
+  const Estimate e = estimate(m, c, p);
+  const double beside = total * (1 - 1 / layers);
+  CHECK(e.breakdown.dp_comm_s == doctest::Approx(total / layers + beside * s / (1 + s)));
+  // Communication longer than the slowed compute: the excess is exposed, whatever the slowdown.
+  c.software.overlap_compute_slowdown = 0.01;
+  const Plan comm_bound = parse_plan("tp=1,pp=1,dp=1536,mbs=1,gbs=1536,zero=3,recompute=full,dtype=fp16", "test");
+  const Estimate b = estimate(m, c, comm_bound);
+  REQUIRE(b.ok());
+  CHECK(b.breakdown.dp_comm_s == doctest::Approx(b.dp_comm_total_s - b.breakdown.compute_s));
 }

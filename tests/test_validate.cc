@@ -113,6 +113,8 @@ TEST_CASE("an attention reference replaces the own attention kernels in the tota
   j["attention_reference"]["kernels_s"] = ref;
   CHECK_THROWS_WITH_AS(parse_measured(j, w, "m.json"), doctest::Contains("attention_reference.kernels_s"),
                        InputError);
+  j["attention_reference"] = {{"source", ""}, {"kernels_s", ref}};
+  CHECK_THROWS_WITH_AS(parse_measured(j, w, "m.json"), doctest::Contains("non-empty"), InputError);
 }
 
 TEST_CASE("bad runner output is refused with the key") {
@@ -120,7 +122,10 @@ TEST_CASE("bad runner output is refused with the key") {
   CHECK_THROWS_WITH(parse_measured({{"kernels_s", {1.0}}}, w, "m.json"),
                     "m.json: key 'kernels_s': expected 18 times, found 1");
   nlohmann::json neg = {{"kernels_s", std::vector<double>(18, -1.0)}};
-  CHECK_THROWS_WITH(parse_measured(neg, w, "m.json"), "m.json: key 'kernels_s': times must be positive numbers");
+  CHECK_THROWS_WITH(parse_measured(neg, w, "m.json"), "m.json: key 'kernels_s': times must be positive numbers of seconds, at most 3600");
+  nlohmann::json huge = {{"kernels_s", std::vector<double>(18, 1e308)}};
+  CHECK_THROWS_WITH(parse_measured(huge, w, "m.json"),
+                    "m.json: key 'kernels_s': times must be positive numbers of seconds, at most 3600");
 }
 
 TEST_CASE("--update-profile writes measured GEMM efficiencies that the model then uses") {

@@ -83,6 +83,7 @@ struct ValidationReport {
   /// The layer without communication (GEMMs, attention, element-wise): what the GPU ran.
   ComponentTimes predicted_compute() const { return sum_compute(predicted); }
   ComponentTimes measured_compute() const { return sum_compute(measured); }
+  /// Sums every component but the last, which is communication (kComponents' order).
   static ComponentTimes sum_compute(const std::vector<ComponentTimes>& c) {
     ComponentTimes t;
     for (size_t i = 0; i + 1 < c.size(); ++i) t.fwd_s += c[i].fwd_s, t.bwd_s += c[i].bwd_s;
