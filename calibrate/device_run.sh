@@ -4,13 +4,14 @@
 # time budget).
 #
 #   calibrate/device_run.sh prepare     # on the development machine: build-device/
-#   run tool: command "calibrate/device_run.sh run", carry ["build-device"], timeout_s 480
-#   (or "calibrate/device_run.sh validate", timeout_s 200: the validations alone)
+#   run tool: command "calibrate/device_run.sh run", carry ["build-device"], timeout_s 570
+#   (or "calibrate/device_run.sh validate", timeout_s 360: the validations alone)
 #
 # `run` writes under $OUT: nvidia-smi.txt, calibrate.log, h200-calibrated.yaml and its
 # .samples.json, estimate.txt (planner estimate of a few layer shapes on the new profile, to set
-# next to the measured GEMM sums in calibrate.log); then what `validate` writes. Bounds: 240 s
-# for the calibration, 70 + 60 s per validation (runner, then the SDPA reference).
+# next to the measured GEMM sums in calibrate.log); then what `validate` writes. Bounds: 200 s
+# for the calibration, 70 + 40 s per validation (runner, then the SDPA reference): 530 s. On the
+# H200 (2026-11-30) the whole `run` took 79 s.
 #
 # `validate` runs issue 7's three validations on the calibrated profile when $OUT has one (else
 # hw_profiles/dgx-h200.yaml), each the top plan of `planner suggest` on dgx-h200.yaml at a small
@@ -34,6 +35,7 @@ top_plan() {  # model, --gpus, --global-batch, extra suggest options: the top pl
 validate_one() {  # model, --gpus, plan, output folder, profile
   local model=$1 gpus=$2 plan=$3 out=$4 profile=$5
   local base="$out/validation-h200-$model"
+  [ -n "$plan" ] || { echo "# validation: $model: planner suggest gave no plan"; return 1; }
   local args=(--model "configs/models/$model.yaml" --cluster "$profile" --gpus "$gpus" --plan "$plan")
   echo "# validation: $model on $profile, --plan \"$plan\""
   build-device/planner validate "${args[@]}" --workload-out "$base.workload.json" || return 1
@@ -44,7 +46,7 @@ validate_one() {  # model, --gpus, plan, output folder, profile
   fi
   grep -E "^#   |relative|TFLOP|GB/s" "$base.runner.log" | head -60 || true
   # Production fused attention at the same shapes (PyTorch SDPA), beside the runner's own kernels.
-  timeout 60 python3 calibrate/sdpa_reference.py --workload "$base.workload.json" \
+  timeout 40 python3 calibrate/sdpa_reference.py --workload "$base.workload.json" \
       --measured "$base.measured.json" 2>&1 | tee "$base.sdpa.log" || true
   build-device/planner validate "${args[@]}" --measured "$base.measured.json" > "$base.txt" || return 1
   cat "$base.txt"
@@ -57,11 +59,11 @@ validate_all() {
   [ -s "$out/h200-calibrated.yaml" ] && profile="$out/h200-calibrated.yaml"
   # The top plan of `planner suggest` on the datasheet H200 profile at a small GPU count; the
   # runner executes one rank's shard of one layer.
-  plan=$(top_plan megatron-1.7b 8 512)
+  plan=$(top_plan megatron-1.7b 8 512) || plan=""
   validate_one megatron-1.7b 8 "$plan" "$out" "$profile" || status=1
-  plan=$(top_plan megatron-18.4b 8 1024 --tp 8)
+  plan=$(top_plan megatron-18.4b 8 1024 --tp 8) || plan=""
   validate_one megatron-18.4b 8 "$plan" "$out" "$profile" || status=1
-  plan=$(top_plan gpt3-175b 64 1536 --tp 8)
+  plan=$(top_plan gpt3-175b 64 1536 --tp 8) || plan=""
   validate_one gpt3-175b 64 "$plan" "$out" "$profile" || status=1
   return $status
 }
@@ -86,7 +88,7 @@ case "${1:-}" in
     nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
     cal=build-device/calibrate/planner-calibrate
     status=0
-    if timeout 240 "$cal" --base hw_profiles/dgx-h200.yaml --name h200-calibrated \
+    if timeout 200 "$cal" --base hw_profiles/dgx-h200.yaml --name h200-calibrated \
          --out "$out/h200-calibrated.yaml" > "$out/calibrate.log" 2>&1; then
       grep -E "^#   |# wrote" "$out/calibrate.log" || true
       for shape in "2048 1" "2048 8" "8192 1" "8192 8"; do

@@ -16,6 +16,9 @@ and rewrites the file atomically. Optional: the planner reports without it.
 The first backend in the list that runs a shape times it (default cuDNN's fused attention, the
 kernel Megatron-Core with Transformer Engine runs on Hopper, then FlashAttention-2).
 
+Shapes: one head per batch entry, K and V with as many heads as Q (a GQA layer's FLOPs are the
+same; its K/V reads are smaller than timed here). Causal, with as many keys as queries.
+
 Timing: CUDA events around N calls after warm-up, the median of five such batches; the backward is
 timed alone (torch.autograd.grad with retain_graph over one saved forward, so no gradient
 accumulation kernel is counted).
@@ -70,9 +73,18 @@ def main():
             measured = json.load(f)
     except (OSError, ValueError) as e:
         fail(str(e))
+    if not isinstance(w, dict) or not isinstance(measured, dict):
+        fail(f"{a.workload} and {a.measured} must each hold a JSON object")
     kernels = w.get("kernels")
-    if not isinstance(kernels, list) or len(measured.get("kernels_s", [])) != len(kernels):
+    if not isinstance(kernels, list) or not all(isinstance(k, dict) for k in kernels) or \
+            len(measured.get("kernels_s") or []) != len(kernels):
         fail(f"{a.measured}: kernels_s does not match {a.workload}'s kernels")
+    # Only a flash workload has one fused kernel per pass to stand in for; with unfused attention
+    # (batched GEMMs, softmax, dropout) there is nothing to add, and the file stays as it is.
+    attention = [k for k in kernels if k.get("class") == "attention"]
+    if not attention or any(k.get("name") != "flash_attention" for k in attention):
+        print(f"# sdpa_reference: {a.workload} runs no fused attention kernel; {a.measured} left as it is")
+        return
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(w.get("dtype"))
     if dtype is None:
         fail(f"{a.workload}: dtype {w.get('dtype')!r} is not timed here (bf16, fp16)")
@@ -87,7 +99,12 @@ def main():
     for i, k in enumerate(kernels):
         if k.get("name") != "flash_attention":
             continue
-        bh, sq, sk, d = int(k["batch"]), int(k["m"]), int(k["n"]), int(k["k"])
+        try:
+            bh, sq, sk, d = int(k["batch"]), int(k["m"]), int(k["n"]), int(k["k"])
+        except (KeyError, TypeError, ValueError):
+            fail(f"{a.workload}: kernel {i} lacks a batch, m, n or k")
+        if sq != sk:  # context parallelism: PyTorch's causal mask is top-left, not this shard's
+            fail(f"{a.workload}: kernel {i} has {sq} queries against {sk} keys; only sq = sk is timed here")
         key = (bh, sq, sk, d)
         if key not in cache:
             torch.manual_seed(0)
@@ -124,9 +141,14 @@ def main():
     }
     folder = os.path.dirname(os.path.abspath(a.measured))
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".sdpa-")
-    with os.fdopen(fd, "w") as f:
-        json.dump(measured, f, indent=2)
-    os.replace(tmp, a.measured)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(measured, f, indent=2, allow_nan=False)
+        os.chmod(tmp, os.stat(a.measured).st_mode & 0o777)
+        os.replace(tmp, a.measured)
+    except (OSError, ValueError) as e:
+        os.unlink(tmp)
+        fail(f"could not rewrite {a.measured}: {e}")
     print(f"# attention_reference added to {a.measured}")
 
 
