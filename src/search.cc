@@ -95,14 +95,25 @@ void rerank_simulated(const ModelSpec& m, const ClusterProfile& c, const SearchO
   r.top = std::move(refined);
 }
 
+/// Whether the loop tries this (pp, vpp) pair: default values beyond the dense range only where
+/// every chunk gets the same whole number of blocks.
+bool vpp_tried(const KnobSpace& k, int blocks, int pp, int vpp) {
+  return !k.vpp_whole_chunks_only || vpp <= kDenseVpp || blocks % (pp * vpp) == 0;
+}
+
 }  // namespace
 
 SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,
                     const SearchOptions& o) {
+  EstimateCache cache;
+  cache.layout = block_layout(m);
+  const int blocks = cache.layout.count();
   // About a second per 20 million plans: refuse ranges that would take minutes.
+  double pp_vpp = 0;
+  for (int pp : k.pp)
+    for (int vpp : k.vpp) pp_vpp += vpp_tried(k, blocks, pp, vpp);
   const double space = double(o.gpus.size()) * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size() *
-                       k.pp.size() * k.vpp.size() * std::max<size_t>(1, k.schedule.size()) *
-                       k.zero.size() * k.recompute.size();
+                       pp_vpp * std::max<size_t>(1, k.schedule.size()) * k.zero.size() * k.recompute.size();
   if (space > 2e8)
     throw InputError("", 0, "",
                      "the knob ranges span " + std::to_string(static_cast<long long>(space)) +
@@ -114,8 +125,6 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
   TopK top(std::max(1, keep), o.objective);
   EstimateOptions eo = o.estimate;
   eo.reasons = false;
-  EstimateCache cache;
-  cache.layout = block_layout(m);
   const AttentionKernel attn = o.attention.value_or(c.software.attention);
   const double outer = double(o.gpus.size() * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size());
   double outer_done = 0;
@@ -140,8 +149,7 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
               const bool divides = model_parallel * p.dp == gpus &&
                                    (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
               for (int vpp : k.vpp) {
-                if (k.vpp_whole_chunks_only && vpp > kDenseVpp && cache.layout.count() % (pp * vpp) != 0)
-                  continue;  // a default beyond the dense range, meant only for other pp
+                if (!vpp_tried(k, blocks, pp, vpp)) continue;  // a default meant for other pp
                 for (Schedule sched : schedules_for(vpp, pp, k.schedule))
                   for (int zero : k.zero)
                     for (Recompute rc : k.recompute) {
