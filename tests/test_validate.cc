@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -144,6 +145,22 @@ TEST_CASE("--update-profile writes measured GEMM efficiencies that the model the
   const Kernel& qkv = w.kernels[0];
   // The model now reproduces the measured (doubled) time of that shape.
   CHECK(gemm_time_s(c.gpu, Dtype::bf16, qkv.gemm) == doctest::Approx(2 * qkv.time_s).epsilon(0.001));
+  CHECK(c.software.flash_efficiency == h200().software.flash_efficiency);  // no reference: kept
+
+  // With an attention reference, its FLOP rates set the flash efficiencies.
+  Measured ref = m;
+  ref.attention_reference_source = "SDPA\ntest";  // a newline must not break the YAML
+  for (size_t i = 0; i < w.kernels.size(); ++i)
+    ref.attention_reference_s.push_back(w.kernels[i].cls == KernelClass::attention
+                                            ? w.kernels[i].time_s * 1.25 : std::nan(""));
+  const std::string with_attn = update_profile_text(text, w, ref, h200());
+  CHECK(update_profile_text(with_attn, w, ref, h200()) == with_attn);
+  const ClusterProfile a = io::parse_cluster(with_attn, "u.yaml");
+  // The model, given those efficiencies, reproduces the reference's times.
+  const Workload again = build_workload(m18(), a, plan("tp=8,dp=4,mbs=1,gbs=32"));
+  for (size_t i = 0; i < again.kernels.size(); ++i)
+    if (again.kernels[i].cls == KernelClass::attention)
+      CHECK(again.kernels[i].time_s == doctest::Approx(ref.attention_reference_s[i]).epsilon(1e-3));
 }
 
 TEST_CASE("a plan the model rejects cannot be validated") {

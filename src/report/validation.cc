@@ -112,6 +112,26 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
                   k.gemm.k, k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
     block << buf;
   }
+  // With an attention reference (a production fused kernel timed at the workload's shapes), its
+  // forward and backward FLOP rates over the peak become software.flash_efficiency and
+  // software.flash_backward_efficiency.
+  double flops[2] = {0, 0}, seconds[2] = {0, 0};
+  for (size_t i = 0; i < w.kernels.size() && !m.attention_reference_s.empty(); ++i) {
+    const Kernel& k = w.kernels[i];
+    if (k.cls != KernelClass::attention || k.flops <= 0) continue;
+    const int bwd = k.pass == Pass::forward ? 0 : 1;
+    const double t = m.attention_reference_s[i];  // the model adds the launch to FLOPs / rate
+    flops[bwd] += k.flops, seconds[bwd] += std::max(t - c.gpu.gemm.launch_s, 0.5 * t);
+  }
+  const bool attention = seconds[0] > 0 && seconds[1] > 0;
+  std::string source = m.attention_reference_source;  // one line of YAML comment
+  for (char& ch : source)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  auto efficiency_line = [&](const char* key, int bwd) {
+    char value[32];
+    std::snprintf(value, sizeof value, "%.4f", std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
+    return std::string("  ") + key + ": " + value + "  # planner validate: " + source + ", " + date + "\n";
+  };
   // Drop an earlier measured block, then insert the new one right after "  gemm:".
   std::istringstream in(text);
   std::ostringstream out;
@@ -122,6 +142,11 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
     skipping = false;
     if (l.rfind("    measured:", 0) == 0) {
       skipping = true;
+      continue;
+    }
+    if (attention && l.rfind("  flash_backward_efficiency:", 0) == 0) continue;
+    if (attention && l.rfind("  flash_efficiency:", 0) == 0) {
+      out << efficiency_line("flash_efficiency", 0) << efficiency_line("flash_backward_efficiency", 1);
       continue;
     }
     out << l << "\n";
