@@ -55,8 +55,8 @@ _planner() {
         --plan) :; return ;;
         --global-batch) :; return ;;
         --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
-        --train-tokens) :; return ;;
         --memory-limit-GiB) :; return ;;
+        --train-tokens) :; return ;;
         --format) _planner_words 'text json'; return ;;
         --trace) _planner_files 'json'; return ;;
         --attention) _planner_words 'flash unfused'; return ;;
@@ -64,7 +64,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --global-batch --dtype --train-tokens --tp-across-nodes --memory-limit-GiB --format --trace --attention --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --train-tokens --format --trace --attention --seq-len --plot --report'; else _planner_words ''; fi ;;
     regress)
       case "$prev" in
         --cases) _planner_files 'csv'; return ;;
@@ -78,8 +78,8 @@ _planner() {
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
-        --plan) :; return ;;
         --gpus) :; return ;;
+        --plan) :; return ;;
         --global-batch) :; return ;;
         --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
         --layers) :; return ;;
@@ -90,21 +90,21 @@ _planner() {
         --workload-out) :; return ;;
         --measured) :; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --gpus --global-batch --dtype --layers --iters --format --update-profile --runner --workload-out --measured'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --global-batch --dtype --layers --iters --format --update-profile --runner --workload-out --measured'; else _planner_words ''; fi ;;
     emit)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --gpus) :; return ;;
         --plan) :; return ;;
-        --framework) _planner_words 'megatron deepspeed'; return ;;
-        --out) _planner_dirs; return ;;
         --global-batch) :; return ;;
         --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
         --memory-limit-GiB) :; return ;;
+        --framework) _planner_words 'megatron deepspeed'; return ;;
+        --out) _planner_dirs; return ;;
         --seq-len) :; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --framework --out --global-batch --dtype --tp-across-nodes --memory-limit-GiB --seq-len'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --out --seq-len'; else _planner_words ''; fi ;;
     compare)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;

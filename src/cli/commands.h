@@ -1,7 +1,15 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <string>
+
+#include "cli/common.h"
+
 namespace planner::cli {
+
+/// Registers --model, --cluster, --gpus, --plan, --global-batch and --dtype; with `limits`, also
+/// --tp-across-nodes and --memory-limit-GiB.
+void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example, bool limits);
 
 /// Each registers its subcommand; the callback runs it and stores the exit code in `*rc`.
 void add_suggest(CLI::App& app, int* rc);

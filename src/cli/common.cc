@@ -1,12 +1,36 @@
 #include "cli/common.h"
 
+#include "cli/commands.h"
+
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/knobs.h"
 #include "planner/io/model_io.h"
 #include "planner/report/trace.h"
+#include "planner/units.h"
 
 namespace planner::cli {
+
+void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example, bool limits) {
+  s->add_option("--model", a.model, "model YAML (configs/models/) or Hugging Face config.json")->required();
+  s->add_option("--cluster", a.cluster, "cluster profile YAML (hw_profiles/)")->required();
+  s->add_option("--gpus", a.gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
+  s->add_option("--plan", a.plan, "e.g. \"" + plan_example + "\"")->required();
+  s->add_option("--global-batch", a.global_batch, "global batch in sequences, if not in --plan")
+      ->check(CLI::Range(1, 1 << 28));
+  s->add_option("--dtype", a.dtype, "bf16 (default), fp16, fp8, tf32");
+  if (!limits) return;
+  s->add_flag("--tp-across-nodes", a.tp_across_nodes, "allow TP groups larger than a node");
+  s->add_option("--memory-limit-GiB", a.memory_limit_GiB, "memory cap per GPU (default: HBM)")
+      ->check(CLI::Range(0.0, 1e6));
+}
+
+EstimateOptions estimate_options(const PlanArgs& a) {
+  EstimateOptions o;
+  o.tp_across_nodes = a.tp_across_nodes;
+  o.memory_limit_bytes = a.memory_limit_GiB * kGiB;
+  return o;
+}
 
 Inputs load_inputs(const std::string& model_file, const std::string& cluster_file) {
   Inputs in;

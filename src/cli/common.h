@@ -18,6 +18,17 @@ struct Inputs {
 
 Inputs load_inputs(const std::string& model_file, const std::string& cluster_file);
 
+/// The options that name one plan on one model and cluster (estimate, emit, validate); see
+/// add_plan_options in commands.h.
+struct PlanArgs {
+  std::string model, cluster, gpus, plan, dtype;
+  int global_batch = 0;
+  bool tp_across_nodes = false;
+  double memory_limit_GiB = 0;
+};
+/// --tp-across-nodes and --memory-limit-GiB as estimate options.
+EstimateOptions estimate_options(const PlanArgs& a);
+
 /// --gpus: one count or a set ("512,1024", "256-1024" keeps node multiples); default all GPUs.
 /// Each must be a positive multiple of gpus_per_node and at most the cluster's GPUs.
 std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c);

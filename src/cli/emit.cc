@@ -12,11 +12,8 @@
 namespace planner::cli {
 namespace {
 
-struct EmitArgs {
-  std::string model, cluster, gpus, plan, framework, out, dtype;
-  int global_batch = 0;
-  bool tp_across_nodes = false;
-  double memory_limit_GiB = 0;
+struct EmitArgs : PlanArgs {
+  std::string framework, out;
   OutputArgs extra;  ///< --seq-len (the launch files' sequence length)
 };
 
@@ -26,9 +23,7 @@ int run_emit(const EmitArgs& a) {
   apply_seq_len(in, a.extra);
   const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
   emit::check_expressible(f, in.model, in.cluster, p);  // the framework's refusals come first
-  EstimateOptions o;
-  o.tp_across_nodes = a.tp_across_nodes;
-  o.memory_limit_bytes = a.memory_limit_GiB * kGiB;
+  const EstimateOptions o = estimate_options(a);
   const emit::EmitRequest r =
       emit::prepare(in.model_file, in.model, in.cluster_file, in.cluster, p, o);
   for (const std::string& path : emit::write_files(a.out, emit::emit_files(f, r)))
@@ -88,19 +83,9 @@ void add_emit(CLI::App& app, int* rc) {
   auto a = std::make_shared<EmitArgs>();
   CLI::App* s =
       app.add_subcommand("emit", "write one plan's launch files (Megatron-LM, DeepSpeed)");
-  s->add_option("--model", a->model, "model YAML (configs/models/) or Hugging Face config.json")->required();
-  s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
-  s->add_option("--gpus", a->gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
-  s->add_option("--plan", a->plan,
-                "e.g. \"tp=8,pp=8,dp=16,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1\"")
-      ->required();
+  add_plan_options(s, *a, "tp=8,pp=8,dp=16,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1", true);
   s->add_option("--framework", a->framework, "megatron or deepspeed")->required();
   s->add_option("--out", a->out, "directory for the files (created if needed)")->required();
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")->check(CLI::Range(1, 1 << 28));
-  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
-  s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
-  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)")
-      ->check(CLI::Range(0.0, 1e6));
   s->add_option("--seq-len", a->extra.seq_len, "sequence length in tokens (default: the model's)");
   s->callback([a, rc] { *rc = run_emit(*a); });
 }

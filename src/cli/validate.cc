@@ -14,10 +14,10 @@
 namespace planner::cli {
 namespace {
 
-struct ValidateArgs {
-  std::string model, cluster, gpus, plan, dtype, format = "text", update_profile, runner;
+struct ValidateArgs : PlanArgs {
+  std::string format = "text", update_profile, runner;
   std::string workload_out, measured;
-  int global_batch = 0, layers = 0, iters = 20;
+  int layers = 0, iters = 20;
 };
 
 /// The CUDA runner: --runner, else planner-validate beside this executable.
@@ -91,17 +91,12 @@ int run_validate(const ValidateArgs& a) {
 void add_validate(CLI::App& app, int* rc) {
   auto a = std::make_shared<ValidateArgs>();
   CLI::App* s = app.add_subcommand("validate", "run a plan's kernels on the local GPUs and compare with the prediction");
-  s->add_option("--model", a->model, "model YAML")->required();
-  s->add_option("--cluster", a->cluster, "cluster profile YAML")->required();
-  s->add_option("--plan", a->plan, "the plan, as suggest prints it")->required();
-  s->add_option("--gpus", a->gpus, "GPUs of the plan (default: its dp*tp*pp*cp)");
-  s->add_option("--global-batch", a->global_batch, "global batch, if not in --plan")->check(CLI::Range(1, 1 << 28));
-  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
+  add_plan_options(s, *a, "tp=8,pp=1,dp=8,mbs=4,gbs=1536,zero=1,sp=1", false);
   s->add_option("--layers", a->layers, "layers to run (default: the plan's most loaded stage)")
       ->check(CLI::Range(1, 100000));
   s->add_option("--iters", a->iters, "timed repetitions (median reported)")->check(CLI::Range(1, 100000));
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  s->add_option("--update-profile", a->update_profile, "write the profile with the measured GEMM efficiencies here");
+  s->add_option("--update-profile", a->update_profile, "write the profile with the measured GEMM (and attention) efficiencies here");
   s->add_option("--runner", a->runner, "the CUDA runner (default: planner-validate beside planner)");
   s->add_option("--workload-out", a->workload_out, "write the work to run as JSON (no GPU needed)");
   s->add_option("--measured", a->measured, "compare with a runner's saved results instead of running");
