@@ -123,7 +123,8 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
     const double t = m.attention_reference_s[i];  // the model adds the launch to FLOPs / rate
     flops[bwd] += k.flops, seconds[bwd] += std::max(t - c.gpu.gemm.launch_s, 0.5 * t);
   }
-  const bool attention = seconds[0] > 0 && seconds[1] > 0;
+  // Only a fused kernel's rate is a flash efficiency (unfused attention is GEMMs and softmax).
+  const bool attention = w.config.attention == AttentionKernel::flash && seconds[0] > 0 && seconds[1] > 0;
   std::string source = m.attention_reference_source;  // one line of YAML comment
   for (char& ch : source)
     if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
