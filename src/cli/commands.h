@@ -7,9 +7,11 @@
 
 namespace planner::cli {
 
-/// Registers --model, --cluster, --gpus, --plan, --global-batch and --dtype; with `limits`, also
-/// --tp-across-nodes and --memory-limit-GiB.
-void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example, bool limits);
+/// Registers --model, --cluster, --gpus, --plan, --global-batch and --dtype.
+void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example);
+/// Registers --tp-across-nodes and --memory-limit-GiB.
+void add_limit_options(CLI::App* s, LimitArgs& a,
+                       const std::string& memory_help = "memory cap per GPU (default: HBM)");
 
 /// Each registers its subcommand; the callback runs it and stores the exit code in `*rc`.
 void add_suggest(CLI::App& app, int* rc);

@@ -11,7 +11,7 @@
 
 namespace planner::cli {
 
-void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example, bool limits) {
+void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example) {
   s->add_option("--model", a.model, "model YAML (configs/models/) or Hugging Face config.json")->required();
   s->add_option("--cluster", a.cluster, "cluster profile YAML (hw_profiles/)")->required();
   s->add_option("--gpus", a.gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
@@ -19,13 +19,14 @@ void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example,
   s->add_option("--global-batch", a.global_batch, "global batch in sequences, if not in --plan")
       ->check(CLI::Range(1, 1 << 28));
   s->add_option("--dtype", a.dtype, "bf16 (default), fp16, fp8, tf32");
-  if (!limits) return;
-  s->add_flag("--tp-across-nodes", a.tp_across_nodes, "allow TP groups larger than a node");
-  s->add_option("--memory-limit-GiB", a.memory_limit_GiB, "memory cap per GPU (default: HBM)")
-      ->check(CLI::Range(0.0, 1e6));
 }
 
-EstimateOptions estimate_options(const PlanArgs& a) {
+void add_limit_options(CLI::App* s, LimitArgs& a, const std::string& memory_help) {
+  s->add_flag("--tp-across-nodes", a.tp_across_nodes, "allow TP groups larger than a node");
+  s->add_option("--memory-limit-GiB", a.memory_limit_GiB, memory_help)->check(CLI::Range(0.0, 1e6));
+}
+
+EstimateOptions estimate_options(const LimitArgs& a) {
   EstimateOptions o;
   o.tp_across_nodes = a.tp_across_nodes;
   o.memory_limit_bytes = a.memory_limit_GiB * kGiB;

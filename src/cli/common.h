@@ -23,11 +23,14 @@ Inputs load_inputs(const std::string& model_file, const std::string& cluster_fil
 struct PlanArgs {
   std::string model, cluster, gpus, plan, dtype;
   int global_batch = 0;
+};
+/// --tp-across-nodes and --memory-limit-GiB (suggest, estimate, emit, compare); see
+/// add_limit_options in commands.h.
+struct LimitArgs {
   bool tp_across_nodes = false;
   double memory_limit_GiB = 0;
 };
-/// --tp-across-nodes and --memory-limit-GiB as estimate options.
-EstimateOptions estimate_options(const PlanArgs& a);
+EstimateOptions estimate_options(const LimitArgs& a);
 
 /// --gpus: one count or a set ("512,1024", "256-1024" keeps node multiples); default all GPUs.
 /// Each must be a positive multiple of gpus_per_node and at most the cluster's GPUs.

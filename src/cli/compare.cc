@@ -15,13 +15,11 @@
 namespace planner::cli {
 namespace {
 
-struct CompareArgs {
+struct CompareArgs : LimitArgs {
   std::string model, gpus, plan, dtype, format = "table";
   std::vector<std::string> clusters, vary;
   int global_batch = 0;
   int seq_len = 0;
-  bool tp_across_nodes = false;
-  double memory_limit_GiB = 0;
 };
 
 struct Column {
@@ -177,9 +175,7 @@ int run_compare(const CompareArgs& a) {
   seq.seq_len = a.seq_len;
   apply_seq_len(in, seq);
   const Plan plan = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
-  EstimateOptions o;
-  o.tp_across_nodes = a.tp_across_nodes;
-  o.memory_limit_bytes = a.memory_limit_GiB * kGiB;
+  const EstimateOptions o = estimate_options(a);
   std::vector<Column> cols;
   for (Variant& v : variants(a, in, plan)) {
     Estimate e = refine(in.model, v.cluster, v.plan, o);
@@ -214,10 +210,7 @@ void add_compare(CLI::App& app, int* rc) {
   s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")->check(CLI::Range(1, 1 << 28));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_option("--seq-len", a->seq_len, "sequence length in tokens (default: the model's)");
-  s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
-  s->add_option("--memory-limit-GiB", a->memory_limit_GiB,
-                "memory cap per GPU (default: each GPU's HBM)")
-      ->check(CLI::Range(0.0, 1e6));
+  add_limit_options(s, *a, "memory cap per GPU (default: each GPU's HBM)");
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   s->callback([a, rc] { *rc = run_compare(*a); });
 }

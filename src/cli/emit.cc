@@ -7,12 +7,11 @@
 #include "cli/outputs.h"
 #include "planner/emit.h"
 #include "planner/error.h"
-#include "planner/units.h"
 
 namespace planner::cli {
 namespace {
 
-struct EmitArgs : PlanArgs {
+struct EmitArgs : PlanArgs, LimitArgs {
   std::string framework, out;
   OutputArgs extra;  ///< --seq-len (the launch files' sequence length)
 };
@@ -83,7 +82,8 @@ void add_emit(CLI::App& app, int* rc) {
   auto a = std::make_shared<EmitArgs>();
   CLI::App* s =
       app.add_subcommand("emit", "write one plan's launch files (Megatron-LM, DeepSpeed)");
-  add_plan_options(s, *a, "tp=8,pp=8,dp=16,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1", true);
+  add_plan_options(s, *a, "tp=8,pp=8,dp=16,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1");
+  add_limit_options(s, *a);
   s->add_option("--framework", a->framework, "megatron or deepspeed")->required();
   s->add_option("--out", a->out, "directory for the files (created if needed)")->required();
   s->add_option("--seq-len", a->extra.seq_len, "sequence length in tokens (default: the model's)");

@@ -7,12 +7,11 @@
 #include "planner/io/knobs.h"
 #include "planner/report/report.h"
 #include "planner/report/trace.h"
-#include "planner/units.h"
 
 namespace planner::cli {
 namespace {
 
-struct EstimateArgs : PlanArgs {
+struct EstimateArgs : PlanArgs, LimitArgs {
   std::string format = "text", train_tokens, trace, attention;
   OutputArgs extra;  ///< --seq-len, --plot, --report
 };
@@ -43,7 +42,8 @@ int run_estimate(const EstimateArgs& a) {
 void add_estimate(CLI::App& app, int* rc) {
   auto a = std::make_shared<EstimateArgs>();
   CLI::App* s = app.add_subcommand("estimate", "one plan's full breakdown and diagnostics");
-  add_plan_options(s, *a, "tp=8,pp=8,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1", true);
+  add_plan_options(s, *a, "tp=8,pp=8,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1");
+  add_limit_options(s, *a);
   s->add_option("--train-tokens", a->train_tokens, "report days and GPU-hours for this many tokens");
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   s->add_option("--trace", a->trace, "write the simulated iteration as a Chrome trace (Perfetto)");

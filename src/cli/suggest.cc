@@ -15,15 +15,13 @@
 namespace planner::cli {
 namespace {
 
-struct SuggestArgs {
+struct SuggestArgs : LimitArgs {
   std::string model, cluster, gpus, tp, pp, cp, vpp, mbs, zero, recompute, sp, schedule;
   std::string attention, trace;
   std::string format = "table", objective = "time", dtype = "bf16", train_tokens;
   std::string emit, out;  ///< --emit FRAMEWORK --out DIR: launch files of the top plan
   int global_batch = 0;
   int top = 10;
-  bool tp_across_nodes = false;
-  double memory_limit_GiB = 0;
   OutputArgs extra;  ///< --seq-len, --plot, --report
 };
 
@@ -80,8 +78,7 @@ int run_suggest(const SuggestArgs& a) {
   so.objective = a.objective == "cost" ? Objective::cost : Objective::time;
   so.dtype = parse_dtype(a.dtype);
   so.attention = parse_attention(a.attention);
-  so.estimate.tp_across_nodes = a.tp_across_nodes;
-  so.estimate.memory_limit_bytes = a.memory_limit_GiB * 1024.0 * 1024.0 * 1024.0;
+  so.estimate = estimate_options(a);
   KnobSpace knobs = knobs_from(a, in, so.gpus.back());
   if (!a.emit.empty()) restrict_knobs(emit::parse_framework(a.emit, "--emit"), knobs);
   so.plot_points = a.extra.wants_points() ? kPlotPoints : 0;
@@ -131,9 +128,7 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--objective", a->objective, "rank by iteration time or by GPU-seconds")
       ->check(CLI::IsMember({"time", "cost"}));
   s->add_option("--train-tokens", a->train_tokens, "report days and GPU-hours for this many tokens (e.g. 300B)");
-  s->add_flag("--tp-across-nodes", a->tp_across_nodes, "allow TP groups larger than a node");
-  s->add_option("--memory-limit-GiB", a->memory_limit_GiB, "memory cap per GPU (default: HBM)")
-      ->check(CLI::Range(0.0, 1e6));
+  add_limit_options(s, *a);
   s->add_option("--format", a->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
   s->add_option("--emit", a->emit, "write the top plan's launch files: megatron or deepspeed");
   s->add_option("--out", a->out, "directory for --emit's files (created if needed)");

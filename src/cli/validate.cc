@@ -91,7 +91,7 @@ int run_validate(const ValidateArgs& a) {
 void add_validate(CLI::App& app, int* rc) {
   auto a = std::make_shared<ValidateArgs>();
   CLI::App* s = app.add_subcommand("validate", "run a plan's kernels on the local GPUs and compare with the prediction");
-  add_plan_options(s, *a, "tp=8,pp=1,dp=8,mbs=4,gbs=1536,zero=1,sp=1", false);
+  add_plan_options(s, *a, "tp=8,pp=1,dp=8,mbs=4,gbs=1536,zero=1,sp=1");
   s->add_option("--layers", a->layers, "layers to run (default: the plan's most loaded stage)")
       ->check(CLI::Range(1, 100000));
   s->add_option("--iters", a->iters, "timed repetitions (median reported)")->check(CLI::Range(1, 100000));
