@@ -21,6 +21,13 @@ void row(std::ostream& out, const ValidationReport& r, const char* name, const C
        r.diff_pct(p.bwd_s, m.bwd_s), p.total() / kMs, m.total() / kMs, r.diff_pct(p.total(), m.total()));
 }
 
+/// One line of YAML comment from whatever the runner reported: control characters become spaces.
+std::string comment_text(std::string text) {
+  for (char& ch : text)
+    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  return text;
+}
+
 }  // namespace
 
 void print_validation(std::ostream& out, const Workload& w, const ValidationReport& r) {
@@ -97,10 +104,7 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  std::string device = m.device;  // one line of YAML comment, whatever the runner reported
-  for (char& ch : device)
-    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
-  block << "    measured:  # planner validate on " << device << ", " << date
+  block << "    measured:  # planner validate on " << comment_text(m.device) << ", " << date
         << ": [m, n, k, batch, dtype, efficiency]\n";
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const Kernel& k = w.kernels[i];
@@ -125,9 +129,7 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
   }
   // Only a fused kernel's rate is a flash efficiency (unfused attention is GEMMs and softmax).
   const bool attention = w.config.attention == AttentionKernel::flash && seconds[0] > 0 && seconds[1] > 0;
-  std::string source = m.attention_reference_source;  // one line of YAML comment
-  for (char& ch : source)
-    if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
+  const std::string source = comment_text(m.attention_reference_source);
   auto efficiency_line = [&](const char* key, int bwd) {
     char value[32];
     std::snprintf(value, sizeof value, "%.4f", std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
