@@ -53,8 +53,9 @@ inline constexpr double kOverlapComputeSlowdown = 0.189;
 /// What the measured software stack does; the profile states it because measurements depend on it.
 struct SoftwareStack {
   AttentionKernel attention = AttentionKernel::flash;
-  double flash_efficiency = 0.6;           ///< flash attention forward FLOP/s / dense peak
-  double flash_backward_efficiency = 0.46; ///< its backward (2.5x the forward's FLOPs) likewise
+  double flash_efficiency = 0.6;  ///< flash attention forward FLOP/s / dense peak
+  /// Its backward (2.5x the forward's FLOPs) likewise.
+  double flash_backward_efficiency = flash_efficiency * kFlashBackwardOverForward;
   bool overlap_grad_reduce = true;     ///< DP reduce-scatter/allreduce overlapped with backward
   bool overlap_param_gather = true;    ///< ZeRO parameter allgather overlapped with forward
   bool causal_attention_skip = true;   ///< fused kernels skip the masked half of s^2
