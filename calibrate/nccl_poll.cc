@@ -1,9 +1,36 @@
 #include "calibrate/nccl_poll.h"
 
 #include "calibrate/collectives.h"
+#include "calibrate/device.h"
 #include "calibrate/harness.h"
 
 namespace planner::calibrate {
+
+void allocate_team_buffers(TeamBuffers& b, const std::vector<int>& devices,
+                           const std::vector<int>& seed_offsets, double bytes,
+                           unsigned long long seed) {
+  for (size_t i = 0; i < devices.size(); ++i) {
+    CAL_CUDA(cudaSetDevice(devices[i]));
+    cudaStream_t s = nullptr;
+    CAL_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    b.streams.push_back(s);
+    b.send.push_back(nullptr), b.recv.push_back(nullptr);
+    CAL_CUDA(cudaMalloc(&b.send.back(), size_t(bytes)));
+    CAL_CUDA(cudaMalloc(&b.recv.back(), size_t(bytes)));
+    fill_uniform(b.send.back(), size_t(bytes) / 4, ElementType::f32, seed + seed_offsets[i], s);
+    CAL_CUDA(cudaStreamSynchronize(s));
+  }
+}
+
+void free_team_buffers(TeamBuffers& b, const std::vector<int>& devices) {
+  for (size_t i = 0; i < b.streams.size(); ++i) {
+    cudaSetDevice(devices[i]);
+    cudaStreamDestroy(b.streams[i]);
+    cudaFree(b.send[i]);
+    cudaFree(b.recv[i]);
+  }
+  b = TeamBuffers{};
+}
 
 PollTarget nccl_poll_target(const std::vector<cudaStream_t>& streams,
                             const std::vector<ncclComm_t>& comms) {

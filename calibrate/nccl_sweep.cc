@@ -16,39 +16,21 @@ const CollectiveDef* const kCollectives[] = {&kAllReduce, &kAllGather, &kReduceS
                                              &kSendRecv};
 
 /// The local members of one communicator: all local GPUs (single process) or this rank's GPU.
-struct Team {
+/// The buffers (streams, send, recv) are freed by destroy() only: after a watchdog abort the
+/// stack unwinds without cudaFree, which could wait on a kernel that NCCL failed to stop.
+struct Team : TeamBuffers {
   Tier tier = Tier::intra_node;
   int nranks = 0;                   ///< communicator size n
   std::vector<int> devices, ranks;  ///< per local member: CUDA device, rank in the communicator
   std::vector<ncclComm_t> comms;
-  std::vector<cudaStream_t> streams;
-  /// Raw on purpose: freed by destroy() only. After a watchdog abort the stack unwinds without
-  /// cudaFree, which could wait on a kernel that NCCL failed to stop.
-  std::vector<void*> send, recv;
   std::string members;  ///< who, for messages: ranks, hosts, devices
 };
-
-void allocate(Team& t, double max_bytes, unsigned long long seed) {
-  for (size_t i = 0; i < t.devices.size(); ++i) {
-    CAL_CUDA(cudaSetDevice(t.devices[i]));
-    cudaStream_t s = nullptr;
-    CAL_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    t.streams.push_back(s);
-    t.send.push_back(nullptr), t.recv.push_back(nullptr);
-    CAL_CUDA(cudaMalloc(&t.send.back(), size_t(max_bytes)));
-    CAL_CUDA(cudaMalloc(&t.recv.back(), size_t(max_bytes)));
-    fill_uniform(t.send.back(), size_t(max_bytes) / 4, ElementType::f32, seed + t.ranks[i], s);
-    CAL_CUDA(cudaStreamSynchronize(s));
-  }
-}
 
 /// Not a destructor: after a watchdog abort the communicators must not be destroyed.
 void destroy(Team& t) {
   for (ncclComm_t c : t.comms) ncclCommDestroy(c);
-  for (cudaStream_t s : t.streams) cudaStreamDestroy(s);
-  for (void* p : t.send) cudaFree(p);
-  for (void* p : t.recv) cudaFree(p);
-  t.comms.clear(), t.streams.clear(), t.send.clear(), t.recv.clear();
+  free_team_buffers(t, t.devices);
+  t.comms.clear();
 }
 
 /// All local GPUs driven by this process (ncclCommInitAll, like nccl-tests -g n).
@@ -63,7 +45,7 @@ Team local_team(int n, const World& w, const NcclRun& run, Watchdog& wd) {
     ArmedStep step(wd, "ncclCommInitAll of " + t.members);
     CAL_NCCL(ncclCommInitAll(t.comms.data(), n, t.devices.data()));
   }
-  allocate(t, run.sizes.empty() ? 0 : run.sizes.back(), run.seed);
+  allocate_team_buffers(t, t.devices, t.ranks, run.sizes.empty() ? 0 : run.sizes.back(), run.seed);
   return t;
 }
 
@@ -91,7 +73,7 @@ Team mpi_team(Tier tier, const World& w, const NcclRun& run, Watchdog& wd) {
     ArmedStep step(wd, "ncclCommInitRank of the " + t.members);
     CAL_NCCL(ncclCommInitRank(&t.comms[0], g.size(), id, g.rank()));
   }
-  allocate(t, run.sizes.empty() ? 0 : run.sizes.back(), run.seed);
+  allocate_team_buffers(t, t.devices, t.ranks, run.sizes.empty() ? 0 : run.sizes.back(), run.seed);
   return t;
 }
 

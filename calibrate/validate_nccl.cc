@@ -31,12 +31,10 @@ const CollectiveDef& def_of(Collective c) {
 
 /// GPUs 0..n-1 of this host in one communicator, with S-byte send and receive buffers. Raw on
 /// purpose (no destructor): after a watchdog abort nothing may wait on NCCL's kernels.
-struct LocalTeam {
+struct LocalTeam : TeamBuffers {
   int n = 0;
   std::vector<int> devices;
   std::vector<ncclComm_t> comms;
-  std::vector<cudaStream_t> streams;
-  std::vector<void*> send, recv;
 };
 
 LocalTeam make_team(int n, double bytes, unsigned long long seed, Watchdog& wd) {
@@ -48,29 +46,14 @@ LocalTeam make_team(int n, double bytes, unsigned long long seed, Watchdog& wd) 
     ArmedStep step(wd, strf("ncclCommInitAll of local GPUs 0-%d", n - 1));
     CAL_NCCL(ncclCommInitAll(t.comms.data(), n, t.devices.data()));
   }
-  for (int i = 0; i < n; ++i) {
-    CAL_CUDA(cudaSetDevice(i));
-    cudaStream_t s = nullptr;
-    CAL_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    t.streams.push_back(s);
-    t.send.push_back(nullptr), t.recv.push_back(nullptr);
-    CAL_CUDA(cudaMalloc(&t.send.back(), size_t(bytes)));
-    CAL_CUDA(cudaMalloc(&t.recv.back(), size_t(bytes)));
-    fill_uniform(t.send.back(), size_t(bytes) / 4, ElementType::f32, seed + i, s);
-    CAL_CUDA(cudaStreamSynchronize(s));
-  }
+  allocate_team_buffers(t, t.devices, t.devices, bytes, seed);  // device i is rank i
   CAL_CUDA(cudaSetDevice(0));
   return t;
 }
 
 void destroy(LocalTeam& t) {
   for (ncclComm_t c : t.comms) ncclCommDestroy(c);
-  for (size_t i = 0; i < t.streams.size(); ++i) {
-    cudaSetDevice(t.devices[i]);
-    cudaStreamDestroy(t.streams[i]);
-    cudaFree(t.send[i]);
-    cudaFree(t.recv[i]);
-  }
+  free_team_buffers(t, t.devices);
   cudaSetDevice(0);
   t = LocalTeam{};
 }

@@ -2,12 +2,11 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "planner/error.h"
+#include "planner/io/file.h"
 
 namespace planner::calibrate {
 namespace {
@@ -142,11 +141,7 @@ RunnerWorkload parse_runner_workload(const std::string& text, const std::string&
 }
 
 RunnerWorkload load_runner_workload(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_runner_workload(ss.str(), path);
+  return parse_runner_workload(io::read_file(path), path);
 }
 
 Dtype activation_dtype(Dtype workload) {
