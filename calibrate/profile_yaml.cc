@@ -106,6 +106,7 @@ void write_software(std::ostream& o, const SoftwareStack& s) {
     << "  flash_backward_efficiency: " << num(s.flash_backward_efficiency) << "\n"
     << "  overlap_grad_reduce: " << flag(s.overlap_grad_reduce) << "\n"
     << "  overlap_param_gather: " << flag(s.overlap_param_gather) << "\n"
+    << "  overlap_tp_comm: " << flag(s.overlap_tp_comm) << "\n"
     << "  causal_attention_skip: " << flag(s.causal_attention_skip) << "\n"
     << "  zero3_collective_nics: " << s.zero3_collective_nics << "\n"
     << "  overlap_compute_slowdown: " << num(s.overlap_compute_slowdown) << "\n";

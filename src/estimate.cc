@@ -18,17 +18,9 @@ struct DpCost {
   double exposed = 0, total = 0;
 };
 
-/// Exposed part of a collective of `t` seconds that overlaps `window` seconds of compute, bucket by
-/// bucket: the last bucket (`tail_fraction` of t) cannot overlap. While the rest runs beside the
-/// compute, the compute slows by the factor (1 + slowdown) (the collective's kernels take SMs and
-/// HBM bandwidth): if the collective outlasts the slowed compute, the excess is exposed; if not,
-/// the compute loses t_overlap x slowdown / (1 + slowdown) of progress.
-double exposed_after_overlap(double t, double window, double tail_fraction, bool overlap,
-                             double slowdown) {
-  if (!overlap) return t;
-  const double tail = t * tail_fraction, beside = t - tail;
-  if (beside >= window * (1 + slowdown)) return tail + beside - window;
-  return tail + beside * slowdown / (1 + slowdown);
+/// Overlapped (`overlap`) or fully exposed collective of `t` seconds beside `window` of compute.
+double exposed_part(double t, double window, double tail_fraction, bool overlap, double slowdown) {
+  return overlap ? exposed_after_overlap(t, window, tail_fraction, slowdown) : t;
 }
 
 DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
@@ -43,13 +35,13 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   if (p.zero == 0) {
     const double ar = collective_time_s(c, Collective::allreduce, grad_bytes, dpg);
     d.total = ar;
-    d.exposed = exposed_after_overlap(ar, bwd_window, bucket, sw.overlap_grad_reduce, slow);
+    d.exposed = exposed_part(ar, bwd_window, bucket, sw.overlap_grad_reduce, slow);
   } else if (p.zero <= 2) {
     const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, dpg);
     const double ag = collective_time_s(c, Collective::allgather, param_bytes, dpg);
     d.total = rs + ag;
-    d.exposed = exposed_after_overlap(rs, bwd_window, bucket, sw.overlap_grad_reduce, slow) +
-                exposed_after_overlap(ag, fwd_window, bucket, sw.overlap_param_gather, slow);
+    d.exposed = exposed_part(rs, bwd_window, bucket, sw.overlap_grad_reduce, slow) +
+                exposed_part(ag, fwd_window, bucket, sw.overlap_param_gather, slow);
   } else {  // ZeRO-3: gather parameters for forward, (recompute,) backward; reduce-scatter grads
     const int gathers = p.recompute == Recompute::full ? 3 : 2;
     GroupLayout z3 = dpg;  // the stack may reach fewer NICs than NCCL's hierarchical rings
@@ -61,7 +53,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // stage3_prefetch_bucket_size, FSDP's forward/backward prefetch): only the first layer's
     // gather, or the traffic beyond the compute, stays exposed.
     const double layer_fraction = 1.0 / std::max(1, stage_blocks);
-    const double exposed_mb = exposed_after_overlap(per_mb, mb_compute, layer_fraction, true, slow);
+    const double exposed_mb = exposed_after_overlap(per_mb, mb_compute, layer_fraction, slow);
     d.total = per_mb * p.microbatches();
     d.exposed = exposed_mb * p.microbatches();
   }

@@ -60,3 +60,14 @@ TEST_CASE("measured busbw curves are interpolated in log size") {
   CHECK(tier_busbw_Bps(cc, 1 << 10) == doctest::Approx(20e9));
   CHECK(tier_busbw_Bps(cc, 1e12) == doctest::Approx(100e9));
 }
+
+TEST_CASE("a collective beside compute: the tail is exposed, the rest slows the compute or spills") {
+  // 10 ms collective, last tenth unhidable, beside 20 ms of compute, no slowdown: only the tail.
+  CHECK(exposed_after_overlap(10e-3, 20e-3, 0.1, 0.0) == doctest::Approx(1e-3));
+  // With slowdown s the 9 ms beside the compute cost it 9 s / (1 + s) ms of progress.
+  CHECK(exposed_after_overlap(10e-3, 20e-3, 0.1, 0.2) == doctest::Approx(1e-3 + 9e-3 * 0.2 / 1.2));
+  // Longer than the slowed compute: everything beyond the window is exposed.
+  CHECK(exposed_after_overlap(10e-3, 4e-3, 0.1, 0.2) == doctest::Approx(10e-3 - 4e-3));
+  // No compute to hide behind: all of it.
+  CHECK(exposed_after_overlap(10e-3, 0.0, 0.0, 0.189) == doctest::Approx(10e-3));
+}

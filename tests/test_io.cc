@@ -103,6 +103,12 @@ TEST_CASE("bad cluster profiles name the key") {
   const ClusterProfile c = io::parse_cluster(old_profile, "c.yaml");
   CHECK(c.software.flash_backward_efficiency == doctest::Approx(0.6 * kFlashBackwardOverForward));
   CHECK(c.software.overlap_compute_slowdown == kOverlapComputeSlowdown);
+  CHECK_FALSE(c.software.overlap_tp_comm);  // optional, off unless the stack says so
+  const std::string with_tp = replace(text, "  overlap_param_gather: false\n",
+                                      "  overlap_param_gather: false\n  overlap_tp_comm: true\n");
+  CHECK(io::parse_cluster(with_tp, "c.yaml").software.overlap_tp_comm);
+  CHECK(err(replace(with_tp, "overlap_tp_comm: true", "overlap_tp_comm: maybe")).find(
+            "key 'software.overlap_tp_comm'") != std::string::npos);
 }
 
 TEST_CASE("--plan strings parse, round-trip, and reject unknown knobs") {

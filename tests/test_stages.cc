@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include "planner/cost/communication.h"
 #include "planner/cost/stages.h"
 #include "planner/error.h"
 #include "planner/estimate.h"
@@ -200,4 +201,41 @@ TEST_CASE("overlapped collectives slow the compute they overlap by overlap_compu
   const Estimate b = estimate(m, c, comm_bound);
   REQUIRE(b.ok());
   CHECK(b.breakdown.dp_comm_s == doctest::Approx(b.dp_comm_total_s - b.breakdown.compute_s));
+}
+
+TEST_CASE("TP communication overlapped with the GEMMs beside it (overlap_tp_comm) exposes tails") {
+  static const ClusterProfile h100 = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-70b.yaml");
+  ClusterProfile c = h100;
+  c.software.overlap_compute_slowdown = 0;
+  const Plan p = parse_plan("tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=full,sp=1", "test");
+  c.software.overlap_tp_comm = false;
+  const Estimate off = estimate(m, c, p);
+  c.software.overlap_tp_comm = true;
+  const Estimate on = estimate(m, c, p);
+  REQUIRE(off.ok());
+  REQUIRE(on.ok());
+  // One micro-batch's activation, sharded: allgather and reduce-scatter, twice each per pass.
+  const double act = 2.0 * p.mbs * m.seq_len * m.hidden;
+  const GroupLayout tpg = tp_group(p, c.gpus_per_node);
+  const double ag = collective_time_s(c, Collective::allgather, act, tpg);
+  const double rs = collective_time_s(c, Collective::reduce_scatter, act, tpg);
+  CHECK(off.layer.fwd_comm_s == doctest::Approx(2 * (ag + rs)));
+  // Each collective beside its GEMM: what the GEMM cannot cover, and at least its last 1/tp chunk.
+  const auto& g = on.layer_compute.linear;
+  auto beside = [&](double t, double gemm) { return std::max(t / p.tp, t - gemm); };
+  const double fwd = beside(ag, g[kQkv].fwd_s) + beside(rs, g[kProj].fwd_s) +
+                     beside(ag, g[kFc1].fwd_s) + beside(rs, g[kFc2].fwd_s);
+  const double bwd = beside(ag, g[kProj].bwd_data_s) + beside(rs, g[kQkv].bwd_weight_s) +
+                     beside(ag, g[kFc2].bwd_data_s) + beside(rs, g[kFc1].bwd_weight_s);
+  CHECK(on.layer.fwd_comm_s == doctest::Approx(fwd));
+  CHECK(on.layer.bwd_comm_s == doctest::Approx(bwd + fwd));  // full recompute re-runs the forward
+  CHECK(on.layer.fwd_comm_s < 0.5 * off.layer.fwd_comm_s);
+  CHECK(on.iteration_time_s < off.iteration_time_s);
+  // Megatron's --tp-comm-overlap needs sequence parallelism: without it nothing changes.
+  const Plan no_sp = parse_plan("tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=full,sp=0", "test");
+  const Estimate a = estimate(m, c, no_sp);
+  c.software.overlap_tp_comm = false;
+  const Estimate b = estimate(m, c, no_sp);
+  CHECK(a.iteration_time_s == b.iteration_time_s);
 }

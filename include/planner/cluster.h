@@ -58,6 +58,9 @@ struct SoftwareStack {
   double flash_backward_efficiency = flash_efficiency * kFlashBackwardOverForward;
   bool overlap_grad_reduce = true;     ///< DP reduce-scatter/allreduce overlapped with backward
   bool overlap_param_gather = true;    ///< ZeRO parameter allgather overlapped with forward
+  /// TP allgathers and reduce-scatters pipelined with the GEMMs beside them (Transformer Engine
+  /// userbuffers, Megatron --tp-comm-overlap; with sequence parallelism only).
+  bool overlap_tp_comm = false;
   bool causal_attention_skip = true;   ///< fused kernels skip the masked half of s^2
   /// NICs per node that ZeRO-3 parameter gathers and gradient scatters effectively use; NCCL's
   /// own hierarchical collectives use all of them (gpus_per_node).

@@ -80,4 +80,10 @@ double collective_time_s(const ClusterProfile& cl, Collective coll, double bytes
   return latency_s(cl.inter, coll, steps) + traffic / bw;
 }
 
+double exposed_after_overlap(double t, double window, double tail_fraction, double slowdown) {
+  const double tail = t * tail_fraction, beside = t - tail;
+  if (beside >= window * (1 + slowdown)) return tail + beside - window;
+  return tail + beside * slowdown / (1 + slowdown);
+}
+
 }  // namespace planner

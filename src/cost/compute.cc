@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 namespace planner {
@@ -184,6 +185,14 @@ void add_elementwise(const LayerShape& l, const Shard& s, const ClusterProfile& 
   out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
 }
 
+LinearIndex linear_index(const char* name) {
+  constexpr const char* kNames[kNumLinears] = {"qkv", "proj", "fc1", "fc2"};
+  for (int i = 0; i < kNumLinears; ++i)
+    if (std::strcmp(name, kNames[i]) == 0) return static_cast<LinearIndex>(i);
+  assert(false && "a GEMM kernel outside the four linear layers");
+  return kFc2;
+}
+
 }  // namespace
 
 std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
@@ -204,11 +213,14 @@ LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const L
     const bool fwd = k.pass == Pass::forward;
     (fwd ? out.fwd_flops : out.bwd_flops) += k.flops;
     switch (k.cls) {
-      case KernelClass::gemm:
+      case KernelClass::gemm: {
         (fwd ? out.fwd_gemm_s : out.bwd_gemm_s) += k.time_s;
+        LinearTimes& lt = out.linear[linear_index(k.name)];
+        (fwd ? lt.fwd_s : k.pass == Pass::backward_data ? lt.bwd_data_s : lt.bwd_weight_s) += k.time_s;
         if (k.pass == Pass::backward_weight) out.bwd_weight_s += k.time_s;
         if (fwd) out.min_shard_dim = std::min({out.min_shard_dim, k.gemm.n, k.gemm.k});
         break;
+      }
       case KernelClass::attention: (fwd ? out.fwd_attn_s : out.bwd_attn_s) += k.time_s; break;
       case KernelClass::elementwise: (fwd ? out.fwd_elementwise_s : out.bwd_elementwise_s) += k.time_s; break;
     }

@@ -35,10 +35,28 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
   // Two collectives forward (after the projection and fc2), two backward (at the QKV and fc1
   // inputs); one each for an MLP-only block: allreduce, or allgather + reduce-scatter of the same
   // bytes with sequence parallelism (Korthikanti et al. 2022, Figure 5).
-  const double one = p.sp ? collective_time_s(c, Collective::allgather, act, tpg) +
-                                collective_time_s(c, Collective::reduce_scatter, act, tpg)
-                          : collective_time_s(c, Collective::allreduce, act, tpg);
+  const double ag = p.sp ? collective_time_s(c, Collective::allgather, act, tpg) : 0.0;
+  const double rs = p.sp ? collective_time_s(c, Collective::reduce_scatter, act, tpg) : 0.0;
+  const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
   const double per_pass = (l.attention ? 2 : 1) * one;
+  double fwd_tp = per_pass, bwd_tp = per_pass;
+  if (c.software.overlap_tp_comm && p.sp && p.tp > 1) {
+    // Transformer Engine's userbuffer overlap (Megatron --tp-comm-overlap, which needs sequence
+    // parallelism) splits each collective into tp chunks pipelined with the GEMM it feeds or
+    // follows: forward, the allgathers with QKV and fc1 and the reduce-scatters with the
+    // projection and fc2; backward, the allgathers with the projection's and fc2's data
+    // gradients and the reduce-scatters with QKV's and fc1's weight gradients. The last chunk
+    // of each stays exposed, and the GEMM slows beside the rest.
+    const double tail = 1.0 / p.tp, slow = c.software.overlap_compute_slowdown;
+    auto beside = [&](double t, double gemm_s) { return exposed_after_overlap(t, gemm_s, tail, slow); };
+    const auto& g = lc.linear;
+    fwd_tp = beside(ag, g[kFc1].fwd_s) + beside(rs, g[kFc2].fwd_s);
+    bwd_tp = beside(ag, g[kFc2].bwd_data_s) + beside(rs, g[kFc1].bwd_weight_s);
+    if (l.attention) {
+      fwd_tp += beside(ag, g[kQkv].fwd_s) + beside(rs, g[kProj].fwd_s);
+      bwd_tp += beside(ag, g[kProj].bwd_data_s) + beside(rs, g[kQkv].bwd_weight_s);
+    }
+  }
   double cp_fwd = 0;
   if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
     const double kv = 2.0 * 2.0 * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
@@ -46,14 +64,14 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
     cp_fwd = std::max(0.0, ring - lc.fwd_attn_s);
   }
   double recompute = 0, recompute_comm = 0;
-  if (p.recompute == Recompute::full) recompute = lc.fwd_s(), recompute_comm = per_pass + cp_fwd;
+  if (p.recompute == Recompute::full) recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd;
   if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
   BlockCost b;
   b.compute = lc;
   b.times.fwd_compute_s = lc.fwd_s();
   b.times.bwd_compute_s = lc.bwd_s() + recompute;
-  b.times.fwd_comm_s = per_pass + cp_fwd;
-  b.times.bwd_comm_s = per_pass + 2 * cp_fwd + recompute_comm;
+  b.times.fwd_comm_s = fwd_tp + cp_fwd;
+  b.times.bwd_comm_s = bwd_tp + 2 * cp_fwd + recompute_comm;
   b.fwd_s = b.times.fwd_compute_s + b.times.fwd_comm_s;
   b.bwd_s = b.times.bwd_compute_s + b.times.bwd_comm_s;
   b.bwd_weight_s = lc.bwd_weight_s;

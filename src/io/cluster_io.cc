@@ -145,7 +145,7 @@ NetworkTier read_tier(const YamlReader& r) {
 
 SoftwareStack read_software(const YamlReader& r) {
   r.check_keys({"attention", "flash_efficiency", "flash_backward_efficiency", "overlap_grad_reduce", "overlap_param_gather",
-                "causal_attention_skip", "zero3_collective_nics", "overlap_compute_slowdown"});
+                "overlap_tp_comm", "causal_attention_skip", "zero3_collective_nics", "overlap_compute_slowdown"});
   SoftwareStack s;
   const std::string attn = r.get_string("attention");
   if (attn != "flash" && attn != "unfused") r.fail("attention", "expected flash or unfused, got '" + attn + "'");
@@ -157,6 +157,7 @@ SoftwareStack read_software(const YamlReader& r) {
                                     : s.flash_efficiency * kFlashBackwardOverForward;
   s.overlap_grad_reduce = r.get_bool("overlap_grad_reduce");
   s.overlap_param_gather = r.get_bool("overlap_param_gather");
+  if (r.has("overlap_tp_comm")) s.overlap_tp_comm = r.get_bool("overlap_tp_comm");
   s.causal_attention_skip = r.get_bool("causal_attention_skip");
   s.zero3_collective_nics = r.get_int("zero3_collective_nics");
   if (s.zero3_collective_nics <= 0) r.fail("zero3_collective_nics", "must be a positive integer");

@@ -37,4 +37,11 @@ double tier_busbw_Bps(const CollectiveCost& cost, double bytes);
 double collective_time_s(const ClusterProfile& c, Collective coll, double bytes,
                          const GroupLayout& g);
 
+/// Exposed part of a collective of `t` seconds that overlaps `window` seconds of compute, chunk
+/// by chunk: the last chunk (`tail_fraction` of t) cannot overlap. While the rest runs beside the
+/// compute, the compute slows by the factor (1 + slowdown) (the collective's kernels take SMs and
+/// HBM bandwidth): if the collective outlasts the slowed compute, the excess is exposed; if not,
+/// the compute loses t_overlap x slowdown / (1 + slowdown) of progress.
+double exposed_after_overlap(double t, double window, double tail_fraction, double slowdown);
+
 }  // namespace planner

@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <vector>
 
 #include "planner/cluster.h"
@@ -30,8 +31,16 @@ struct LinearShapes {
 };
 LinearShapes linear_shapes(double tokens, double in, double out);
 
+/// One linear layer's GEMM times on one rank: forward, backward data, backward weight.
+struct LinearTimes {
+  double fwd_s = 0, bwd_data_s = 0, bwd_weight_s = 0;
+};
+/// The linear layers of a block, in LayerCompute::linear (an MLP-only block has fc1 and fc2).
+enum LinearIndex { kQkv, kProj, kFc1, kFc2, kNumLinears };
+
 /// What one transformer layer costs one rank for one micro-batch (seconds and FLOPs).
 struct LayerCompute {
+  std::array<LinearTimes, kNumLinears> linear{};  ///< per linear layer, within the GEMM sums
   double fwd_gemm_s = 0, bwd_gemm_s = 0;       ///< QKV, projection, MLP
   double bwd_weight_s = 0;                     ///< the weight-gradient GEMMs within bwd_gemm_s
   double fwd_attn_s = 0, bwd_attn_s = 0;       ///< attention core: flash, or GEMMs + softmax
