@@ -5,6 +5,7 @@
 
 #include "planner/cost/communication.h"
 #include "planner/cost/pipeline.h"
+#include "planner/cost/zero3.h"
 #include "planner/units.h"
 
 namespace planner {
@@ -23,8 +24,36 @@ double exposed_part(double t, double window, double tail_fraction, bool overlap,
   return overlap ? exposed_after_overlap(t, window, tail_fraction, slowdown) : t;
 }
 
+/// ZeRO-3 module by module (zero3_pass_s) for one micro-batch on the critical stage: the
+/// decoder block's modules, scaled so that the stage's `blocks` blocks carry its forward and
+/// backward time and its parameters (embedding and logits spread over them), and the stage's
+/// one full gather and one full reduce-scatter shared out by parameters. Returns the time beyond
+/// the compute.
+double zero3_exposed_s(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                       const LayerCompute& lc, int blocks, double fwd_window, double bwd_window,
+                       double gather_s, double scatter_s) {
+  blocks = std::max(1, blocks);
+  const LayerShape shape = m.decoder_shape();
+  double block_params = 0;
+  for (const Zero3Step& s : zero3_block_steps(shape, lc, p.tp, p.recompute, false)) block_params += s.params;
+  if (block_params <= 0) return 0.0;
+  const double per_param_ag = gather_s / blocks / block_params;
+  const double per_param_rs = scatter_s / blocks / block_params;
+  double t = 0;
+  for (const auto& [backward, window] : {std::pair{false, fwd_window}, {true, bwd_window}}) {
+    std::vector<Zero3Step> steps = zero3_block_steps(shape, lc, p.tp, p.recompute, backward);
+    double compute = 0;
+    for (const Zero3Step& s : steps) compute += s.compute_s;
+    const double scale = compute > 0 ? window / blocks / compute : 0.0;
+    for (Zero3Step& s : steps)
+      s.compute_s *= scale, s.gather_s = s.params * per_param_ag, s.scatter_s = s.grad_params * per_param_rs;
+    t += zero3_pass_s(steps, blocks, kZero3PrefetchParams, c.software.overlap_compute_slowdown);
+  }
+  return std::max(0.0, t - fwd_window - bwd_window);
+}
+
 DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
-               double fwd_window, double bwd_window, double mb_compute, int stage_blocks) {
+               double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks) {
   DpCost d;
   const GroupLayout dpg = dp_group(p, c.gpus_per_node);
   const double bucket = std::min(1.0, ddp_bucket_params(p.dp) / params_rank);
@@ -48,13 +77,12 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     z3.ranks_per_node = std::min(z3.ranks_per_node, sw.zero3_collective_nics);
     const double ag = collective_time_s(c, Collective::allgather, param_bytes, z3);
     const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, z3);
-    const double per_mb = gathers * ag + rs;
-    // ZeRO-3 implementations prefetch the next layer's parameters while computing (DeepSpeed's
-    // stage3_prefetch_bucket_size, FSDP's forward/backward prefetch): only the first layer's
-    // gather, or the traffic beyond the compute, stays exposed.
-    const double layer_fraction = 1.0 / std::max(1, stage_blocks);
-    const double exposed_mb = exposed_after_overlap(per_mb, mb_compute, layer_fraction, slow);
-    d.total = per_mb * p.microbatches();
+    // Gathered module by module, prefetched a bucket ahead (DeepSpeed's
+    // stage3_prefetch_bucket_size): modules whose compute is shorter than the next one's gather
+    // (the attention core, the projection) leave the link ahead and the compute waiting.
+    const double exposed_mb =
+        zero3_exposed_s(m, c, p, lc, stage_blocks, fwd_window, bwd_window, ag, rs);
+    d.total = (gathers * ag + rs) * p.microbatches();
     d.exposed = exposed_mb * p.microbatches();
   }
   if (p.pp > 1 && m.tied_embeddings) {  // first and last stage all-reduce the shared embedding
@@ -147,7 +175,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 
   double params_rank = 0;
   for (const StageLoad& l : st.load) params_rank = std::max(params_rank, l.params);
-  const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, tt.t_max, st.blocks_per_stage[tt.critical]);
+  const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, decoder.compute, st.blocks_per_stage[tt.critical]);
   Breakdown& b = e.breakdown;
   b.compute_s = mb * tt.compute;
   b.tp_comm_s = mb * tt.tp;

@@ -178,29 +178,32 @@ TEST_CASE("the simulated breakdown adds up to the iteration") {
         doctest::Approx(e.iteration_time_s));
 }
 
-TEST_CASE("overlapped collectives slow the compute they overlap by overlap_compute_slowdown") {
+TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   // GPT-3 175B under ZeRO-3, one micro-batch of 4 per GPU (Narayanan 2021 Table 2): the gathers
-  // and scatters (a little shorter than the compute) hide behind it, except one layer's share.
+  // and scatters are a little shorter than the compute, but one module of prefetch cannot hide
+  // the projection's and fc1's gathers behind the attention core and the projection.
   const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
   const Plan p = parse_plan("tp=1,pp=1,dp=384,mbs=4,gbs=1536,zero=3,recompute=full,dtype=fp16", "test");
   ClusterProfile c = a100();
   c.software.overlap_compute_slowdown = 0;
   const Estimate e0 = estimate(m, c, p);
   REQUIRE(e0.ok());
-  const double total = e0.dp_comm_total_s, layers = m.layers;
-  REQUIRE(total < e0.breakdown.compute_s);
-  CHECK(e0.breakdown.dp_comm_s == doctest::Approx(total / layers));  // max(t - W, t / L)
-  const double s = 0.189;
-  c.software.overlap_compute_slowdown = s;
+  const double total = e0.dp_comm_total_s, layers = m.layers, compute = e0.breakdown.compute_s;
+  REQUIRE(total < compute);
+  CHECK(e0.breakdown.dp_comm_s > 2 * total / layers);  // more than a whole-pass overlap's tail
+  CHECK(e0.breakdown.dp_comm_s < 0.25 * total);
+  // Compute beside the collectives slows: more exposed.
+  c.software.overlap_compute_slowdown = 0.189;
   const Estimate e = estimate(m, c, p);
-  const double beside = total * (1 - 1 / layers);
-  CHECK(e.breakdown.dp_comm_s == doctest::Approx(total / layers + beside * s / (1 + s)));
-  // Communication longer than the slowed compute: the excess is exposed, whatever the slowdown.
-  c.software.overlap_compute_slowdown = 0.01;
+  CHECK(e.breakdown.dp_comm_s > e0.breakdown.dp_comm_s + 0.05 * compute);
+  // Communication-bound (one sequence per GPU): the link is busy throughout, so the exposed part
+  // is the traffic beyond the compute plus about a module's gather at each end of a pass.
   const Plan comm_bound = parse_plan("tp=1,pp=1,dp=1536,mbs=1,gbs=1536,zero=3,recompute=full,dtype=fp16", "test");
   const Estimate b = estimate(m, c, comm_bound);
   REQUIRE(b.ok());
-  CHECK(b.breakdown.dp_comm_s == doctest::Approx(b.dp_comm_total_s - b.breakdown.compute_s));
+  const double beyond = b.dp_comm_total_s - b.breakdown.compute_s;
+  CHECK(b.breakdown.dp_comm_s >= beyond);
+  CHECK(b.breakdown.dp_comm_s < beyond + b.dp_comm_total_s / layers);
 }
 
 TEST_CASE("TP communication overlapped with the GEMMs beside it (overlap_tp_comm) exposes tails") {
