@@ -40,10 +40,10 @@ std::string read(const fs::path& p) {
 }
 
 /// The request the CLI builds when run from the source directory with these relative paths.
-emit::EmitRequest request(const std::string& model, const std::string& cluster,
+emit::EmitRequest request(emit::Framework f, const std::string& model, const std::string& cluster,
                           const std::string& plan) {
   emit::EmitRequest r =
-      emit::prepare(kRoot + model, io::load_model(kRoot + model), kRoot + cluster,
+      emit::prepare(f, kRoot + model, io::load_model(kRoot + model), kRoot + cluster,
                     io::load_cluster(kRoot + cluster), parse_plan(plan, "--plan"), {});
   r.model_file = model;
   r.cluster_file = cluster;
@@ -98,7 +98,7 @@ std::vector<Case> all_cases() {
 }
 
 std::vector<emit::EmittedFile> emitted(const Case& c) {
-  return emit::emit_files(c.framework, request(c.model, c.cluster, c.plan));
+  return emit::emit_files(c.framework, request(c.framework, c.model, c.cluster, c.plan));
 }
 
 std::set<std::string> name_list(const std::string& file) {
@@ -248,7 +248,7 @@ TEST_CASE("ds_config.json: documented keys only, batch arithmetic consistent wit
   for (const Case& c : all_cases()) {
     if (c.framework != emit::Framework::deepspeed) continue;
     CAPTURE(c.name);
-    const Plan p = request(c.model, c.cluster, c.plan).plan;
+    const Plan p = request(c.framework, c.model, c.cluster, c.plan).plan;
     for (const auto& f : emitted(c)) {
       if (f.name != "ds_config.json") continue;
       const auto j = nlohmann::json::parse(f.contents);
@@ -263,6 +263,7 @@ TEST_CASE("ds_config.json: documented keys only, batch arithmetic consistent wit
       CHECK(j["train_batch_size"] == micro * accumulation * p.dp);
       CHECK(j["train_batch_size"] == p.gbs);
       CHECK(j["zero_optimization"]["stage"] == p.zero);
+      if (p.zero == 3) CHECK(j["zero_optimization"]["overlap_comm"] == true);  // as predicted
       CHECK(j.contains("activation_checkpointing") == (p.recompute != Recompute::none));
     }
   }
@@ -273,7 +274,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
   fs::create_directories(dir);
   int n = 0;
   for (const Case& c : all_cases()) {
-    const emit::EmitRequest r = request(c.model, c.cluster, c.plan);
+    const emit::EmitRequest r = request(c.framework, c.model, c.cluster, c.plan);
     for (const auto& f : emit::emit_files(c.framework, r)) {
       CAPTURE(c.name);
       CAPTURE(f.name);
@@ -379,4 +380,25 @@ TEST_CASE("write_files is atomic: all files or none, no .tmp left behind") {
   CHECK(read(dir / "a.sh") == "echo a\n");
   CHECK(!fs::exists(dir / "a.sh.tmp"));
   fs::remove_all(fresh_dir("atomic"));
+}
+
+TEST_CASE("TP communication overlap: Megatron-LM gets --tp-comm-overlap, DeepSpeed a prediction without it") {
+  const std::string plan = "tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=selective,sp=1";
+  const emit::EmitRequest mg = request(emit::Framework::megatron, kLlama, kH100, plan);
+  const emit::EmitRequest ds = request(emit::Framework::deepspeed, kLlama, kH100, plan);
+  CHECK(mg.cluster.software.overlap_tp_comm);
+  CHECK(mg.stack_note.empty());
+  CHECK_FALSE(ds.cluster.software.overlap_tp_comm);
+  CHECK(ds.stack_note.find("--tp-comm-overlap") != std::string::npos);
+  CHECK(ds.estimate.breakdown.tp_comm_s > 1.5 * mg.estimate.breakdown.tp_comm_s);
+  const auto mg_files = emit::emit_files(emit::Framework::megatron, mg);
+  CHECK(mg_files.front().contents.find("\n  --tp-comm-overlap ") != std::string::npos);
+  for (const auto& f : emit::emit_files(emit::Framework::deepspeed, ds))
+    if (f.name == "deepspeed_launch.sh") CHECK(f.contents.find("# stack      predicted with TP") != std::string::npos);
+  // Megatron refuses --tp-comm-overlap without sequence parallelism: a note instead of the flag.
+  const emit::EmitRequest no_sp = request(emit::Framework::megatron, kLlama, kH100,
+                                          "tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=full,sp=0");
+  const std::string text = emit::emit_files(emit::Framework::megatron, no_sp).front().contents;
+  CHECK(text.find("\n  --tp-comm-overlap ") == std::string::npos);
+  CHECK(text.find("sp=0: no --tp-comm-overlap") != std::string::npos);
 }

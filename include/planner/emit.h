@@ -30,6 +30,7 @@ struct EmitRequest {
   ClusterProfile cluster;
   Plan plan;
   Estimate estimate;
+  std::string stack_note;                    ///< how the profile's software stack was adapted
   std::string model_file, cluster_file;      ///< as the user named them
   std::string model_sha256, cluster_sha256;  ///< of the files' bytes, lower-case hex
 };
@@ -53,9 +54,15 @@ std::string sha256_hex(std::string_view bytes);
 
 // ---- I/O (write.cc) ----------------------------------------------------------------------------
 
-/// Hashes the two input files (loaded as `model` and `cluster`), estimates `plan` and returns the
-/// request. Throws InputError when the plan is structurally invalid or does not fit in memory.
-EmitRequest prepare(const std::string& model_file, const ModelSpec& model,
+/// Turns off what the profile's software stack does but framework `f` cannot (DeepSpeed, through
+/// Megatron-DeepSpeed, has no TP communication overlap), so that predictions match the run.
+/// Returns a note saying what changed, or "" when nothing did.
+std::string adapt_stack(Framework f, SoftwareStack& s);
+
+/// Hashes the two input files (loaded as `model` and `cluster`), estimates `plan` on the stack
+/// `f` runs (adapt_stack) and returns the request. Throws InputError when the plan is
+/// structurally invalid or does not fit in memory.
+EmitRequest prepare(Framework f, const std::string& model_file, const ModelSpec& model,
                     const std::string& cluster_file, const ClusterProfile& cluster,
                     const Plan& plan, const EstimateOptions& o);
 

@@ -24,7 +24,7 @@ int run_emit(const EmitArgs& a) {
   emit::check_expressible(f, in.model, in.cluster, p);  // the framework's refusals come first
   const EstimateOptions o = estimate_options(a);
   const emit::EmitRequest r =
-      emit::prepare(in.model_file, in.model, in.cluster_file, in.cluster, p, o);
+      emit::prepare(f, in.model_file, in.model, in.cluster_file, in.cluster, p, o);
   for (const std::string& path : emit::write_files(a.out, emit::emit_files(f, r)))
     std::cout << path << "\n";
   return 0;
@@ -67,7 +67,7 @@ void emit_top_plan(const Inputs& in, const SearchResult& r, const std::string& f
                 << rank + 1 << "\n";
     o.reasons = true;
     const emit::EmitRequest req =
-        emit::prepare(in.model_file, in.model, in.cluster_file, in.cluster, p, o);
+        emit::prepare(f, in.model_file, in.model, in.cluster_file, in.cluster, p, o);
     const auto paths = emit::write_files(out, emit::emit_files(f, req));
     std::cerr << "planner: wrote " << emit::to_string(f) << " launch files for plan " << rank + 1
               << " to " << out << "\n";

@@ -80,7 +80,12 @@ int run_suggest(const SuggestArgs& a) {
   so.attention = parse_attention(a.attention);
   so.estimate = estimate_options(a);
   KnobSpace knobs = knobs_from(a, in, so.gpus.back());
-  if (!a.emit.empty()) restrict_knobs(emit::parse_framework(a.emit, "--emit"), knobs);
+  if (!a.emit.empty()) {  // rank what the framework can run, on the stack it runs
+    const emit::Framework f = emit::parse_framework(a.emit, "--emit");
+    restrict_knobs(f, knobs);
+    const std::string note = emit::adapt_stack(f, in.cluster.software);
+    if (!note.empty()) spdlog::info("--emit {}: {}", a.emit, note);
+  }
   so.plot_points = a.extra.wants_points() ? kPlotPoints : 0;
   ProgressBar bar("planner: searching");
   so.progress = bar.callback();

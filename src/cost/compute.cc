@@ -4,6 +4,8 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace planner {
@@ -189,8 +191,8 @@ LinearIndex linear_index(const char* name) {
   constexpr const char* kNames[kNumLinears] = {"qkv", "proj", "fc1", "fc2"};
   for (int i = 0; i < kNumLinears; ++i)
     if (std::strcmp(name, kNames[i]) == 0) return static_cast<LinearIndex>(i);
-  assert(false && "a GEMM kernel outside the four linear layers");
-  return kFc2;
+  throw std::logic_error(std::string("layer_compute: GEMM kernel '") + name +
+                         "' is none of the four linear layers");
 }
 
 }  // namespace

@@ -40,13 +40,14 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
   const double per_pass = (l.attention ? 2 : 1) * one;
   double fwd_tp = per_pass, bwd_tp = per_pass;
-  if (c.software.overlap_tp_comm && p.sp && p.tp > 1) {
+  if (c.software.overlap_tp_comm && p.sp && p.tp > 1 && tpg.nodes == 1) {
     // Transformer Engine's userbuffer overlap (Megatron --tp-comm-overlap, which needs sequence
     // parallelism) splits each collective into tp chunks pipelined with the GEMM it feeds or
     // follows: forward, the allgathers with QKV and fc1 and the reduce-scatters with the
     // projection and fc2; backward, the allgathers with the projection's and fc2's data
     // gradients and the reduce-scatters with QKV's and fc1's weight gradients. The last chunk
-    // of each stays exposed, and the GEMM slows beside the rest.
+    // of each stays exposed, and the GEMM slows beside the rest. Its userbuffers map the peers'
+    // memory over NVLink, inside a node: a TP group across nodes stays exposed.
     const double tail = 1.0 / p.tp, slow = c.software.overlap_compute_slowdown;
     auto beside = [&](double t, double gemm_s) { return exposed_after_overlap(t, gemm_s, tail, slow); };
     const auto& g = lc.linear;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
+#include <cmath>
 
 namespace planner {
 
@@ -77,8 +78,16 @@ class CommStream {
 double zero3_pass_s(const std::vector<Zero3Step>& block, int blocks, double prefetch_params,
                     double slowdown) {
   if (blocks <= 0 || block.empty()) return 0.0;
-  constexpr int kSimulatedBlocks = 5;  // the steady increment is read between blocks 3 and 4
-  const int simulated = std::min(blocks, kSimulatedBlocks);
+  // The prefetch reaches up to `reach` blocks ahead (the bucket, plus the step that crosses it);
+  // past a start-up of as many blocks, every block repeats the same increment as long as the
+  // simulation extends `reach` blocks beyond it (its gathers queued ahead of the scatters as they
+  // will be). Simulate 2 reach + 4 blocks and read the increment between blocks reach + 2 and
+  // reach + 3.
+  double block_params = 0;
+  for (const Zero3Step& s : block) block_params += s.params;
+  const double reach_blocks = block_params > 0 ? std::ceil(prefetch_params / block_params) + 1 : 1.0;
+  const int reach = int(std::min<double>(reach_blocks, blocks));
+  const int simulated = std::min(blocks, 2 * reach + 4);
   const size_t per = block.size(), n = per * simulated;
   auto step = [&](size_t i) -> const Zero3Step& { return block[i % per]; };
   std::vector<double> arrived(n, 0.0);
@@ -110,9 +119,7 @@ double zero3_pass_s(const std::vector<Zero3Step>& block, int blocks, double pref
   }
   const double pass = t + std::max(0.0, comm.free_at() - t);  // the last scatters drain
   if (blocks == simulated) return pass;
-  // Blocks beyond the simulated ones repeat a middle block's increment (one that has successors
-  // to prefetch, unlike the last).
-  return pass + double(blocks - simulated) * (block_end[3] - block_end[2]);
+  return pass + double(blocks - simulated) * (block_end[reach + 3] - block_end[reach + 2]);
 }
 
 }  // namespace planner

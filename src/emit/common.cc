@@ -133,6 +133,7 @@ std::string header(const EmitRequest& r, const std::string& framework_name) {
           e.iteration_time_s, e.tokens_per_s, e.tflops_per_gpu, 100 * e.mfu);
   h += fmt("# predicted  memory %.2f GiB per GPU of %.2f GiB (most loaded pipeline stage)\n",
            e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB);
+  if (!r.stack_note.empty()) h += "# stack      " + r.stack_note + "\n";
   return h;
 }
 

@@ -33,7 +33,14 @@ void write_one(const fs::path& path, const EmittedFile& f) {
 
 std::string file_sha256(const std::string& path) { return sha256_hex(io::read_file(path)); }
 
-EmitRequest prepare(const std::string& model_file, const ModelSpec& model,
+std::string adapt_stack(Framework f, SoftwareStack& s) {
+  if (f != Framework::deepspeed || !s.overlap_tp_comm) return "";
+  s.overlap_tp_comm = false;
+  return "predicted with TP communication exposed: Megatron-DeepSpeed has no --tp-comm-overlap "
+         "(the profile's software.overlap_tp_comm is off here)";
+}
+
+EmitRequest prepare(Framework f, const std::string& model_file, const ModelSpec& model,
                     const std::string& cluster_file, const ClusterProfile& cluster,
                     const Plan& plan, const EstimateOptions& o) {
   // Names and paths land in shell comments and directives: one line each, nothing to execute.
@@ -49,6 +56,7 @@ EmitRequest prepare(const std::string& model_file, const ModelSpec& model,
   r.model_sha256 = file_sha256(model_file);
   r.cluster_sha256 = file_sha256(cluster_file);
   r.plan = plan;
+  r.stack_note = adapt_stack(f, r.cluster.software);
   // The frameworks split the layers evenly: simulate that split, as the run will execute it.
   r.estimate = simulate_plan(r.model, r.cluster, plan, o);
   if (!r.estimate.ok()) throw InputError("", 0, "--plan", rejection_message(r.estimate));

@@ -34,8 +34,9 @@ std::vector<Zero3Step> zero3_block_steps(const LayerShape& l, const LayerCompute
 /// elements are gathered or in flight ahead of it (so at least the next module with weights); its
 /// reduce-scatter queues when it ends. Compute that
 /// runs beside communication slows by the factor (1 + slowdown) for the overlapped part, as in
-/// exposed_after_overlap. Steady state is reached within a few blocks: five are simulated, and
-/// any more repeat the increment of a middle one.
+/// exposed_after_overlap. Steady state is reached within a few blocks: enough are simulated for
+/// the prefetch's reach, and any more repeat the increment of a middle one. Gathers and
+/// reduce-scatters share the one stream (DeepSpeed runs them on two, sharing the same link).
 double zero3_pass_s(const std::vector<Zero3Step>& block, int blocks, double prefetch_params,
                     double slowdown);
 
