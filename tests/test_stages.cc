@@ -242,3 +242,30 @@ TEST_CASE("TP communication overlapped with the GEMMs beside it (overlap_tp_comm
   const Estimate b = estimate(m, c, no_sp);
   CHECK(a.iteration_time_s == b.iteration_time_s);
 }
+
+TEST_CASE("without SP the receiving stage all-gathers each boundary activation over its TP group") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
+  const BlockLayout layout = block_layout(m);
+  Plan p = parse_plan("tp=8,pp=4,dp=2,vpp=2,mbs=1,gbs=64,zero=1,recompute=full,sp=0", "test");
+  const PlanCosts pc = plan_costs(m, a100(), p, layout);
+  const double act = 2.0 * p.mbs * m.seq_len * m.hidden;  // the whole activation, rebuilt
+  CHECK(pc.p2p_gather_s == doctest::Approx(collective_time_s(a100(), Collective::allgather, act,
+                                                             tp_group(p, a100().gpus_per_node))));
+  CHECK(pc.p2p_gather_s > 0.1 * pc.p2p_s);
+  // The first chunk receives no input and the last no gradient; the others one of each.
+  const Stages st = build_stages(layout, pc, p, even_partition(layout.count(), p.pp * p.vpp));
+  const Stages none = [&] {
+    PlanCosts without = pc;
+    without.p2p_gather_s = 0;
+    return build_stages(layout, without, p, even_partition(layout.count(), p.pp * p.vpp));
+  }();
+  const int V = p.pp * p.vpp;
+  for (int vs = 0; vs < V; ++vs) {
+    CAPTURE(vs);
+    CHECK(st.chunks[vs].fwd_s - none.chunks[vs].fwd_s == doctest::Approx(vs > 0 ? pc.p2p_gather_s : 0));
+    CHECK(st.chunks[vs].bwd_s - none.chunks[vs].bwd_s == doctest::Approx(vs < V - 1 ? pc.p2p_gather_s : 0));
+  }
+  // With sequence parallelism the slice is the next layer's sequence shard: nothing to gather.
+  p.sp = true;
+  CHECK(plan_costs(m, a100(), p, layout).p2p_gather_s == 0);
+}

@@ -114,9 +114,15 @@ PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   // Korthikanti's final norm and output-GEMM input with fp32 logits, 4sbh/t (1 + v/h), plus the
   // 16-bit logits the output GEMM writes before the loss casts them (2sbv/t).
   pc.logits_bytes = 4.0 * sbh / p.tp + 6.0 * s * p.mbs * double(m.vocab) / p.tp;
-  // Each TP rank sends its 1/t slice across a stage boundary (Megatron's scatter/gather).
-  if (p.pp > 1)
+  // Each TP rank sends its 1/t slice across a stage boundary (Megatron's scatter/gather); without
+  // sequence parallelism the receiver then all-gathers the slices over NVLink to rebuild the
+  // replicated activation before it computes (Narayanan et al. 2021, s.4.1). With it, the slice is
+  // the sequence shard the next layer takes as it is.
+  if (p.pp > 1) {
     pc.p2p_s = collective_time_s(c, Collective::sendrecv, widest / p.tp, pp_pair(p, c.gpus_per_node));
+    if (p.tp > 1 && !p.sp)
+      pc.p2p_gather_s = collective_time_s(c, Collective::allgather, widest, tp_group(p, c.gpus_per_node));
+  }
   return pc;
 }
 
@@ -162,6 +168,11 @@ void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
       ld.once_bytes = std::max(ld.once_bytes, bc.full_act_bytes);
       largest[s] = std::max(largest[s], bc.largest_matrix);
     }
+    // The receiver's all-gather of what crossed a boundary: the input (forward) of every chunk
+    // but the first, the output gradient (backward) of every chunk but the last.
+    const double fwd_gather = vs > 0 ? pc.p2p_gather_s : 0.0, bwd_gather = vs < V - 1 ? pc.p2p_gather_s : 0.0;
+    cc.fwd_s += fwd_gather, cc.bwd_s += bwd_gather;
+    st.chunk_tp_s[vs] += fwd_gather + bwd_gather;
     if (b0 <= layout.first_decoder && layout.first_decoder < b1) {
       cc.fwd_s += pc.embed_s / 3, cc.bwd_s += 2 * pc.embed_s / 3;
       st.chunk_compute_s[vs] += pc.embed_s;

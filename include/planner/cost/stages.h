@@ -43,6 +43,7 @@ struct PlanCosts {
   double embed_act_bytes = 0;               ///< per micro-batch on the first decoder stage
   double logits_bytes = 0;                  ///< one micro-batch at a time on the last stage
   double p2p_s = 0;                         ///< one activation transfer between stages
+  double p2p_gather_s = 0;                  ///< the receiver's TP all-gather of it (no SP)
 };
 
 /// `lc` and `head` may carry precomputed layer_compute() per shape and head_compute() (the
