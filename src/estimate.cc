@@ -24,32 +24,43 @@ double exposed_part(double t, double window, double tail_fraction, bool overlap,
   return overlap ? exposed_after_overlap(t, window, tail_fraction, slowdown) : t;
 }
 
+struct Zero3Cost {
+  double exposed = 0, total = 0;  ///< per micro-batch
+};
+
 /// ZeRO-3 module by module (zero3_pass_s) for one micro-batch on the critical stage: the
 /// decoder block's modules, scaled so that the stage's `blocks` blocks carry its forward and
-/// backward time and its parameters (embedding and logits spread over them), and the stage's
-/// one full gather and one full reduce-scatter shared out by parameters. Returns the time beyond
-/// the compute.
-double zero3_exposed_s(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                       const LayerCompute& lc, int blocks, double fwd_window, double bwd_window,
-                       double gather_s, double scatter_s) {
+/// backward time and its parameters (embedding and logits spread over them). Each module's gather
+/// and reduce-scatter is its own collective: its share by parameters of the wire time of one
+/// whole-stage gather (`gather_wire_s`) or reduce-scatter, plus a collective's latency.
+Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const LayerCompute& lc, int blocks, double fwd_window, double bwd_window,
+                     double gather_wire_s, double gather_latency_s, double scatter_wire_s,
+                     double scatter_latency_s) {
+  Zero3Cost z;
   blocks = std::max(1, blocks);
   const LayerShape shape = m.decoder_shape();
   double block_params = 0;
   for (const Zero3Step& s : zero3_block_steps(shape, lc, p.tp, p.recompute, false)) block_params += s.params;
-  if (block_params <= 0) return 0.0;
-  const double per_param_ag = gather_s / blocks / block_params;
-  const double per_param_rs = scatter_s / blocks / block_params;
+  if (block_params <= 0) return z;
+  const double per_param_ag = gather_wire_s / blocks / block_params;
+  const double per_param_rs = scatter_wire_s / blocks / block_params;
   double t = 0;
   for (const auto& [backward, window] : {std::pair{false, fwd_window}, {true, bwd_window}}) {
     std::vector<Zero3Step> steps = zero3_block_steps(shape, lc, p.tp, p.recompute, backward);
     double compute = 0;
     for (const Zero3Step& s : steps) compute += s.compute_s;
     const double scale = compute > 0 ? window / blocks / compute : 0.0;
-    for (Zero3Step& s : steps)
-      s.compute_s *= scale, s.gather_s = s.params * per_param_ag, s.scatter_s = s.grad_params * per_param_rs;
+    for (Zero3Step& s : steps) {
+      s.compute_s *= scale;
+      if (s.params > 0) s.gather_s = s.params * per_param_ag + gather_latency_s;
+      if (s.grad_params > 0) s.scatter_s = s.grad_params * per_param_rs + scatter_latency_s;
+      z.total += blocks * (s.gather_s + s.scatter_s);
+    }
     t += zero3_pass_s(steps, blocks, kZero3PrefetchParams, c.software.overlap_compute_slowdown);
   }
-  return std::max(0.0, t - fwd_window - bwd_window);
+  z.exposed = std::max(0.0, t - fwd_window - bwd_window);
+  return z;
 }
 
 DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
@@ -72,18 +83,19 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     d.exposed = exposed_part(rs, bwd_window, bucket, sw.overlap_grad_reduce, slow) +
                 exposed_part(ag, fwd_window, bucket, sw.overlap_param_gather, slow);
   } else {  // ZeRO-3: gather parameters for forward, (recompute,) backward; reduce-scatter grads
-    const int gathers = p.recompute == Recompute::full ? 3 : 2;
     GroupLayout z3 = dpg;  // the stack may reach fewer NICs than NCCL's hierarchical rings
     z3.ranks_per_node = std::min(z3.ranks_per_node, sw.zero3_collective_nics);
-    const double ag = collective_time_s(c, Collective::allgather, param_bytes, z3);
-    const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, z3);
+    const double ag_latency = collective_latency_s(c, Collective::allgather, z3);
+    const double rs_latency = collective_latency_s(c, Collective::reduce_scatter, z3);
+    const double ag_wire = collective_time_s(c, Collective::allgather, param_bytes, z3) - ag_latency;
+    const double rs_wire = collective_time_s(c, Collective::reduce_scatter, grad_bytes, z3) - rs_latency;
     // Gathered module by module, prefetched a bucket ahead (DeepSpeed's
-    // stage3_prefetch_bucket_size): modules whose compute is shorter than the next one's gather
-    // (the attention core, the projection) leave the link ahead and the compute waiting.
-    const double exposed_mb =
-        zero3_exposed_s(m, c, p, lc, stage_blocks, fwd_window, bwd_window, ag, rs);
-    d.total = (gathers * ag + rs) * p.microbatches();
-    d.exposed = exposed_mb * p.microbatches();
+    // stage3_prefetch_bucket_size), one collective per module: modules whose compute is shorter
+    // than the next one's gather (the attention core, the projection) leave the compute waiting.
+    const Zero3Cost z = zero3_cost(m, c, p, lc, stage_blocks, fwd_window, bwd_window, ag_wire,
+                                   ag_latency, rs_wire, rs_latency);
+    d.total = z.total * p.microbatches();
+    d.exposed = z.exposed * p.microbatches();
   }
   if (p.pp > 1 && m.tied_embeddings) {  // first and last stage all-reduce the shared embedding
     const double emb = double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype);

@@ -71,3 +71,17 @@ TEST_CASE("a collective beside compute: the tail is exposed, the rest slows the 
   // No compute to hide behind: all of it.
   CHECK(exposed_after_overlap(10e-3, 0.0, 0.0, 0.189) == doctest::Approx(10e-3));
 }
+
+TEST_CASE("a collective's latency part: the tier's latency plus a hop per node step") {
+  const ClusterProfile c = toy();
+  const GroupLayout ring = group_layout(32, 1, 8);  // 4 nodes of 8
+  CHECK(collective_latency_s(c, Collective::allgather, ring) == doctest::Approx(20e-6 + 3 * 5e-6));
+  CHECK(collective_latency_s(c, Collective::allreduce, ring) == doctest::Approx(20e-6 + 4 * 5e-6));
+  CHECK(collective_latency_s(c, Collective::allgather, group_layout(8, 1, 8)) == doctest::Approx(10e-6));
+  CHECK(collective_latency_s(c, Collective::allgather, group_layout(1, 1, 8)) == 0);
+  // collective_time_s = latency + bytes x bus factor / bottleneck bandwidth.
+  const double bytes = 1e9;
+  CHECK(collective_time_s(c, Collective::allgather, bytes, ring) -
+            collective_latency_s(c, Collective::allgather, ring) ==
+        doctest::Approx(bytes * 31.0 / 32 / (8 * 25e9)));
+}

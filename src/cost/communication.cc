@@ -56,14 +56,25 @@ double latency_s(const NetworkTier& tier, Collective c, int steps) {
 
 }  // namespace
 
+double collective_latency_s(const ClusterProfile& cl, Collective coll, const GroupLayout& g) {
+  if (g.ranks <= 1) return 0.0;
+  if (g.nodes <= 1) return latency_s(cl.intra, coll, 0);
+  int steps = 0;
+  if (coll == Collective::allreduce)
+    steps = 2 * static_cast<int>(std::ceil(std::log2(double(g.nodes))));
+  else if (coll != Collective::sendrecv)
+    steps = g.nodes - 1;
+  return latency_s(cl.inter, coll, steps);
+}
+
 double collective_time_s(const ClusterProfile& cl, Collective coll, double bytes,
                          const GroupLayout& g) {
   if (g.ranks <= 1 || bytes <= 0) return 0.0;
   const int ci = static_cast<int>(coll);
   const double traffic = bytes * bus_factor(coll, g.ranks);
   const CollectiveCost& intra = cl.intra.cost[ci];
+  const double lat = collective_latency_s(cl, coll, g);
   if (g.nodes <= 1) {
-    const double lat = latency_s(cl.intra, coll, 0);
     const double bw = tier_busbw_Bps(intra, bytes);
     return intra.curve.empty() ? lat + traffic / bw : std::max(lat, traffic / bw);
   }
@@ -72,12 +83,7 @@ double collective_time_s(const ClusterProfile& cl, Collective coll, double bytes
   const CollectiveCost& inter = cl.inter.cost[ci];
   const double bw = std::min(tier_busbw_Bps(intra, bytes),
                              g.ranks_per_node * tier_busbw_Bps(inter, bytes / g.ranks_per_node));
-  int steps = 0;
-  if (coll == Collective::allreduce)
-    steps = 2 * static_cast<int>(std::ceil(std::log2(double(g.nodes))));
-  else if (coll != Collective::sendrecv)
-    steps = g.nodes - 1;
-  return latency_s(cl.inter, coll, steps) + traffic / bw;
+  return lat + traffic / bw;
 }
 
 double exposed_after_overlap(double t, double window, double tail_fraction, double slowdown) {

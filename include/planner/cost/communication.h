@@ -37,6 +37,11 @@ double tier_busbw_Bps(const CollectiveCost& cost, double bytes);
 double collective_time_s(const ClusterProfile& c, Collective coll, double bytes,
                          const GroupLayout& g);
 
+/// The latency (alpha) part of collective_time_s: the tier's measured latency, plus a hop per
+/// extra node step of a ring (allgather, reduce-scatter, all-to-all) or tree (allreduce) across
+/// nodes.
+double collective_latency_s(const ClusterProfile& c, Collective coll, const GroupLayout& g);
+
 /// Exposed part of a collective of `t` seconds that overlaps `window` seconds of compute, chunk
 /// by chunk: the last chunk (`tail_fraction` of t) cannot overlap. While the rest runs beside the
 /// compute, the compute slows by the factor (1 + slowdown) (the collective's kernels take SMs and
