@@ -31,8 +31,8 @@ struct Zero3Cost {
 /// ZeRO-3 module by module (zero3_pass_s) for one micro-batch on the critical stage: the
 /// decoder block's modules, scaled so that the stage's `blocks` blocks carry its forward and
 /// backward time and its parameters (embedding and logits spread over them). Each module's gather
-/// and reduce-scatter is its own collective: its share by parameters of the wire time of one
-/// whole-stage gather (`gather_wire_s`) or reduce-scatter, plus a collective's latency.
+/// and each bucket's reduce-scatter is a collective of its own: its share by parameters of the
+/// wire time of one whole-stage gather (`gather_wire_s`) or reduce-scatter, plus a latency.
 Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const LayerCompute& lc, int blocks, double fwd_window, double bwd_window,
                      double gather_wire_s, double gather_latency_s, double scatter_wire_s,
@@ -54,10 +54,14 @@ Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     for (Zero3Step& s : steps) {
       s.compute_s *= scale;
       if (s.params > 0) s.gather_s = s.params * per_param_ag + gather_latency_s;
-      if (s.grad_params > 0) s.scatter_s = s.grad_params * per_param_rs + scatter_latency_s;
+      s.scatter_s = s.grad_params * per_param_rs;
       z.total += blocks * (s.gather_s + s.scatter_s);
     }
-    t += zero3_pass_s(steps, blocks, kZero3PrefetchParams, c.software.overlap_compute_slowdown);
+    Zero3Buckets b;
+    b.scatter_latency_s = scatter_latency_s;
+    const Zero3Pass pass = zero3_pass(steps, blocks, b, c.software.overlap_compute_slowdown);
+    t += pass.time_s;
+    z.total += pass.scatters * scatter_latency_s;
   }
   z.exposed = std::max(0.0, t - fwd_window - bwd_window);
   return z;

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -176,6 +177,31 @@ TEST_CASE("emit refuses what the framework cannot run, and writes nothing") {
   CHECK(oom.rc == 2);
   CHECK(oom.out.rfind("planner: error: option --plan: out of memory: the plan needs ", 0) == 0);
   CHECK(!std::filesystem::exists(out));
+}
+
+TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed runs, and says so") {
+  const std::string out = fresh_out("suggest_emit_h100");
+  const Run r = planner("suggest --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+                        "--gpus 64 --global-batch 128 --top 3 --emit deepspeed --out " + out);
+  REQUIRE(r.rc == 0);
+  const std::string launcher = slurp(out + "/deepspeed_launch.sh");
+  CHECK(launcher.find("# stack      DeepSpeed runs without the profile's software.overlap_tp_comm and "
+                      "overlap_param_gather: predicted with it off\n") != std::string::npos);
+  // The header's prediction is one of the ranked rows' times.
+  const size_t at = launcher.find("# predicted  iteration ");
+  REQUIRE(at != std::string::npos);
+  const double secs = std::stod(launcher.substr(at + 23));
+  bool ranked = false;  // iter_s is the 10th column of a ranked row
+  std::istringstream rows(r.out);
+  for (std::string line; std::getline(rows, line);) {
+    std::istringstream cols(line);
+    std::string col;
+    for (int i = 0; i < 10 && cols >> col; ++i) {}
+    if (line.rfind("     ", 0) == 0 && !col.empty() && std::isdigit(static_cast<unsigned char>(col[0])))
+      ranked = ranked || std::abs(std::stod(col) - secs) < 1e-3;
+  }
+  CHECK(ranked);
+  std::filesystem::remove_all(out);
 }
 
 TEST_CASE("suggest --emit writes the top plan's DeepSpeed files") {

@@ -54,9 +54,10 @@ std::string sha256_hex(std::string_view bytes);
 
 // ---- I/O (write.cc) ----------------------------------------------------------------------------
 
-/// Turns off what the profile's software stack does but framework `f` cannot (DeepSpeed, through
-/// Megatron-DeepSpeed, has no TP communication overlap), so that predictions match the run.
-/// Returns a note saying what changed, or "" when nothing did.
+/// Turns off what the profile's software stack does but framework `f` cannot (DeepSpeed: TP
+/// communication overlap, which Megatron-DeepSpeed lacks, and the ZeRO-1/2 parameter gather beside
+/// the next forward), so that predictions match the run. Returns a note saying what changed, or ""
+/// when nothing did.
 std::string adapt_stack(Framework f, SoftwareStack& s);
 
 /// Hashes the two input files (loaded as `model` and `cluster`), estimates `plan` on the stack

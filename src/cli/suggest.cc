@@ -80,21 +80,22 @@ int run_suggest(const SuggestArgs& a) {
   so.attention = parse_attention(a.attention);
   so.estimate = estimate_options(a);
   KnobSpace knobs = knobs_from(a, in, so.gpus.back());
+  ClusterProfile searched = in.cluster;  // with --emit, the stack that framework runs
   if (!a.emit.empty()) {  // rank what the framework can run, on the stack it runs
     const emit::Framework f = emit::parse_framework(a.emit, "--emit");
     restrict_knobs(f, knobs);
-    const std::string note = emit::adapt_stack(f, in.cluster.software);
+    const std::string note = emit::adapt_stack(f, searched.software);
     if (!note.empty()) spdlog::info("--emit {}: {}", a.emit, note);
   }
   so.plot_points = a.extra.wants_points() ? kPlotPoints : 0;
   ProgressBar bar("planner: searching");
   so.progress = bar.callback();
-  const SearchResult r = search(in.model, in.cluster, knobs, so);
+  const SearchResult r = search(in.model, searched, knobs, so);
   bar.finish();
   spdlog::info("{}", counts_line(r));
   if (r.top.empty()) throw_no_fit(in, r);
 
-  RunContext ctx{in.model_file, in.cluster_file, &in.model, &in.cluster, so.gpus.back(),
+  RunContext ctx{in.model_file, in.cluster_file, &in.model, &searched, so.gpus.back(),
                  a.global_batch, a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")
     std::cout << suggest_json(ctx, r).dump(2) << "\n";

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cassert>
-#include <cmath>
 
 namespace planner {
 
@@ -75,29 +74,27 @@ class CommStream {
 
 }  // namespace
 
-double zero3_pass_s(const std::vector<Zero3Step>& block, int blocks, double prefetch_params,
-                    double slowdown) {
-  if (blocks <= 0 || block.empty()) return 0.0;
-  // The prefetch reaches up to `reach` blocks ahead (the bucket, plus the step that crosses it);
-  // past a start-up of as many blocks, every block repeats the same increment as long as the
-  // simulation extends `reach` blocks beyond it (its gathers queued ahead of the scatters as they
-  // will be). Simulate 2 reach + 4 blocks and read the increment between blocks reach + 2 and
-  // reach + 3.
-  double block_params = 0;
-  for (const Zero3Step& s : block) block_params += s.params;
-  const double reach_blocks = block_params > 0 ? std::ceil(prefetch_params / block_params) + 1 : 1.0;
-  const int reach = int(std::min<double>(reach_blocks, blocks));
-  const int simulated = std::min(blocks, 2 * reach + 4);
-  const size_t per = block.size(), n = per * simulated;
+Zero3Pass zero3_pass(const std::vector<Zero3Step>& block, int blocks, const Zero3Buckets& b,
+                     double slowdown) {
+  Zero3Pass pass;
+  if (blocks <= 0 || block.empty()) return pass;
+  // Every step is simulated: a pass that is only slightly communication-bound builds its backlog
+  // over many blocks, so no early block's increment stands for the rest.
+  const size_t per = block.size(), n = per * size_t(blocks);
   auto step = [&](size_t i) -> const Zero3Step& { return block[i % per]; };
-  std::vector<double> arrived(n, 0.0);
+  thread_local std::vector<double> arrived;
+  arrived.assign(n, 0.0);
   CommStream comm;
   double t = 0;
-  std::vector<double> block_end;
   size_t next = 0;   // the first step whose gather has not been issued
   double ahead = 0;  // elements gathered or in flight for steps after the running one
+  double bucket_params = 0, bucket_s = 0;  // gradients waiting for their reduce-scatter
   auto gather = [&](size_t j, double when) {
     arrived[j] = step(j).params > 0 ? comm.issue(when, step(j).gather_s) : when;
+  };
+  auto flush = [&] {
+    if (bucket_params > 0) comm.issue(t, bucket_s + b.scatter_latency_s), ++pass.scatters;
+    bucket_params = bucket_s = 0;
   };
   for (size_t i = 0; i < n; ++i) {
     if (next <= i)
@@ -107,19 +104,22 @@ double zero3_pass_s(const std::vector<Zero3Step>& block, int blocks, double pref
     const double start = std::max(t, arrived[i]);
     // Prefetch: gather the following modules while fewer than `prefetch_params` elements are
     // ahead of use (a module without weights adds none, so the next one with weights follows).
-    for (; next < n && ahead < prefetch_params; ++next) {
+    for (; next < n && ahead < b.prefetch_params; ++next) {
       gather(next, start);
       ahead += step(next).params;
     }
     const double c = step(i).compute_s;
     const double beside = std::min(comm.busy_within(start, start + c * (1 + slowdown)), c * (1 + slowdown));
     t = start + c + beside * slowdown / (1 + slowdown);
-    if (step(i).grad_params > 0) comm.issue(t, step(i).scatter_s);
-    if ((i + 1) % per == 0) block_end.push_back(t);
+    if (const double g = step(i).grad_params; g > 0) {
+      // DeepSpeed reduces the bucket when the next gradient would overflow it.
+      if (bucket_params + g > b.reduce_params) flush();
+      bucket_params += g, bucket_s += step(i).scatter_s;
+    }
   }
-  const double pass = t + std::max(0.0, comm.free_at() - t);  // the last scatters drain
-  if (blocks == simulated) return pass;
-  return pass + double(blocks - simulated) * (block_end[reach + 3] - block_end[reach + 2]);
+  flush();                                           // the epilogue reduces what is left
+  pass.time_s = t + std::max(0.0, comm.free_at() - t);  // and the last scatters drain
+  return pass;
 }
 
 }  // namespace planner

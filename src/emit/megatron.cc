@@ -62,13 +62,16 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
   const SoftwareStack& s = c.software;
   ArgGroup g{
       "Communication overlap, as the prediction assumed (cluster profile, software.*)", {}, {}};
-  // --tp-comm-overlap requires --sequence-parallel (validate_args) and Transformer Engine.
-  if (s.overlap_tp_comm && p.sp && p.tp > 1)
+  // --tp-comm-overlap requires --sequence-parallel (validate_args) and Transformer Engine, whose
+  // userbuffers work inside a node; the prediction charges TP communication the same way.
+  const bool tp_in_node = p.tp <= gpus_per_node_of(p, c);
+  if (s.overlap_tp_comm && p.sp && p.tp > 1 && tp_in_node)
     g.args.push_back({"--tp-comm-overlap", "",
                       "software.overlap_tp_comm: true; Transformer Engine userbuffers (before TE "
                       "1.9 bootstrapped through an MPI process group)"});
   else if (s.overlap_tp_comm && p.tp > 1)
-    g.notes.push_back("sp=0: no --tp-comm-overlap (it needs sequence parallelism)");
+    g.notes.push_back(p.sp ? "TP group spans nodes: no --tp-comm-overlap (its userbuffers work inside a node)"
+                           : "sp=0: no --tp-comm-overlap (it needs sequence parallelism)");
   if (p.dp == 1) {
     g.notes.push_back("dp=1: no data-parallel communication to overlap");
     return g;

@@ -34,10 +34,15 @@ void write_one(const fs::path& path, const EmittedFile& f) {
 std::string file_sha256(const std::string& path) { return sha256_hex(io::read_file(path)); }
 
 std::string adapt_stack(Framework f, SoftwareStack& s) {
-  if (f != Framework::deepspeed || !s.overlap_tp_comm) return "";
-  s.overlap_tp_comm = false;
-  return "predicted with TP communication exposed: Megatron-DeepSpeed has no --tp-comm-overlap "
-         "(the profile's software.overlap_tp_comm is off here)";
+  if (f != Framework::deepspeed) return "";
+  // Megatron-DeepSpeed has no --tp-comm-overlap, and DeepSpeed's ZeRO-1/2 gather the updated
+  // parameters inside the optimizer step, not beside the next forward (ZeRO-3 prefetches anyway).
+  std::string off;
+  for (auto [flag, name] : {std::pair{&s.overlap_tp_comm, "overlap_tp_comm"},
+                            {&s.overlap_param_gather, "overlap_param_gather"}})
+    if (*flag) *flag = false, off += std::string(off.empty() ? "" : " and ") + name;
+  if (off.empty()) return "";
+  return "DeepSpeed runs without the profile's software." + off + ": predicted with it off";
 }
 
 EmitRequest prepare(Framework f, const std::string& model_file, const ModelSpec& model,

@@ -4,9 +4,9 @@
 # model      llama3-70b  configs/models/llama3-70b.yaml  sha256:df2b115cb163e4fcae6ae583228c385a1e1d9ac51beac1fe26b5b1220f66e49d
 # cluster    dgx-h100-80gb  hw_profiles/dgx-h100-80gb.yaml  sha256:e583d304b01edf3fcc39c8d75da9b4ec4e7bc9f6c8926a8004189d06f750d804
 # world      64 GPUs = 8 nodes x 8; tp 8 x pp 4 x dp 2 x cp 1; 64 micro-batches of 1 per iteration
-# predicted  iteration 20.9993 s, 49934 tokens/s, 375.6 model TFLOP/s per GPU (MFU 38.0%)
+# predicted  iteration 21.0401 s, 49837 tokens/s, 374.9 model TFLOP/s per GPU (MFU 37.9%)
 # predicted  memory 52.28 GiB per GPU of 79.60 GiB (most loaded pipeline stage)
-# stack      predicted with TP communication exposed: Megatron-DeepSpeed has no --tp-comm-overlap (the profile's software.overlap_tp_comm is off here)
+# stack      DeepSpeed runs without the profile's software.overlap_tp_comm and overlap_param_gather: predicted with it off
 #
 # DeepSpeed launcher running Megatron-DeepSpeed's pretrain_gpt.py (tp > 1 or pp > 1)
 # Flags: deepspeedai/Megatron-DeepSpeed megatron/arguments.py at f1feb887
