@@ -1,6 +1,7 @@
 // End-to-end: the planner binary's exit codes, messages and output formats.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -186,21 +187,37 @@ TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed ru
   REQUIRE(r.rc == 0);
   const std::string launcher = slurp(out + "/deepspeed_launch.sh");
   CHECK(launcher.find("# stack      DeepSpeed runs without the profile's software.overlap_tp_comm and "
-                      "overlap_param_gather: predicted with it off\n") != std::string::npos);
-  // The header's prediction is one of the ranked rows' times.
+                      "overlap_param_gather: predicted without them\n") != std::string::npos);
+  // The header's prediction is rank 1's time (iter_s, the 10th column), the plan it emits.
   const size_t at = launcher.find("# predicted  iteration ");
   REQUIRE(at != std::string::npos);
   const double secs = std::stod(launcher.substr(at + 23));
-  bool ranked = false;  // iter_s is the 10th column of a ranked row
-  std::istringstream rows(r.out);
-  for (std::string line; std::getline(rows, line);) {
-    std::istringstream cols(line);
-    std::string col;
-    for (int i = 0; i < 10 && cols >> col; ++i) {}
-    if (line.rfind("     ", 0) == 0 && !col.empty() && std::isdigit(static_cast<unsigned char>(col[0])))
-      ranked = ranked || std::abs(std::stod(col) - secs) < 1e-3;
-  }
-  CHECK(ranked);
+  const size_t row = r.out.find("\n     1 ");
+  REQUIRE(row != std::string::npos);
+  std::istringstream cols(r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1));
+  std::string col;
+  for (int i = 0; i < 10; ++i) cols >> col;
+  CHECK(std::stod(col) == doctest::Approx(secs).epsilon(1e-4));
+  // The trace is simulated on the same stack: the emitted plan's iteration with its TP
+  // communication exposed ends later than the same plan estimated on the profile as written.
+  const Run t = planner("suggest --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+                        "--gpus 64 --global-batch 128 --top 1 --emit deepspeed --out " + out + "2 --trace " + out + "/trace.json");
+  REQUIRE(t.rc == 0);
+  const size_t p = launcher.find("# plan       --plan \"");
+  REQUIRE(p != std::string::npos);
+  const std::string plan = launcher.substr(p + 21, launcher.find('"', p + 21) - p - 21);
+  const Run plain = planner("estimate --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+                            "--plan \"" + plan + "\" --trace " + out + "/plain.json");
+  REQUIRE(plain.rc == 0);
+  auto trace_end = [](const std::string& path) {
+    double end = 0;
+    const nlohmann::json trace = nlohmann::json::parse(slurp(path));
+    for (const auto& e : trace["traceEvents"])
+      if (e.contains("dur")) end = std::max(end, e["ts"].get<double>() + e["dur"].get<double>());
+    return end;
+  };
+  CHECK(trace_end(out + "/trace.json") > 1.05 * trace_end(out + "/plain.json"));
+  std::filesystem::remove_all(out + "2");
   std::filesystem::remove_all(out);
 }
 

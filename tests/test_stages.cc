@@ -202,7 +202,7 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   CHECK(total == doctest::Approx(3 * ag + rs + 4 * layers * (3 * ag_lat + rs_lat)));
   CHECK(ag_lat == doctest::Approx(25e-6 + 47 * 14e-6));  // the tier's latency, 47 node hops
   CHECK(e0.breakdown.dp_comm_s > 2 * total / layers);  // more than a whole-pass overlap's tail
-  CHECK(e0.breakdown.dp_comm_s < 0.5 * total);
+  CHECK(e0.breakdown.dp_comm_s < 0.3 * total);
   // Compute beside the collectives slows: more exposed.
   c.software.overlap_compute_slowdown = 0.189;
   const Estimate e = estimate(m, c, p);

@@ -80,22 +80,24 @@ int run_suggest(const SuggestArgs& a) {
   so.attention = parse_attention(a.attention);
   so.estimate = estimate_options(a);
   KnobSpace knobs = knobs_from(a, in, so.gpus.back());
-  ClusterProfile searched = in.cluster;  // with --emit, the stack that framework runs
-  if (!a.emit.empty()) {  // rank what the framework can run, on the stack it runs
+  // With --emit, everything is ranked, printed, traced and reported on the stack that framework
+  // runs; the launch files are prepared from the profile as written, so that they name the change.
+  Inputs ranked = in;
+  if (!a.emit.empty()) {
     const emit::Framework f = emit::parse_framework(a.emit, "--emit");
     restrict_knobs(f, knobs);
-    const std::string note = emit::adapt_stack(f, searched.software);
+    const std::string note = emit::adapt_stack(f, ranked.cluster.software);
     if (!note.empty()) spdlog::info("--emit {}: {}", a.emit, note);
   }
   so.plot_points = a.extra.wants_points() ? kPlotPoints : 0;
   ProgressBar bar("planner: searching");
   so.progress = bar.callback();
-  const SearchResult r = search(in.model, searched, knobs, so);
+  const SearchResult r = search(ranked.model, ranked.cluster, knobs, so);
   bar.finish();
   spdlog::info("{}", counts_line(r));
-  if (r.top.empty()) throw_no_fit(in, r);
+  if (r.top.empty()) throw_no_fit(ranked, r);
 
-  RunContext ctx{in.model_file, in.cluster_file, &in.model, &searched, so.gpus.back(),
+  RunContext ctx{ranked.model_file, ranked.cluster_file, &ranked.model, &ranked.cluster, so.gpus.back(),
                  a.global_batch, a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")
     std::cout << suggest_json(ctx, r).dump(2) << "\n";
@@ -104,8 +106,8 @@ int run_suggest(const SuggestArgs& a) {
   else
     print_suggest_table(std::cout, ctx, r);
   if (!a.emit.empty()) emit_top_plan(in, r, a.emit, a.out, so.estimate);
-  if (!a.trace.empty()) write_trace(in, r.top.front(), so.estimate, a.trace);
-  write_suggest_outputs(in, ctx, r, a.extra, so.estimate);
+  if (!a.trace.empty()) write_trace(ranked, r.top.front(), so.estimate, a.trace);
+  write_suggest_outputs(ranked, ctx, r, a.extra, so.estimate);
   return 0;
 }
 

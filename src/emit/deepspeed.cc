@@ -6,16 +6,19 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "planner/cost/zero3.h"
 
 namespace planner::emit {
 namespace detail {
 namespace {
 
 constexpr const char* kMdsCommit = "f1feb887";  // configs/frameworks/megatron-deepspeed-args.txt
-/// DeepSpeed's defaults for the communication buckets (zero/config.py; docs agree): 5e8 elements.
-constexpr long long kBucketElements = 500000000;
-/// ZeRO-3 defaults in deepspeed/runtime/zero/config.py (the docs table differs; the source wins).
-constexpr long long kStage3PrefetchBucket = 50000000;
+/// DeepSpeed's defaults for the communication buckets (zero/config.py; docs agree): 5e8 elements,
+/// the reduce bucket the ZeRO-3 model uses.
+constexpr auto kBucketElements = static_cast<long long>(kZero3ReduceBucketParams);
+/// ZeRO-3 defaults in deepspeed/runtime/zero/config.py (the docs table differs; the source wins);
+/// the prefetch is the ZeRO-3 model's.
+constexpr auto kStage3PrefetchBucket = static_cast<long long>(kZero3PrefetchParams);
 constexpr long long kStage3PersistenceThreshold = 100000;
 constexpr long long kStage3MaxLive = 1000000000;
 

@@ -42,7 +42,8 @@ std::string adapt_stack(Framework f, SoftwareStack& s) {
                             {&s.overlap_param_gather, "overlap_param_gather"}})
     if (*flag) *flag = false, off += std::string(off.empty() ? "" : " and ") + name;
   if (off.empty()) return "";
-  return "DeepSpeed runs without the profile's software." + off + ": predicted with it off";
+  return "DeepSpeed runs without the profile's software." + off + ": predicted without " +
+         (off.find(" and ") == std::string::npos ? "it" : "them");
 }
 
 EmitRequest prepare(Framework f, const std::string& model_file, const ModelSpec& model,

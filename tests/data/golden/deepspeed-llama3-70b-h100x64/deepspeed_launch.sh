@@ -6,7 +6,7 @@
 # world      64 GPUs = 8 nodes x 8; tp 8 x pp 4 x dp 2 x cp 1; 64 micro-batches of 1 per iteration
 # predicted  iteration 21.0401 s, 49837 tokens/s, 374.9 model TFLOP/s per GPU (MFU 37.9%)
 # predicted  memory 52.28 GiB per GPU of 79.60 GiB (most loaded pipeline stage)
-# stack      DeepSpeed runs without the profile's software.overlap_tp_comm and overlap_param_gather: predicted with it off
+# stack      DeepSpeed runs without the profile's software.overlap_tp_comm and overlap_param_gather: predicted without them
 #
 # DeepSpeed launcher running Megatron-DeepSpeed's pretrain_gpt.py (tp > 1 or pp > 1)
 # Flags: deepspeedai/Megatron-DeepSpeed megatron/arguments.py at f1feb887
