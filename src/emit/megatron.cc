@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "common.h"
+#include "planner/cost/communication.h"
 
 namespace planner::emit {
 namespace detail {
@@ -64,7 +65,7 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
       "Communication overlap, as the prediction assumed (cluster profile, software.*)", {}, {}};
   // --tp-comm-overlap requires --sequence-parallel (validate_args) and Transformer Engine, whose
   // userbuffers work inside a node; the prediction charges TP communication the same way.
-  const bool tp_in_node = p.tp <= gpus_per_node_of(p, c);
+  const bool tp_in_node = tp_group(p, c.gpus_per_node).nodes == 1;
   if (s.overlap_tp_comm && p.sp && p.tp > 1 && tp_in_node)
     g.args.push_back({"--tp-comm-overlap", "",
                       "software.overlap_tp_comm: true; Transformer Engine userbuffers (before TE "
