@@ -11,23 +11,16 @@
 #include <sstream>
 
 #include "planner/error.h"
+#include "planner/report/format.h"
 #include "planner/units.h"
 
 namespace planner::calibrate {
 namespace {
 
 /// 6 significant digits: what a measurement supports, and what the round-trip test expects.
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+std::string num(double v) { return fmt("%.6g", v); }
 
-std::string integer(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f", v);
-  return buf;
-}
+std::string integer(double v) { return fmt("%.0f", v); }
 
 /// A YAML double-quoted scalar.
 std::string quoted(const std::string& s) {
@@ -41,9 +34,7 @@ std::string quoted(const std::string& s) {
     } else if (c == '\t') {
       out += "\\t";
     } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
+      out += fmt("\\x%02x", c);
     } else {
       out += ch;
     }

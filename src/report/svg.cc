@@ -1,16 +1,13 @@
 #include "planner/report/svg.h"
 
 #include <cmath>
-#include <cstdio>
+
+#include "planner/report/format.h"
 
 namespace planner::svg {
 namespace {
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+std::string num(double v) { return fmt("%.1f", v); }
 
 }  // namespace
 
@@ -60,11 +57,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
-std::string tick_label(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+std::string tick_label(double v) { return fmt("%.6g", v); }
 
 Canvas::Canvas(double width, double height) : width_(width), height_(height) {}
 
