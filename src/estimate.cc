@@ -28,7 +28,7 @@ struct Zero3Cost {
   double exposed = 0, total = 0;  ///< per micro-batch
 };
 
-/// ZeRO-3 module by module (zero3_pass_s) for one micro-batch on the critical stage: the
+/// ZeRO-3 module by module (zero3_pass) for one micro-batch on the critical stage: the
 /// decoder block's modules, scaled so that the stage's `blocks` blocks carry its forward and
 /// backward time and its parameters (embedding and logits spread over them). Each module's gather
 /// and each bucket's reduce-scatter is a collective of its own: its share by parameters of the
@@ -40,14 +40,18 @@ Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   Zero3Cost z;
   blocks = std::max(1, blocks);
   const LayerShape shape = m.decoder_shape();
+  std::vector<Zero3Step> passes[2] = {zero3_block_steps(shape, lc, p.tp, p.recompute, false),
+                                      zero3_block_steps(shape, lc, p.tp, p.recompute, true)};
   double block_params = 0;
-  for (const Zero3Step& s : zero3_block_steps(shape, lc, p.tp, p.recompute, false)) block_params += s.params;
+  for (const Zero3Step& s : passes[0]) block_params += s.params;
   if (block_params <= 0) return z;
   const double per_param_ag = gather_wire_s / blocks / block_params;
   const double per_param_rs = scatter_wire_s / blocks / block_params;
   double t = 0;
-  for (const auto& [backward, window] : {std::pair{false, fwd_window}, {true, bwd_window}}) {
-    std::vector<Zero3Step> steps = zero3_block_steps(shape, lc, p.tp, p.recompute, backward);
+  const double windows[2] = {fwd_window, bwd_window};
+  for (int i = 0; i < 2; ++i) {
+    std::vector<Zero3Step>& steps = passes[i];
+    const double window = windows[i];
     double compute = 0;
     for (const Zero3Step& s : steps) compute += s.compute_s;
     const double scale = compute > 0 ? window / blocks / compute : 0.0;
