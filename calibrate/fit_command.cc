@@ -8,6 +8,7 @@
 #include "calibrate/profile_yaml.h"
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
+#include "planner/io/output.h"
 
 namespace planner::calibrate {
 
@@ -41,7 +42,7 @@ void fit_and_write(const Samples& samples, const FitCommand& cmd, std::FILE* rep
       "Measured: " + c.command_line, "Refit from the raw samples: " + refit,
       "Provenance marks each value [calibrated] (measured here) or [base FILE] (kept from the "
       "base)."};
-  write_file_atomically(cmd.out_file, cluster_yaml(fit.profile, comments));
+  io::write_file_atomically(cmd.out_file, cluster_yaml(fit.profile, comments));
   (void)io::load_cluster(cmd.out_file);  // the planner must read what was written
   std::fprintf(report, "# fit (base %s)\n", base_file.c_str());
   for (const std::string& line : fit.report) std::fprintf(report, "#   %s\n", line.c_str());

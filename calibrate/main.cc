@@ -18,6 +18,7 @@
 #include "calibrate/watchdog.h"
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
+#include "planner/io/output.h"
 
 using namespace planner;
 using namespace planner::calibrate;
@@ -122,7 +123,7 @@ std::vector<std::string> plan_lines(const Options& o, const std::vector<GemmCase
 }
 
 void save_samples(const Samples& s, const std::string& path) {
-  write_file_atomically(path, samples_json(s));
+  io::write_file_atomically(path, samples_json(s));
   std::printf("# wrote %s (%zu GEMM, %zu memory, %zu collective samples)\n", path.c_str(),
               s.gemm.size(), s.hbm.size(), s.collectives.size());
 }

@@ -146,29 +146,4 @@ std::string cluster_yaml(const ClusterProfile& c, const std::vector<std::string>
   return o.str();
 }
 
-void write_file_atomically(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string name = target.filename().string();
-  name.insert(0, 1, '.').append(".tmp-").append(std::to_string(getpid()));
-  const fs::path tmp = dir / name;
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw InputError(path, 0, "", std::string("cannot write: ") + std::strerror(errno));
-  bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
-                 std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  int err = written ? 0 : errno;
-  if (std::fclose(f) != 0 && written) written = false, err = errno;
-  if (!written) {
-    fs::remove(tmp);
-    throw InputError(path, 0, "", std::string("cannot write: ") + std::strerror(err));
-  }
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp);
-    throw InputError(path, 0, "", "cannot replace: " + ec.message());
-  }
-}
-
 }  // namespace planner::calibrate

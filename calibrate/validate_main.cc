@@ -21,7 +21,7 @@
 #include "calibrate/validate_time.h"
 #include "calibrate/watchdog.h"
 #include "planner/error.h"
-#include "planner/report/trace.h"
+#include "planner/io/output.h"
 
 using namespace planner;
 using namespace planner::calibrate;
@@ -119,7 +119,7 @@ int run(const Options& o, const RunnerWorkload& w) {
   cublasLtDestroy(lt);
   const CollectiveTimes ct = time_collectives(w, policy(o), o.timeout_s, o.seed, count, log);
   results.collectives_s = ct.collectives_s, results.dp_s = ct.dp_s;
-  write_file_atomically(o.out, results_json(results));
+  io::write_file_atomically(o.out, results_json(results));
   log("# wrote " + o.out);
   return 0;
 }

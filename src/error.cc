@@ -41,7 +41,8 @@ InputError::InputError(std::string file, int line, std::string key, const std::s
     : std::runtime_error(format(file, line, key, what)),
       file_(std::move(file)),
       line_(line),
-      key_(std::move(key)) {}
+      key_(std::move(key)),
+      message_(what) {}
 
 std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;

@@ -251,4 +251,21 @@ Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p, cons
   return best;
 }
 
+bool finite_result(const Estimate& e) {
+  const Breakdown& b = e.breakdown;
+  const MemoryBreakdown& mem = e.memory;
+  const LayerTimes& l = e.layer;
+  for (double v : {e.iteration_time_s, e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes,
+                   e.memory_limit_bytes, mem.weights, mem.grads, mem.optimizer, mem.activations,
+                   mem.reserve, b.compute_s, b.tp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s,
+                   b.optimizer_s, l.fwd_compute_s, l.bwd_compute_s, l.fwd_comm_s, l.bwd_comm_s,
+                   e.bubble_fraction, e.exposed_comm_fraction, e.dp_comm_total_s,
+                   e.closed_form_time_s, e.balanced_gain_pct})
+    if (!std::isfinite(v)) return false;
+  for (const auto* list : {&e.stage_busy_s, &e.stage_idle_s})
+    for (double v : *list)
+      if (!std::isfinite(v)) return false;
+  return e.iteration_time_s > 0;
+}
+
 }  // namespace planner

@@ -1,8 +1,7 @@
 #include "planner/model.h"
 
-#include <tuple>
-
 #include "planner/error.h"
+#include "planner/limits.h"
 
 namespace planner {
 
@@ -63,26 +62,48 @@ double ModelSpec::total_params() const {
   return layers * layer_params() + embedding_params() + output_params() + hidden + encoder_params();
 }
 
+namespace {
+
+void check_count(long long v, const std::string& key, long long cap, const std::string& file) {
+  if (v <= 0) throw InputError(file, 0, key, "must be a positive integer, got " + std::to_string(v));
+  if (v > cap)
+    throw InputError(file, 0, key,
+                     "is implausibly large (" + std::to_string(v) + " > " + std::to_string(cap) + ")");
+}
+
+/// An encoder's sizes, as read_encoder leaves them (its `key`s are the model file's).
+void validate_encoder(const Component& c, const std::string& at, const std::string& file) {
+  const LayerShape& s = c.shape;
+  check_count(c.layers, at + "layers", limits::kLayers, file);
+  check_count(s.hidden, at + "hidden", limits::kHidden, file);
+  check_count(s.ffn, at + "ffn", limits::kFfn, file);
+  check_count(s.seq, at + "tokens", limits::kSeqLen, file);
+  check_count(s.sequences, at + "images", limits::kImages, file);
+  if (s.attention) {
+    check_count(s.heads, at + "heads", limits::kHeads, file);
+    if (s.hidden % s.heads != 0)
+      throw InputError(file, 0, at + "heads",
+                       "hidden " + std::to_string(s.hidden) + " is not divisible by heads " +
+                           std::to_string(s.heads));
+  } else {
+    check_count(s.in_features, at + "in_features", limits::kHidden, file);
+  }
+}
+
+}  // namespace
+
 void validate_model(const ModelSpec& m, const std::string& file) {
   for (char ch : m.name)
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
       throw InputError(file, 0, "name", "must not contain control characters (newlines, tabs)");
   // Far beyond any trained model; bounds keep every derived size finite and allocatable.
-  for (auto [v, key, cap] : {std::tuple{m.layers, "layers", 100000}, {m.hidden, "hidden", 1 << 20},
-                             {m.heads, "heads", 1 << 16}, {m.kv_heads, "kv_heads", 1 << 16},
-                             {m.ffn, "ffn", 1 << 22}, {m.vocab, "vocab", 1 << 24},
-                             {m.seq_len, "seq_len", 1 << 24}})
-    if (v > cap) throw InputError(file, 0, key, "is implausibly large (" + std::to_string(v) + " > " + std::to_string(cap) + ")");
-  auto positive = [&](int v, const char* key) {
-    if (v <= 0) throw InputError(file, 0, key, "must be a positive integer, got " + std::to_string(v));
-  };
-  positive(m.layers, "layers");
-  positive(m.hidden, "hidden");
-  positive(m.heads, "heads");
-  positive(m.kv_heads, "kv_heads");
-  positive(m.ffn, "ffn");
-  positive(m.vocab, "vocab");
-  positive(m.seq_len, "seq_len");
+  check_count(m.layers, "layers", limits::kLayers, file);
+  check_count(m.hidden, "hidden", limits::kHidden, file);
+  check_count(m.heads, "heads", limits::kHeads, file);
+  check_count(m.kv_heads, "kv_heads", limits::kHeads, file);
+  check_count(m.ffn, "ffn", limits::kFfn, file);
+  check_count(m.vocab, "vocab", limits::kVocab, file);
+  check_count(m.seq_len, "seq_len", limits::kSeqLen, file);
   if (m.hidden % m.heads != 0)
     throw InputError(file, 0, "heads",
                      "hidden " + std::to_string(m.hidden) + " is not divisible by heads " +
@@ -91,6 +112,15 @@ void validate_model(const ModelSpec& m, const std::string& file) {
     throw InputError(file, 0, "kv_heads",
                      "heads " + std::to_string(m.heads) + " is not divisible by kv_heads " +
                          std::to_string(m.kv_heads));
+  long long blocks = m.layers;
+  for (size_t i = 0; i < m.encoders.size(); ++i) {
+    validate_encoder(m.encoders[i], "components[" + std::to_string(i) + "].", file);
+    blocks += m.encoders[i].layers;
+  }
+  if (blocks > limits::kLayers)
+    throw InputError(file, 0, "components",
+                     "the encoders' and the decoder's layers add up to " + std::to_string(blocks) +
+                         ", over the limit of " + std::to_string(limits::kLayers));
 }
 
 double model_flops_per_iteration(const ModelSpec& m, double B) {

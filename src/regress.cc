@@ -65,6 +65,7 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile, RegressionR
     return;
   }
   row.estimate = r.top.front();
+  if (!finite_result(row.estimate)) return void(row.unsupported = "the prediction is not a finite number");
   const std::string formula = c.flops_formula.empty() ? "megatron-mfu" : c.flops_formula;
   const double flops = *formula_flops(formula, c.model, c.gbs);
   row.measured_iter_time_s = c.measured_iter_time_s
@@ -79,6 +80,10 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile, RegressionR
 
 RegressionReport run_regression(const std::vector<RegressionCase>& cases,
                                 const std::string& profiles_dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(profiles_dir, ec))
+    throw InputError("", 0, "--profiles",
+                     profiles_dir + " is not a folder (of cluster profiles named as the cases' cluster column)");
   RegressionReport rep;
   std::map<std::string, ClusterProfile> profiles;
   double sum = 0;
@@ -87,7 +92,7 @@ RegressionReport run_regression(const std::vector<RegressionCase>& cases,
     row.c = &c;
     const std::string path = profiles_dir + "/" + c.cluster + ".yaml";
     if (!profiles.count(c.cluster)) {
-      if (!std::filesystem::exists(path)) {
+      if (!std::filesystem::exists(path, ec)) {
         row.unsupported = "no cluster profile " + path;
         rep.rows.push_back(row);
         continue;

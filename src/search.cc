@@ -109,9 +109,12 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
   cache.layout = block_layout(m);
   const int blocks = cache.layout.count();
   // About a second per 20 million plans: refuse ranges that would take minutes.
-  double pp_vpp = 0;
-  for (int pp : k.pp)
-    for (int vpp : k.vpp) pp_vpp += vpp_tried(k, blocks, pp, vpp);
+  double pp_vpp = double(k.pp.size()) * k.vpp.size();  // a user's lists are tried whole
+  if (k.vpp_whole_chunks_only) {  // the defaults: short lists, so the exact count is cheap
+    pp_vpp = 0;
+    for (int pp : k.pp)
+      for (int vpp : k.vpp) pp_vpp += vpp_tried(k, blocks, pp, vpp);
+  }
   const double space = double(o.gpus.size()) * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size() *
                        pp_vpp * std::max<size_t>(1, k.schedule.size()) * k.zero.size() * k.recompute.size();
   if (space > 2e8)

@@ -83,7 +83,7 @@ TEST_CASE("estimate diagnoses too few micro-batches and tiny shards") {
 }
 
 TEST_CASE("bad input: one clear message and exit 2") {
-  check_error("suggest --model /no/such.yaml " + kCluster + " --global-batch 8", "/no/such.yaml: cannot open file");
+  check_error("suggest --model /no/such.yaml " + kCluster + " --global-batch 8", "/no/such.yaml: cannot open file: No such file or directory");
   check_error("suggest " + kModel + " " + kCluster + " --gpus 0 --global-batch 8", "option --gpus: must be positive, got 0");
   check_error("suggest " + kModel + " " + kCluster + " --gpus 12 --global-batch 8",
               "option --gpus: 12 is not a multiple of gpus_per_node=8 in hw_profiles/dgx-a100-80gb.yaml");

@@ -22,6 +22,7 @@
 #include "planner/emit.h"
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
+#include "planner/io/file.h"
 #include "planner/io/model_io.h"
 
 using namespace planner;
@@ -43,8 +44,9 @@ std::string read(const fs::path& p) {
 emit::EmitRequest request(emit::Framework f, const std::string& model, const std::string& cluster,
                           const std::string& plan) {
   emit::EmitRequest r =
-      emit::prepare(f, kRoot + model, io::load_model(kRoot + model), kRoot + cluster,
-                    io::load_cluster(kRoot + cluster), parse_plan(plan, "--plan"), {});
+      emit::prepare(f, kRoot + model, io::read_file(kRoot + model), io::load_model(kRoot + model),
+                    kRoot + cluster, io::read_file(kRoot + cluster), io::load_cluster(kRoot + cluster),
+                    parse_plan(plan, "--plan"), {});
   r.model_file = model;
   r.cluster_file = cluster;
   return r;
@@ -183,7 +185,7 @@ TEST_CASE("golden launch files, byte for byte (regenerate: update_goldens target
     const auto files = emitted(c);
     if (update) {
       fs::remove_all(dir);
-      emit::write_files(dir.string(), files);
+      io::write_file_set(dir.string(), files);
       MESSAGE("regenerated " << dir);
       continue;
     }
@@ -281,8 +283,8 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
       if (f.name == "ds_config.json" || f.name == ".deepspeed_env") continue;  // no comment syntax
       CHECK(f.contents.find("# plan       --plan \"" + to_plan_string(r.plan) + "\"\n") !=
             std::string::npos);
-      CHECK(f.contents.find("sha256:" + emit::file_sha256(kRoot + c.model)) != std::string::npos);
-      CHECK(f.contents.find("sha256:" + emit::file_sha256(kRoot + c.cluster)) != std::string::npos);
+      CHECK(f.contents.find("sha256:" + emit::sha256_hex(io::read_file(kRoot + c.model))) != std::string::npos);
+      CHECK(f.contents.find("sha256:" + emit::sha256_hex(io::read_file(kRoot + c.cluster))) != std::string::npos);
       CHECK(f.contents.find("# predicted  iteration ") != std::string::npos);
       CHECK(f.contents.find("# predicted  memory ") != std::string::npos);
       CHECK(f.contents.find("planner " PLANNER_VERSION) != std::string::npos);
@@ -357,10 +359,10 @@ TEST_CASE("plans a framework cannot express are refused with the reason") {
   CHECK(refusal(D, "tp=8,pp=1,dp=128,gbs=1536,zero=3") == "accepted");
 }
 
-TEST_CASE("write_files is atomic: all files or none, no .tmp left behind") {
+TEST_CASE("write_file_set is atomic: all files or none, no temporary left behind") {
   const fs::path dir = fresh_dir("atomic") / "nested" / "out";
   const auto written =
-      emit::write_files(dir.string(), {{"a.sh", "echo a\n", true}, {"b.json", "{}\n", false}});
+      io::write_file_set(dir.string(), {{"a.sh", "echo a\n", true}, {"b.json", "{}\n", false}});
   CHECK(written == std::vector<std::string>{(dir / "a.sh").string(), (dir / "b.json").string()});
   CHECK(read(dir / "a.sh") == "echo a\n");
   CHECK((fs::status(dir / "a.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
@@ -370,15 +372,15 @@ TEST_CASE("write_files is atomic: all files or none, no .tmp left behind") {
   // A file that cannot be written: nothing is left, not even the directory the call created.
   const fs::path failed = fresh_dir("atomic_fail");
   CHECK_THROWS_AS(
-      emit::write_files(failed.string(), {{"a.sh", "x", false}, {"no/such/b.sh", "y", false}}),
+      io::write_file_set(failed.string(), {{"a.sh", "x", false}, {"no/such/b.sh", "y", false}}),
       InputError);
   CHECK(!fs::exists(failed));
-  // In an existing directory, the earlier files' .tmp are removed and nothing replaced.
+  // In an existing directory, the earlier files' temporaries are removed and nothing replaced.
   CHECK_THROWS_AS(
-      emit::write_files(dir.string(), {{"a.sh", "new\n", false}, {"no/such/b.sh", "y", false}}),
+      io::write_file_set(dir.string(), {{"a.sh", "new\n", false}, {"no/such/b.sh", "y", false}}),
       InputError);
   CHECK(read(dir / "a.sh") == "echo a\n");
-  CHECK(!fs::exists(dir / "a.sh.tmp"));
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 2);
   fs::remove_all(fresh_dir("atomic"));
 }
 

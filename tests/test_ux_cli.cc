@@ -42,7 +42,7 @@ TEST_CASE("--model takes a Hugging Face config.json; --seq-len overrides its len
   CHECK(nlohmann::json::parse(shorter.out)["context"]["seq_len"] == 2048);
   check_error("estimate --model tests/data/hf/gpt2.json " + kA100 +
                   " --plan \"tp=1,pp=1,dp=8,gbs=64\" --seq-len -4",
-              "option --seq-len: must be a positive number of tokens, got -4");
+              "option --seq-len: must be from 1 to 16777216, got -4");
 }
 
 TEST_CASE("a config of an unknown architecture is refused with the known ones") {
@@ -100,7 +100,7 @@ TEST_CASE("compare: bad --vary text and too few columns") {
   check_error(
       c, "option --vary: compare needs two columns or more: --cluster twice or more, or --vary");
   check_error(c + " --vary \"ib_busbv*2\"",
-              "option --vary: unknown profile number 'ib_busbv', did you mean 'ib_busbw'? "
+              "option --vary: 'ib_busbv*2': unknown profile number 'ib_busbv', did you mean 'ib_busbw'? "
               "(scalable: ib_busbw, "
               "ib_latency, nvlink_busbw, nvlink_latency, hbm_bw, hbm_size, peak_flops)");
   check_error(c + " --vary \"ib_busbw*0\"",

@@ -73,7 +73,7 @@ _planner() {
         --format) _planner_words 'table json'; return ;;
         --explain) :; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --cases --profiles --tolerance --format --explain'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --cases --profiles --tolerance --allow-unsupported --format --explain'; else _planner_words ''; fi ;;
     validate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;

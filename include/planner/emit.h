@@ -8,6 +8,7 @@
 
 #include "planner/cluster.h"
 #include "planner/estimate.h"
+#include "planner/io/output.h"
 #include "planner/model.h"
 #include "planner/plan.h"
 
@@ -18,11 +19,8 @@ const char* to_string(Framework f);
 /// "megatron" or "deepspeed"; anything else throws InputError naming `option`.
 Framework parse_framework(const std::string& text, const std::string& option);
 
-struct EmittedFile {
-  std::string name;      ///< file name inside the output directory
-  std::string contents;  ///< the whole file
-  bool executable = false;
-};
+/// One launch file: its name inside the output folder, its bytes, whether it is a script.
+using EmittedFile = io::NamedContent;
 
 /// Everything the emitters read. `estimate` is planner::estimate() of (model, cluster, plan).
 struct EmitRequest {
@@ -60,19 +58,12 @@ std::string sha256_hex(std::string_view bytes);
 /// when nothing did.
 std::string adapt_stack(Framework f, SoftwareStack& s);
 
-/// Hashes the two input files (loaded as `model` and `cluster`), estimates `plan` on the stack
-/// `f` runs (adapt_stack) and returns the request. Throws InputError when the plan is
-/// structurally invalid or does not fit in memory.
-EmitRequest prepare(Framework f, const std::string& model_file, const ModelSpec& model,
-                    const std::string& cluster_file, const ClusterProfile& cluster,
+/// Hashes the two input files' bytes (as read once, and loaded as `model` and `cluster`),
+/// estimates `plan` on the stack `f` runs (adapt_stack) and returns the request. Throws
+/// InputError when the plan is structurally invalid or does not fit in memory.
+EmitRequest prepare(Framework f, const std::string& model_file, const std::string& model_bytes,
+                    const ModelSpec& model, const std::string& cluster_file,
+                    const std::string& cluster_bytes, const ClusterProfile& cluster,
                     const Plan& plan, const EstimateOptions& o);
-
-/// SHA-256 of a file's bytes; a file that cannot be read throws InputError naming it.
-std::string file_sha256(const std::string& path);
-
-/// Writes `files` into `dir` (created if needed) atomically: each to NAME.tmp, then renamed.
-/// On any error the .tmp files (and a directory it created) are removed and InputError thrown.
-/// Returns the written paths.
-std::vector<std::string> write_files(const std::string& dir, const std::vector<EmittedFile>& files);
 
 }  // namespace planner::emit

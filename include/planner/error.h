@@ -12,11 +12,14 @@ class InputError : public std::runtime_error {
   const std::string& file() const { return file_; }
   int line() const { return line_; }
   const std::string& key() const { return key_; }
+  /// What is wrong, without the file, line and key.
+  const std::string& message() const { return message_; }
 
  private:
   std::string file_;
   int line_;
   std::string key_;
+  std::string message_;
 };
 
 /// The candidate closest to `word` by edit distance, or "" when none is reasonably close.

@@ -109,6 +109,10 @@ Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 /// GiB per GPU of Y GiB".
 std::string rejection_message(const Estimate& e);
 
+/// True when every number of `e` a report prints is finite (and the time positive). Profile and
+/// model bounds (limits.h) keep it so; the commands check it before printing, the fuzzers assert it.
+bool finite_result(const Estimate& e);
+
 /// The attention kernel a plan runs: its own override, else the profile's stack.
 AttentionKernel attention_of(const Plan& p, const ClusterProfile& c);
 

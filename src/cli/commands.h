@@ -7,6 +7,11 @@
 
 namespace planner::cli {
 
+/// Option checks that state what is wanted: "expected an integer from 1 to 268435456, got '1e8'
+/// (write it in digits)", "must be finite and in (0, 1e+06], got nan".
+CLI::Validator integer_in(long long lo, long long hi);
+CLI::Validator number_in(double lo, double hi, bool lo_open = false);
+
 /// Registers --model, --cluster, --gpus, --plan, --global-batch and --dtype.
 void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example);
 /// Registers --tp-across-nodes and --memory-limit-GiB.

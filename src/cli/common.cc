@@ -1,15 +1,66 @@
 #include "cli/common.h"
 
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
 #include "cli/commands.h"
 
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
+#include "planner/io/file.h"
 #include "planner/io/knobs.h"
 #include "planner/io/model_io.h"
+#include "planner/io/output.h"
+#include "planner/limits.h"
+#include "planner/report/format.h"
 #include "planner/report/trace.h"
 #include "planner/units.h"
 
 namespace planner::cli {
+namespace {
+
+/// The whole of `text` as a number, or nullopt.
+std::optional<double> whole_number(const std::string& text) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+CLI::Validator integer_in(long long lo, long long hi) {
+  const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        long long v = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec == std::errc() && end == text.data() + text.size() && !text.empty())
+          return v >= lo && v <= hi ? "" : "must be from " + range + ", got " + text;
+        const std::optional<double> x = whole_number(text);
+        if (x && std::isfinite(*x) && *x == std::floor(*x) && std::fabs(*x) < 1e18)
+          return "expected an integer from " + range + ", got '" + text + "' (write it in digits: " +
+                 std::to_string(static_cast<long long>(*x)) + ")";
+        return "expected an integer from " + range + ", got '" + text + "'";
+      },
+      "INT in " + range, "integer_in");
+}
+
+CLI::Validator number_in(double lo, double hi, bool lo_open) {
+  const std::string range = fmt("%s%g, %g]", lo_open ? "(" : "[", lo, hi);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const std::optional<double> v = whole_number(text);
+        if (!v) return "expected a number in " + range + ", got '" + text + "'";
+        const bool ok = std::isfinite(*v) && (lo_open ? *v > lo : *v >= lo) && *v <= hi;
+        return ok ? "" : "must be finite and in " + range + ", got " + text;
+      },
+      "NUMBER in " + range, "number_in");
+}
 
 void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example) {
   s->add_option("--model", a.model, "model YAML (configs/models/) or Hugging Face config.json")->required();
@@ -17,13 +68,14 @@ void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example)
   s->add_option("--gpus", a.gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
   s->add_option("--plan", a.plan, "e.g. \"" + plan_example + "\"")->required();
   s->add_option("--global-batch", a.global_batch, "global batch in sequences, if not in --plan")
-      ->check(CLI::Range(1, 1 << 28));
+      ->check(integer_in(1, kMaxGlobalBatch));
   s->add_option("--dtype", a.dtype, "bf16 (default), fp16, fp8, tf32");
 }
 
 void add_limit_options(CLI::App* s, LimitArgs& a, const std::string& memory_help) {
   s->add_flag("--tp-across-nodes", a.tp_across_nodes, "allow TP groups larger than a node");
-  s->add_option("--memory-limit-GiB", a.memory_limit_GiB, memory_help)->check(CLI::Range(0.0, 1e6));
+  s->add_option("--memory-limit-GiB", a.memory_limit_GiB, memory_help)
+      ->check(number_in(0, 1e6, true));
 }
 
 EstimateOptions estimate_options(const LimitArgs& a) {
@@ -37,8 +89,10 @@ Inputs load_inputs(const std::string& model_file, const std::string& cluster_fil
   Inputs in;
   in.model_file = model_file;
   in.cluster_file = cluster_file;
-  in.model = io::load_model(model_file);
-  in.cluster = io::load_cluster(cluster_file);
+  in.model_bytes = io::read_file(model_file);
+  in.model = io::parse_model_file(in.model_bytes, model_file);
+  in.cluster_bytes = io::read_file(cluster_file);
+  in.cluster = io::parse_cluster(in.cluster_bytes, cluster_file);
   return in;
 }
 
@@ -80,10 +134,30 @@ std::optional<AttentionKernel> parse_attention(const std::string& text) {
   return w[0] == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
 }
 
+void require_finite(const Estimate& e) {
+  if (finite_result(e)) return;
+  throw InputError("", 0, "",
+                   "the prediction for --plan \"" + to_plan_string(e.plan) +
+                       "\" is not a finite number: the model or the profile holds a number the "
+                       "cost model cannot handle");
+}
+
+void check_trace_size(const Plan& p) {
+  const double events = trace_events(p);
+  if (events <= limits::kTraceEvents) return;
+  throw InputError("", 0, "--trace",
+                   fmt("the trace of this plan would hold %.3g events (about %.0f MB; the limit is "
+                       "%lld): the schedule repeats, so trace a smaller global batch",
+                       events, events * 190 / kMB, limits::kTraceEvents));
+}
+
 void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o, const std::string& path) {
+  check_trace_size(e.plan);
+  io::OutputFile out(path);  // before the simulation: an unwritable path fails at once
   SimResult sim;
   simulate_plan(in.model, in.cluster, e.plan, o, &e.chunk_partition, &sim, true);
-  write_file_atomically(path, chrome_trace(sim, e.plan).dump() + "\n");
+  write_chrome_trace(sim, e.plan, [&](std::string_view piece) { out.write(piece); });
+  out.commit();
 }
 
 Plan complete_plan(const std::string& plan, const std::string& gpus_text, const std::string& dtype,

@@ -4,14 +4,17 @@
 #include <vector>
 
 #include "planner/cluster.h"
-#include "planner/model.h"
 #include "planner/estimate.h"
+#include "planner/model.h"
 #include "planner/plan.h"
 
 namespace planner::cli {
 
+/// The model and cluster files, each read once (so a FIFO or a pipe works, and emit hashes the
+/// bytes that were parsed).
 struct Inputs {
   std::string model_file, cluster_file;
+  std::string model_bytes, cluster_bytes;
   ModelSpec model;
   ClusterProfile cluster;
 };
@@ -41,8 +44,17 @@ Dtype parse_dtype(const std::string& text);
 /// --attention: "" (the profile's stack), "flash" or "unfused".
 std::optional<AttentionKernel> parse_attention(const std::string& text);
 
-/// Simulates `e`'s plan on its partition again with a trace and writes it to `path` atomically.
+/// Simulates `e`'s plan on its partition again with a trace and streams it to `path` atomically.
+/// Throws InputError before any work when the trace would exceed limits::kTraceEvents (see
+/// check_trace_size).
 void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o, const std::string& path);
+
+/// Throws InputError when `e` has a number that is not finite (see finite_result): no report
+/// ever prints inf or nan.
+void require_finite(const Estimate& e);
+
+/// Refuses, before the search or the estimate starts, a --trace of `p` larger than the limit.
+void check_trace_size(const Plan& p);
 
 /// A parsed --plan completed for `estimate` and `emit`: dp from --gpus (else the plan's own
 /// dp*tp*pp*cp, else every GPU of the cluster), gbs from --global-batch, dtype from --dtype.

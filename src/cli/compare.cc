@@ -9,6 +9,7 @@
 #include "cli/vary.h"
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
+#include "planner/limits.h"
 #include "planner/report/report.h"
 #include "planner/units.h"
 
@@ -179,6 +180,7 @@ int run_compare(const CompareArgs& a) {
   std::vector<Column> cols;
   for (Variant& v : variants(a, in, plan)) {
     Estimate e = refine(in.model, v.cluster, v.plan, o);
+    if (e.ok()) require_finite(e);
     cols.push_back({std::move(v), std::move(e)});
   }
   if (a.format == "json")
@@ -207,9 +209,10 @@ void add_compare(CLI::App& app, int* rc) {
                 "\"cluster=hw_profiles/dgx-h100-80gb.yaml\", \"zero=3\" (repeatable; see README)");
   s->add_option("--gpus", a->gpus,
                 "GPUs (default: dp*tp*pp*cp of the plan, else all of the first cluster)");
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")->check(CLI::Range(1, 1 << 28));
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")->check(integer_in(1, kMaxGlobalBatch));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
-  s->add_option("--seq-len", a->seq_len, "sequence length in tokens (default: the model's)");
+  s->add_option("--seq-len", a->seq_len, "sequence length in tokens (default: the model's)")
+      ->check(integer_in(1, limits::kSeqLen));
   add_limit_options(s, *a, "memory cap per GPU (default: each GPU's HBM)");
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   s->callback([a, rc] { *rc = run_compare(*a); });

@@ -129,7 +129,7 @@ void add_completion(CLI::App& app, int* rc) {
   CLI::App* s =
       app.add_subcommand("completion", "print a shell completion script: planner completion bash");
   s->add_option("shell", *shell, "the shell (bash)")->required()->check(CLI::IsMember({"bash"}));
-  s->callback([&app, rc] {
+  s->callback([&app, rc, shell] {  // `shell` lives as long as the option that writes into it
     std::cout << bash_script(app);
     *rc = 0;
   });

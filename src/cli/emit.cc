@@ -7,6 +7,7 @@
 #include "cli/outputs.h"
 #include "planner/emit.h"
 #include "planner/error.h"
+#include "planner/limits.h"
 
 namespace planner::cli {
 namespace {
@@ -23,9 +24,9 @@ int run_emit(const EmitArgs& a) {
   const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
   emit::check_expressible(f, in.model, in.cluster, p);  // the framework's refusals come first
   const EstimateOptions o = estimate_options(a);
-  const emit::EmitRequest r =
-      emit::prepare(f, in.model_file, in.model, in.cluster_file, in.cluster, p, o);
-  for (const std::string& path : emit::write_files(a.out, emit::emit_files(f, r)))
+  const emit::EmitRequest r = emit::prepare(f, in.model_file, in.model_bytes, in.model,
+                                            in.cluster_file, in.cluster_bytes, in.cluster, p, o);
+  for (const std::string& path : io::write_file_set(a.out, emit::emit_files(f, r)))
     std::cout << path << "\n";
   return 0;
 }
@@ -66,9 +67,9 @@ void emit_top_plan(const Inputs& in, const SearchResult& r, const std::string& f
       std::cerr << "planner: plan 1 is not expressible (" << first_refusal << "); emitting plan "
                 << rank + 1 << "\n";
     o.reasons = true;
-    const emit::EmitRequest req =
-        emit::prepare(f, in.model_file, in.model, in.cluster_file, in.cluster, p, o);
-    const auto paths = emit::write_files(out, emit::emit_files(f, req));
+    const emit::EmitRequest req = emit::prepare(f, in.model_file, in.model_bytes, in.model,
+                                                in.cluster_file, in.cluster_bytes, in.cluster, p, o);
+    io::write_file_set(out, emit::emit_files(f, req));
     std::cerr << "planner: wrote " << emit::to_string(f) << " launch files for plan " << rank + 1
               << " to " << out << "\n";
     return;
@@ -86,7 +87,8 @@ void add_emit(CLI::App& app, int* rc) {
   add_limit_options(s, *a);
   s->add_option("--framework", a->framework, "megatron or deepspeed")->required();
   s->add_option("--out", a->out, "directory for the files (created if needed)")->required();
-  s->add_option("--seq-len", a->extra.seq_len, "sequence length in tokens (default: the model's)");
+  s->add_option("--seq-len", a->extra.seq_len, "sequence length in tokens (default: the model's)")
+      ->check(integer_in(1, limits::kSeqLen));
   s->callback([a, rc] { *rc = run_emit(*a); });
 }
 

@@ -6,7 +6,6 @@
 #include "planner/error.h"
 #include "planner/io/knobs.h"
 #include "planner/report/report.h"
-#include "planner/report/trace.h"
 
 namespace planner::cli {
 namespace {
@@ -21,11 +20,13 @@ int run_estimate(const EstimateArgs& a) {
   apply_seq_len(in, a.extra);
   Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
   if (!a.attention.empty()) p.attention = parse_attention(a.attention);
+  if (!a.trace.empty()) check_trace_size(p);  // before any work
   const EstimateOptions o = estimate_options(a);
   const Estimate e = refine(in.model, in.cluster, p, o);
   if (e.rejection == Rejection::out_of_memory) throw InputError("", 0, "--plan", rejection_message(e));
   if (!e.ok())
     throw InputError("", 0, "--plan", e.reason + " (model " + in.model_file + ", cluster " + in.cluster_file + ")");
+  require_finite(e);
   if (!a.trace.empty()) write_trace(in, e, o, a.trace);
   RunContext ctx{in.model_file, in.cluster_file, &in.model, &in.cluster, static_cast<int>(p.gpus()), p.gbs,
                  a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};

@@ -1,3 +1,4 @@
+#include <filesystem>
 #include <iostream>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -30,10 +31,18 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, as for every other bad input: "option --top: must be from 1 to 1000, got 0".
+    const std::string what = e.what();
+    const bool value = dynamic_cast<const CLI::ValidationError*>(&e) != nullptr;
+    std::cerr << "planner: error: " << (what.rfind("--", 0) == 0 ? "option " : "") << what
+              << (value ? "" : " (--help lists the options)") << "\n";
+    return 2;
   } catch (const planner::InputError& e) {
     std::cerr << "planner: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the user gave
+    std::cerr << "planner: error: " << e.path1().string() << ": " << e.code().message() << "\n";
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "planner: error: the inputs need more memory than this machine has; check for "

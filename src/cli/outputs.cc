@@ -5,10 +5,12 @@
 #include <cctype>
 #include <cstdio>
 
+#include "cli/commands.h"
 #include "planner/emit.h"
 #include "planner/error.h"
+#include "planner/io/output.h"
+#include "planner/limits.h"
 #include "planner/report/svg.h"
-#include "planner/report/trace.h"
 #include "planner/units.h"
 
 namespace planner::cli {
@@ -16,7 +18,8 @@ namespace planner::cli {
 void add_output_options(CLI::App* s, OutputArgs& a, const std::string& what) {
   s->add_option("--seq-len", a.seq_len,
                 "sequence length in tokens (default: the model file's seq_len, or a Hugging Face "
-                "config's max_position_embeddings up to 8192)");
+                "config's max_position_embeddings up to 8192)")
+      ->check(integer_in(1, limits::kSeqLen));
   s->add_option("--plot", a.plot, "write " + what + " as SVG to this file");
   s->add_option("--report", a.report,
                 "write a self-contained HTML report (inputs, plans, breakdowns, plots, "
@@ -24,10 +27,7 @@ void add_output_options(CLI::App* s, OutputArgs& a, const std::string& what) {
 }
 
 void apply_seq_len(Inputs& in, const OutputArgs& a) {
-  if (a.seq_len == 0) return;
-  if (a.seq_len < 0)
-    throw InputError("", 0, "--seq-len",
-                     "must be a positive number of tokens, got " + std::to_string(a.seq_len));
+  if (a.seq_len == 0) return;  // not given (the option itself refuses 0)
   in.model.seq_len = a.seq_len;
   spdlog::info("sequence length {} tokens (--seq-len)", a.seq_len);
 }
@@ -85,11 +85,11 @@ std::vector<LaunchCommand> launch_commands(const Inputs& in, const std::vector<E
 void write_suggest_outputs(const Inputs& in, const RunContext& ctx, const SearchResult& r,
                            const OutputArgs& a, const EstimateOptions& o) {
   if (!a.plot.empty()) {
-    write_file_atomically(a.plot, suggest_plot_svg(ctx, r));
+    io::write_file_atomically(a.plot, suggest_plot_svg(ctx, r));
     spdlog::info("wrote the plot to {}", a.plot);
   }
   if (!a.report.empty()) {
-    write_file_atomically(a.report, suggest_html(ctx, r, launch_commands(in, r.top, a, o)));
+    io::write_file_atomically(a.report, suggest_html(ctx, r, launch_commands(in, r.top, a, o)));
     spdlog::info("wrote the report to {}", a.report);
   }
 }
@@ -97,11 +97,11 @@ void write_suggest_outputs(const Inputs& in, const RunContext& ctx, const Search
 void write_estimate_outputs(const Inputs& in, const RunContext& ctx, const Estimate& e,
                             const OutputArgs& a, const EstimateOptions& o) {
   if (!a.plot.empty()) {
-    write_file_atomically(a.plot, estimate_plot_svg(ctx, e));
+    io::write_file_atomically(a.plot, estimate_plot_svg(ctx, e));
     spdlog::info("wrote the plot to {}", a.plot);
   }
   if (!a.report.empty()) {
-    write_file_atomically(a.report, estimate_html(ctx, e, launch_commands(in, {e}, a, o)));
+    io::write_file_atomically(a.report, estimate_html(ctx, e, launch_commands(in, {e}, a, o)));
     spdlog::info("wrote the report to {}", a.report);
   }
 }

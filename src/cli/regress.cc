@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "planner/error.h"
+#include "planner/limits.h"
 #include "planner/regress.h"
 #include "planner/report/report.h"
 
@@ -13,6 +14,7 @@ namespace {
 struct RegressArgs {
   std::string cases, profiles = "hw_profiles", format = "table", explain;
   double tolerance = -1;
+  bool allow_unsupported = false;
 };
 
 void print_table(const RegressionReport& rep) {
@@ -99,6 +101,19 @@ int run_regress(const RegressArgs& a) {
     std::cout << to_json(rep).dump(2) << "\n";
   else
     print_table(rep);
+  // The gate: a check that modelled nothing, or skipped rows unasked, has not checked the model.
+  const int rows = static_cast<int>(rep.rows.size());
+  if (rep.supported == 0) {
+    std::fprintf(stderr, "planner: regress modelled none of the %d rows (see 'unsupported' above)\n", rows);
+    return 1;
+  }
+  if (rep.supported < rows && !a.allow_unsupported) {
+    std::fprintf(stderr,
+                 "planner: regress modelled %d of %d rows; %d unsupported (listed above; "
+                 "--allow-unsupported accepts that)\n",
+                 rep.supported, rows, rows - rep.supported);
+    return 1;
+  }
   if (a.tolerance >= 0 && !(rep.mean_abs_error_pct <= a.tolerance)) {  // NaN fails too
     std::fprintf(stderr, "planner: mean absolute error %.2f%% exceeds the tolerance %.2f%%\n",
                  rep.mean_abs_error_pct, a.tolerance);
@@ -114,7 +129,10 @@ void add_regress(CLI::App& app, int* rc) {
   CLI::App* s = app.add_subcommand("regress", "check the cost model against measured runs");
   s->add_option("--cases", a->cases, "regression cases CSV (the format of published-runs.csv)")->required();
   s->add_option("--profiles", a->profiles, "folder of cluster profiles (default hw_profiles)");
-  s->add_option("--tolerance", a->tolerance, "exit 1 when the mean absolute error (%) exceeds this");
+  s->add_option("--tolerance", a->tolerance, "exit 1 when the mean absolute error (%) exceeds this")
+      ->check(number_in(0, 1000));
+  s->add_flag("--allow-unsupported", a->allow_unsupported,
+              "pass although some rows cannot be modelled (by default they fail the run)");
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   s->add_option("--explain", a->explain, "one row's full breakdown next to its measurement");
   s->callback([a, rc] { *rc = run_regress(*a); });

@@ -9,6 +9,7 @@
 #include "cli/outputs.h"
 #include "planner/error.h"
 #include "planner/io/knobs.h"
+#include "planner/limits.h"
 #include "planner/report/progress.h"
 #include "planner/report/report.h"
 
@@ -96,6 +97,7 @@ int run_suggest(const SuggestArgs& a) {
   bar.finish();
   spdlog::info("{}", counts_line(r));
   if (r.top.empty()) throw_no_fit(ranked, r);
+  for (const Estimate& e : r.top) require_finite(e);
 
   RunContext ctx{ranked.model_file, ranked.cluster_file, &ranked.model, &ranked.cluster, so.gpus.back(),
                  a.global_batch, a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
@@ -119,7 +121,7 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--model", a->model, "model YAML (configs/models/) or Hugging Face config.json")->required();
   s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
   s->add_option("--gpus", a->gpus, "GPUs to use: a count or a set/range of counts (default: all)");
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences")->check(CLI::Range(1, 1 << 28))->required();
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences")->check(integer_in(1, kMaxGlobalBatch))->required();
   s->add_option("--tp", a->tp, "tensor-parallel sizes, e.g. 8 or 1-8");
   s->add_option("--pp", a->pp, "pipeline-parallel sizes, e.g. 1-64");
   s->add_option("--cp", a->cp, "context-parallel sizes (default 1)");
@@ -132,7 +134,7 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--attention", a->attention, "flash or unfused (default: the profile's software.attention)");
   s->add_option("--trace", a->trace, "write the top plan's simulated iteration as a Chrome trace");
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
-  s->add_option("--top", a->top, "plans to list (default 10)")->check(CLI::Range(1, 100000));
+  s->add_option("--top", a->top, "plans to list (default 10, at most 1000)")->check(integer_in(1, 1000));
   s->add_option("--objective", a->objective, "rank by iteration time or by GPU-seconds")
       ->check(CLI::IsMember({"time", "cost"}));
   s->add_option("--train-tokens", a->train_tokens, "report days and GPU-hours for this many tokens (e.g. 300B)");

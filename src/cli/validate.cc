@@ -8,7 +8,9 @@
 #include "cli/common.h"
 #include "planner/error.h"
 #include "planner/io/file.h"
-#include "planner/report/trace.h"
+#include "planner/io/json.h"
+#include "planner/io/output.h"
+#include "planner/limits.h"
 #include "planner/validate.h"
 
 namespace planner::cli {
@@ -44,7 +46,7 @@ nlohmann::json run_on_gpu(const ValidateArgs& a, const Workload& w) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError(dir.string(), 0, "", "cannot create the work folder: " + ec.message());
   const std::string work = (dir / "workload.json").string(), out = (dir / "measured.json").string();
-  write_file_atomically(work, workload_json(w).dump(2) + "\n");
+  io::write_file_atomically(work, workload_json(w).dump(2) + "\n");
   const std::string cmd = "'" + runner + "' --workload '" + work + "' --out '" + out + "' --iters " +
                           std::to_string(a.iters);
   const int status = std::system(cmd.c_str());
@@ -54,10 +56,9 @@ nlohmann::json run_on_gpu(const ValidateArgs& a, const Workload& w) {
                      "planner validate: the GPU runner failed (" + runner + ", exit " + std::to_string(WEXITSTATUS(status)) +
                          (status == 0 ? "; it wrote no results" : "") + "): on a machine without a GPU it says so above");
   }
-  nlohmann::json j = nlohmann::json::parse(io::read_file(out), nullptr, false);
+  const std::string text = io::read_file(out);
   std::filesystem::remove_all(dir, ec);
-  if (j.is_discarded()) throw InputError(runner, 0, "", "wrote results that are not valid JSON");
-  return j;
+  return io::parse_json(text, runner + " (its results)");
 }
 
 int run_validate(const ValidateArgs& a) {
@@ -65,13 +66,12 @@ int run_validate(const ValidateArgs& a) {
   const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
   const Workload w = build_workload(in.model, in.cluster, p, a.layers);
   if (!a.workload_out.empty()) {
-    write_file_atomically(a.workload_out, workload_json(w).dump(2) + "\n");
+    io::write_file_atomically(a.workload_out, workload_json(w).dump(2) + "\n");
     if (a.measured.empty()) return 0;
   }
   nlohmann::json results;
   if (!a.measured.empty()) {
-    results = nlohmann::json::parse(io::read_file(a.measured), nullptr, false);
-    if (results.is_discarded()) throw InputError(a.measured, 0, "", "not valid JSON");
+    results = io::parse_json(io::read_file(a.measured), a.measured);
   } else {
     results = run_on_gpu(a, w);
   }
@@ -82,7 +82,7 @@ int run_validate(const ValidateArgs& a) {
   else
     print_validation(std::cout, w, r);
   if (!a.update_profile.empty())
-    write_file_atomically(a.update_profile, update_profile_text(io::read_file(a.cluster), w, m, in.cluster));
+    io::write_file_atomically(a.update_profile, update_profile_text(in.cluster_bytes, w, m, in.cluster));
   return 0;
 }
 
@@ -93,8 +93,8 @@ void add_validate(CLI::App& app, int* rc) {
   CLI::App* s = app.add_subcommand("validate", "run a plan's kernels on the local GPUs and compare with the prediction");
   add_plan_options(s, *a, "tp=8,pp=1,dp=8,mbs=4,gbs=1536,zero=1,sp=1");
   s->add_option("--layers", a->layers, "layers to run (default: the plan's most loaded stage)")
-      ->check(CLI::Range(1, 100000));
-  s->add_option("--iters", a->iters, "timed repetitions (median reported)")->check(CLI::Range(1, 100000));
+      ->check(integer_in(1, limits::kLayers));
+  s->add_option("--iters", a->iters, "timed repetitions (median reported)")->check(integer_in(1, 100000));
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   s->add_option("--update-profile", a->update_profile, "write the profile with the measured GEMM (and attention) efficiencies here");
   s->add_option("--runner", a->runner, "the CUDA runner (default: planner-validate beside planner)");

@@ -7,20 +7,39 @@
 
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
+#include "planner/limits.h"
+#include "planner/report/format.h"
+#include "planner/units.h"
 
 namespace planner::cli {
 namespace {
 
-void scale_tier(NetworkTier& t, bool bandwidth, double f) {
+/// A scaled profile number must stay in the range its key has in a profile file.
+void check_scaled(double value, const limits::Range& range, const std::string& what) {
+  if (!range.contains(value))
+    throw InputError("", 0, "--vary",
+                     "the scaled " + what + " would be " + fmt("%g", value) + ", outside " +
+                         range.text() + " (the range a profile may give)");
+}
+
+void scale_tier(NetworkTier& t, const std::string& key, bool bandwidth, double f) {
   for (CollectiveCost& c : t.cost) {
     if (bandwidth) {
       c.busbw_Bps *= f;
-      for (auto& point : c.curve) point.second *= f;
+      check_scaled(c.busbw_Bps / kGB, limits::kBusbwGBps, key + " busbw_GBps");
+      for (auto& point : c.curve) {
+        point.second *= f;
+        check_scaled(point.second / kGB, limits::kCurveBusbwGBps, key + " busbw curve point");
+      }
     } else {
       c.latency_s *= f;
+      check_scaled(c.latency_s / kUs, limits::kLatencyUs, key + " latency_us");
     }
   }
-  if (!bandwidth) t.hop_latency_s *= f;
+  if (!bandwidth) {
+    t.hop_latency_s *= f;
+    check_scaled(t.hop_latency_s / kUs, limits::kLatencyUs, key + " hop_latency_us");
+  }
 }
 
 std::vector<std::string> split(const std::string& text, char sep) {
@@ -89,20 +108,28 @@ const std::vector<std::string>& vary_scale_names() {
 
 void scale_profile(ClusterProfile& c, const std::string& name, double f) {
   if (name == "ib_busbw")
-    scale_tier(c.inter, true, f);
+    scale_tier(c.inter, "inter_node", true, f);
   else if (name == "ib_latency")
-    scale_tier(c.inter, false, f);
+    scale_tier(c.inter, "inter_node", false, f);
   else if (name == "nvlink_busbw")
-    scale_tier(c.intra, true, f);
+    scale_tier(c.intra, "intra_node", true, f);
   else if (name == "nvlink_latency")
-    scale_tier(c.intra, false, f);
-  else if (name == "hbm_bw")
+    scale_tier(c.intra, "intra_node", false, f);
+  else if (name == "hbm_bw") {
     c.gpu.hbm_Bps *= f;
-  else if (name == "hbm_size")
+    check_scaled(c.gpu.hbm_Bps / kGB, limits::kHbmGBps, "hbm_bandwidth_GBps");
+  } else if (name == "hbm_size") {
     c.gpu.hbm_bytes *= f;
-  else if (name == "peak_flops")
-    for (double& peak : c.gpu.peak_flops) peak *= f;
-  else {
+    check_scaled(c.gpu.hbm_bytes / kGiB, limits::kHbmGiB, "hbm_GiB");
+  } else if (name == "peak_flops") {
+    for (int d = 0; d < kNumDtypes; ++d) {
+      double& peak = c.gpu.peak_flops[d];
+      if (peak <= 0) continue;  // not supported stays not supported
+      peak *= f;
+      check_scaled(peak / kTera, limits::kPeakTflops,
+                   std::string("peak_tflops.") + to_string(static_cast<Dtype>(d)));
+    }
+  } else {
     const std::string near = nearest_word(name, vary_scale_names());
     std::string list;
     for (const std::string& n : vary_scale_names()) list += (list.empty() ? "" : ", ") + n;
@@ -124,8 +151,12 @@ Variant apply_vary(const Variant& base, const std::string& text) {
     v.label += (v.label.empty() ? "" : ",") + change;
     const size_t star = change.find('*'), eq = change.find('=');
     if (star != std::string::npos && (eq == std::string::npos || star < eq)) {
-      scale_profile(v.cluster, change.substr(0, star),
-                    parse_factor(change.substr(star + 1), change));
+      const double factor = parse_factor(change.substr(star + 1), change);
+      try {
+        scale_profile(v.cluster, change.substr(0, star), factor);
+      } catch (const InputError& e) {  // name the change: a column may hold several
+        throw InputError("", 0, "--vary", "'" + change + "': " + e.message());
+      }
     } else if (eq != std::string::npos && change.substr(0, eq) == "cluster") {
       v.cluster_file = change.substr(eq + 1);
       v.cluster = io::load_cluster(v.cluster_file);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "planner/limits.h"
+
 namespace planner {
 
 const char* to_string(TaskKind k) {
@@ -78,9 +80,10 @@ std::string check(const SimInput& in) {
   if (in.pp < 1 || in.vpp < 1 || in.microbatches < 1) return "pp, vpp and microbatches must be positive";
   if (static_cast<int>(in.chunks.size()) != in.pp * in.vpp) return "one cost per virtual stage is needed";
   if (in.vpp > 1 && in.schedule != Schedule::interleaved) return "vpp > 1 needs the interleaved schedule";
-  if (1LL * in.pp * in.vpp * in.microbatches > 50'000'000)
-    return "more than 50 million tasks to simulate (pp x vpp x micro-batches); the closed form "
-           "still applies";
+  if (1LL * in.pp * in.vpp * in.microbatches > limits::kSimulatedTasks)
+    return "pp x vpp x micro-batches = " + std::to_string(1LL * in.pp * in.vpp * in.microbatches) +
+           " tasks to simulate, over the limit of " + std::to_string(limits::kSimulatedTasks) +
+           " (fewer micro-batches: a larger mbs or dp, or a smaller global batch)";
   if (in.schedule == Schedule::interleaved && in.microbatches % in.pp != 0)
     return "the interleaved schedule needs a multiple of pp micro-batches (" +
            std::to_string(in.microbatches) + " for pp=" + std::to_string(in.pp) +

@@ -1,3 +1,4 @@
+#include <cctype>
 #include <cmath>
 #include <sstream>
 
@@ -75,6 +76,15 @@ class Row {
   int line_;
 };
 
+/// The cluster column names a file in the profiles folder: a plain name, no path.
+constexpr size_t kMaxProfileName = 128;
+bool is_profile_name(const std::string& name) {
+  if (name.empty() || name.size() > kMaxProfileName || name[0] == '.') return false;
+  for (char ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') return false;
+  return true;
+}
+
 int col(const char* name) {
   for (size_t i = 0; i < kColumns.size(); ++i)
     if (kColumns[i] == name) return static_cast<int>(i);
@@ -88,7 +98,10 @@ RegressionCase read_case(const Row& r, int line) {
   if (c.id.empty()) r.fail(col("id"), "empty id");
   c.source = r.text(col("source"));
   c.cluster = r.text(col("cluster"));
-  if (c.cluster.empty()) r.fail(col("cluster"), "empty cluster name");
+  if (!is_profile_name(c.cluster))
+    r.fail(col("cluster"), "expected a profile name (up to " + std::to_string(kMaxProfileName) +
+                               " letters, digits, '.', '_' or '-', not starting with '.'), got '" +
+                               c.cluster.substr(0, 40) + (c.cluster.size() > 40 ? "...'" : "'"));
   c.num_gpus = r.integer(col("num_gpus"));
   ModelSpec& m = c.model;
   m.name = c.id;

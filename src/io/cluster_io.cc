@@ -1,22 +1,44 @@
 #include "planner/io/cluster_io.h"
 
+#include <cmath>
+
 #include "planner/error.h"
+#include "planner/io/file.h"
 #include "planner/io/yaml_util.h"
+#include "planner/limits.h"
+#include "planner/report/format.h"
 #include "planner/units.h"
 
 namespace planner::io {
 namespace {
 
-double positive(const YamlReader& r, const std::string& key) {
+using limits::Range;
+
+std::string number_text(double v) { return fmt("%g", v); }
+
+/// A number in `range` (the unit is the key's), else an error that states the range.
+double in_range(const YamlReader& r, const std::string& key, const Range& range) {
   const double v = r.get_double(key);
-  if (!(v > 0)) r.fail(key, "must be positive");
+  if (!range.contains(v)) r.fail(key, "must be in " + range.text() + ", got " + number_text(v));
   return v;
 }
 
-double fraction(const YamlReader& r, const std::string& key) {
-  const double v = r.get_double(key);
-  if (!(v > 0 && v <= 1)) r.fail(key, "must be in (0, 1]");
+int int_in(const YamlReader& r, const std::string& key, int lo, int hi) {
+  const int v = r.get_int(key);
+  if (v < lo || v > hi)
+    r.fail(key, "must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                    ", got " + std::to_string(v));
   return v;
+}
+
+/// One element of a list entry as a finite number; false when it is not one.
+bool element(const YAML::Node& n, double& out) {
+  try {
+    out = n.as<double>();
+  } catch (const YAML::Exception&) {
+    return false;
+  }
+  return std::isfinite(out);
 }
 
 /// gpu.gemm.measured: [[m, n, k, batch, dtype, efficiency], ...] from planner validate.
@@ -26,21 +48,20 @@ std::vector<MeasuredGemm> read_measured(const YamlReader& r) {
   std::vector<MeasuredGemm> out;
   for (const auto& e : list) {
     MeasuredGemm x;
-    bool ok = e.IsSequence() && e.size() == 6;
-    try {
-      if (ok) {
-        x.m = e[0].as<double>(), x.n = e[1].as<double>(), x.k = e[2].as<double>();
-        x.batch = e[3].as<double>(), x.efficiency = e[5].as<double>();
-        const std::string d = e[4].as<std::string>();
-        ok = d == "bf16" || d == "fp16" || d == "fp8" || d == "tf32";
-        x.dtype = d == "fp16" ? Dtype::fp16 : d == "fp8" ? Dtype::fp8 : d == "tf32" ? Dtype::tf32 : Dtype::bf16;
-      }
-    } catch (const YAML::Exception&) {
-      ok = false;
+    bool ok = e.IsSequence() && e.size() == 6 && element(e[0], x.m) && element(e[1], x.n) &&
+              element(e[2], x.k) && element(e[3], x.batch) && element(e[5], x.efficiency) &&
+              e[4].IsScalar();
+    if (ok) {
+      const std::string d = e[4].Scalar();
+      ok = d == "bf16" || d == "fp16" || d == "fp8" || d == "tf32";
+      x.dtype = d == "fp16" ? Dtype::fp16 : d == "fp8" ? Dtype::fp8 : d == "tf32" ? Dtype::tf32 : Dtype::bf16;
     }
-    if (!ok || x.m <= 0 || x.n <= 0 || x.k <= 0 || x.batch <= 0 || !(x.efficiency > 0 && x.efficiency <= 1))
+    const Range& dim = limits::kGemmDim;
+    if (!ok || !dim.contains(x.m) || !dim.contains(x.n) || !dim.contains(x.k) || !dim.contains(x.batch) ||
+        !limits::kEfficiency.contains(x.efficiency))
       throw InputError(r.file(), e.Mark().line + 1, r.path("measured"),
-                       "expected [m, n, k, batch, dtype, efficiency] with efficiency in (0, 1]");
+                       "expected [m, n, k, batch, dtype, efficiency] with m, n, k and batch in " +
+                           dim.text() + " and efficiency in " + limits::kEfficiency.text());
     out.push_back(x);
   }
   return out;
@@ -50,30 +71,26 @@ GemmModel read_gemm(const YamlReader& r) {
   r.check_keys({"max_efficiency", "k_half", "misaligned_factor", "alignment", "launch_us", "tiles",
                 "measured"});
   GemmModel g;
-  g.max_efficiency = fraction(r, "max_efficiency");
-  g.k_half = r.get_double("k_half");
-  if (g.k_half < 0) r.fail("k_half", "must not be negative");
-  g.misaligned_factor = fraction(r, "misaligned_factor");
-  g.alignment = r.get_int("alignment");
-  if (g.alignment < 1) r.fail("alignment", "must be a positive number of elements");
-  g.launch_s = r.get_double("launch_us") * kUs;
-  if (g.launch_s < 0) r.fail("launch_us", "must not be negative");
+  g.max_efficiency = in_range(r, "max_efficiency", limits::kEfficiency);
+  g.k_half = in_range(r, "k_half", limits::kKHalf);
+  g.misaligned_factor = in_range(r, "misaligned_factor", limits::kEfficiency);
+  g.alignment = int_in(r, "alignment", 1, limits::kAlignment);
+  g.launch_s = in_range(r, "launch_us", limits::kLatencyUs) * kUs;
   const YAML::Node tiles = r.node("tiles");
   if (!tiles.IsSequence() || tiles.size() == 0)
     r.fail("tiles", "expected a list of [m, n, relative_efficiency]");
   for (const auto& t : tiles) {
-    GemmTile tile;
-    try {
-      if (t.IsSequence() && t.size() == 3)
-        tile = {t[0].as<int>(), t[1].as<int>(), t[2].as<double>()};
-    } catch (const YAML::Exception&) {
-      tile.m = 0;
-    }
-    if (!t.IsSequence() || t.size() != 3 || tile.m <= 0 || tile.n <= 0 ||
-        !(tile.relative_efficiency > 0 && tile.relative_efficiency <= 1))
+    double m = 0, n = 0, eff = 0;
+    const bool ok = t.IsSequence() && t.size() == 3 && element(t[0], m) && element(t[1], n) &&
+                    element(t[2], eff) && m == std::floor(m) && n == std::floor(n) && m >= 1 &&
+                    n >= 1 && m <= limits::kTileDim && n <= limits::kTileDim &&
+                    limits::kEfficiency.contains(eff);
+    if (!ok)
       throw InputError(r.file(), t.Mark().line + 1, r.path("tiles"),
-                       "expected [m, n, relative_efficiency] with positive m, n and efficiency in (0, 1]");
-    g.tiles.push_back(tile);
+                       "expected [m, n, relative_efficiency] with m and n integers from 1 to " +
+                           std::to_string(limits::kTileDim) + " and efficiency in " +
+                           limits::kEfficiency.text());
+    g.tiles.push_back({static_cast<int>(m), static_cast<int>(n), eff});
   }
   if (r.has("measured")) g.measured = read_measured(r);
   return g;
@@ -84,20 +101,18 @@ Gpu read_gpu(const YamlReader& r) {
                 "sustained_efficiency", "gemm"});
   Gpu g;
   g.name = r.get_string("name");
-  g.sms = r.get_int("sms");
-  if (g.sms <= 0) r.fail("sms", "must be a positive integer");
+  g.sms = int_in(r, "sms", 1, limits::kSms);
   const YamlReader peak = r.child("peak_tflops");
   peak.check_keys({"fp16", "bf16", "fp8", "tf32"});
   for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32}) {
     const std::string key = to_string(d);
-    const double v = peak.has(key) ? peak.get_double(key) : 0.0;
-    if (v < 0) peak.fail(key, "must not be negative");
-    g.peak_flops[static_cast<int>(d)] = v * kTera;
+    const bool none = !peak.has(key) || peak.get_double(key) == 0;  // no tensor-core support
+    g.peak_flops[static_cast<int>(d)] = none ? 0.0 : in_range(peak, key, limits::kPeakTflops) * kTera;
   }
-  g.hbm_bytes = positive(r, "hbm_GiB") * kGiB;
-  g.hbm_Bps = positive(r, "hbm_bandwidth_GBps") * kGB;
-  g.hbm_efficiency = fraction(r, "hbm_efficiency");
-  g.sustained_efficiency = fraction(r, "sustained_efficiency");
+  g.hbm_bytes = in_range(r, "hbm_GiB", limits::kHbmGiB) * kGiB;
+  g.hbm_Bps = in_range(r, "hbm_bandwidth_GBps", limits::kHbmGBps) * kGB;
+  g.hbm_efficiency = in_range(r, "hbm_efficiency", limits::kEfficiency);
+  g.sustained_efficiency = in_range(r, "sustained_efficiency", limits::kEfficiency);
   g.gemm = read_gemm(r.child("gemm"));
   return g;
 }
@@ -105,23 +120,21 @@ Gpu read_gpu(const YamlReader& r) {
 CollectiveCost read_collective(const YamlReader& r) {
   r.check_keys({"busbw_GBps", "latency_us", "curve"});
   CollectiveCost c;
-  c.busbw_Bps = positive(r, "busbw_GBps") * kGB;
-  c.latency_s = r.get_double("latency_us") * kUs;
-  if (c.latency_s < 0) r.fail("latency_us", "must not be negative");
+  c.busbw_Bps = in_range(r, "busbw_GBps", limits::kBusbwGBps) * kGB;
+  c.latency_s = in_range(r, "latency_us", limits::kLatencyUs) * kUs;
   if (!r.has("curve")) return c;
   const YAML::Node curve = r.node("curve");
   if (!curve.IsSequence()) r.fail("curve", "expected a list of [bytes, busbw_GBps]");
   double last = 0;
   for (const auto& p : curve) {
     double bytes = 0, busbw = 0;
-    try {
-      if (p.IsSequence() && p.size() == 2) bytes = p[0].as<double>(), busbw = p[1].as<double>();
-    } catch (const YAML::Exception&) {
-      bytes = 0;
-    }
-    if (bytes <= last || busbw <= 0)
+    const bool ok = p.IsSequence() && p.size() == 2 && element(p[0], bytes) && element(p[1], busbw) &&
+                    bytes > last && limits::kCurveBytes.contains(bytes) &&
+                    limits::kCurveBusbwGBps.contains(busbw);
+    if (!ok)
       throw InputError(r.file(), p.Mark().line + 1, r.path("curve"),
-                       "expected [bytes, busbw_GBps] pairs with ascending bytes and positive busbw");
+                       "expected [bytes, busbw_GBps] pairs with ascending bytes in " +
+                           limits::kCurveBytes.text() + " and busbw in " + limits::kCurveBusbwGBps.text());
     last = bytes;
     c.curve.emplace_back(bytes, busbw * kGB);
   }
@@ -133,10 +146,8 @@ NetworkTier read_tier(const YamlReader& r) {
                 "reduce_scatter", "alltoall", "sendrecv"});
   NetworkTier t;
   t.name = r.get_string("name");
-  t.reference_ranks = r.get_int("reference_ranks");
-  if (t.reference_ranks < 1) r.fail("reference_ranks", "must be a positive integer");
-  t.hop_latency_s = r.get_double("hop_latency_us") * kUs;
-  if (t.hop_latency_s < 0) r.fail("hop_latency_us", "must not be negative");
+  t.reference_ranks = int_in(r, "reference_ranks", 1, static_cast<int>(limits::kClusterGpus));
+  t.hop_latency_s = in_range(r, "hop_latency_us", limits::kLatencyUs) * kUs;
   for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
                        Collective::alltoall, Collective::sendrecv})
     t.cost[static_cast<int>(c)] = read_collective(r.child(to_string(c)));
@@ -150,22 +161,18 @@ SoftwareStack read_software(const YamlReader& r) {
   const std::string attn = r.get_string("attention");
   if (attn != "flash" && attn != "unfused") r.fail("attention", "expected flash or unfused, got '" + attn + "'");
   s.attention = attn == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
-  s.flash_efficiency = fraction(r, "flash_efficiency");
+  s.flash_efficiency = in_range(r, "flash_efficiency", limits::kEfficiency);
   // Optional (profiles written before these keys existed): the defaults' sources are in cluster.h.
   s.flash_backward_efficiency = r.has("flash_backward_efficiency")
-                                    ? fraction(r, "flash_backward_efficiency")
+                                    ? in_range(r, "flash_backward_efficiency", limits::kEfficiency)
                                     : s.flash_efficiency * kFlashBackwardOverForward;
   s.overlap_grad_reduce = r.get_bool("overlap_grad_reduce");
   s.overlap_param_gather = r.get_bool("overlap_param_gather");
   if (r.has("overlap_tp_comm")) s.overlap_tp_comm = r.get_bool("overlap_tp_comm");
   s.causal_attention_skip = r.get_bool("causal_attention_skip");
-  s.zero3_collective_nics = r.get_int("zero3_collective_nics");
-  if (s.zero3_collective_nics <= 0) r.fail("zero3_collective_nics", "must be a positive integer");
-  if (r.has("overlap_compute_slowdown")) {
-    s.overlap_compute_slowdown = r.get_double("overlap_compute_slowdown");
-    if (!(s.overlap_compute_slowdown >= 0 && s.overlap_compute_slowdown <= 1))
-      r.fail("overlap_compute_slowdown", "must be in [0, 1]");
-  }
+  s.zero3_collective_nics = int_in(r, "zero3_collective_nics", 1, limits::kNics);
+  if (r.has("overlap_compute_slowdown"))
+    s.overlap_compute_slowdown = in_range(r, "overlap_compute_slowdown", {0, 1});
   return s;
 }
 
@@ -178,12 +185,12 @@ ClusterProfile read_cluster(const YamlReader& r) {
   for (char ch : c.name)
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
       r.fail("name", "must not contain control characters (newlines, tabs)");
-  c.gpus_per_node = r.get_int("gpus_per_node");
-  if (c.gpus_per_node <= 0) r.fail("gpus_per_node", "must be a positive integer");
-  c.nodes = r.get_int("nodes");
-  if (c.nodes <= 0) r.fail("nodes", "must be a positive integer");
-  if (1LL * c.nodes * c.gpus_per_node > (1 << 24)) r.fail("nodes", "more than 16M GPUs in all");
-  if (r.has("gpu_hour_usd")) c.gpu_hour_usd = r.get_double("gpu_hour_usd");
+  c.gpus_per_node = int_in(r, "gpus_per_node", 1, limits::kGpusPerNode);
+  c.nodes = int_in(r, "nodes", 1, static_cast<int>(limits::kClusterGpus));
+  if (1LL * c.nodes * c.gpus_per_node > limits::kClusterGpus)
+    r.fail("nodes", "nodes x gpus_per_node = " + std::to_string(1LL * c.nodes * c.gpus_per_node) +
+                        " GPUs, over the limit of " + std::to_string(limits::kClusterGpus));
+  if (r.has("gpu_hour_usd")) c.gpu_hour_usd = in_range(r, "gpu_hour_usd", limits::kGpuHourUsd);
   c.gpu = read_gpu(r.child("gpu"));
   c.software = read_software(r.child("software"));
   const YamlReader net = r.child("network");

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "planner/error.h"
 #include "planner/io/file.h"
+#include "planner/io/json.h"
+#include "planner/limits.h"
 
 namespace planner::io {
 namespace {
@@ -137,12 +137,27 @@ void validate(const Config& c, const ModelSpec& m) {
   try {
     validate_model(m, c.file());
   } catch (const InputError& e) {
-    const std::string what = e.what();
-    const std::string hf_key = e.key() == "heads"      ? c.find({"num_attention_heads", "n_head"})
-                               : e.key() == "kv_heads" ? c.find({"num_key_value_heads"})
-                                                       : e.key();
-    c.fail(hf_key, what.substr(what.find("': ") + 3));
+    const std::string& k = e.key();
+    const std::string hf_key = k == "layers"     ? c.find({"num_hidden_layers", "n_layer"})
+                               : k == "hidden"   ? c.find({"hidden_size", "n_embd"})
+                               : k == "heads"    ? c.find({"num_attention_heads", "n_head"})
+                               : k == "kv_heads" ? c.find({"num_key_value_heads"})
+                               : k == "ffn"      ? c.find({"intermediate_size", "n_inner"})
+                               : k == "vocab"    ? c.find({"vocab_size"})
+                               : k == "name"     ? c.find({"_name_or_path"})
+                                                 : k;
+    c.fail(hf_key.empty() ? k : hf_key, e.message());
   }
+}
+
+/// GPT-2's default MLP width, 4 x n_embd, within the model bound (it is computed before any).
+int gpt2_default_ffn(const Config& c, int hidden) {
+  const long long ffn = 4LL * hidden;
+  if (ffn > limits::kFfn)
+    c.fail(c.find({"n_embd", "hidden_size"}),
+           "is implausibly large: the default n_inner, 4 x " + std::to_string(hidden) + " = " +
+               std::to_string(ffn) + ", exceeds " + std::to_string(limits::kFfn));
+  return static_cast<int>(ffn);
 }
 
 ModelSpec read_config(const Config& c) {
@@ -156,7 +171,9 @@ ModelSpec read_config(const Config& c) {
   const std::string kv = c.find({"num_key_value_heads"});
   m.kv_heads = kv.empty() ? m.heads : c.int_at(kv);
   const std::string inner = c.find({"intermediate_size", "n_inner"});
-  m.ffn = !inner.empty() ? c.int_at(inner) : gpt2 ? 4 * m.hidden : c.get_int({"intermediate_size"});
+  m.ffn = !inner.empty() ? c.int_at(inner)
+          : gpt2         ? gpt2_default_ffn(c, m.hidden)
+                         : c.get_int({"intermediate_size"});
   m.vocab = c.get_int({"vocab_size"});
   const int positions = c.get_int({"max_position_embeddings", "n_positions", "n_ctx"});
   m.seq_len = std::min(positions, kHfMaxDefaultSeqLen);
@@ -187,31 +204,18 @@ const std::vector<std::string>& hf_architectures() {
   return names;
 }
 
-bool is_hf_config(const std::string& path) {
-  const std::string ext = std::filesystem::path(path).extension().string();
+bool is_hf_config(const std::string& text, const std::string& file) {
+  const std::string ext = std::filesystem::path(file).extension().string();
   if (ext == ".json" || ext == ".JSON") return true;
-  std::ifstream in(path, std::ios::binary);
-  char ch = 0;
-  while (in.get(ch) && std::isspace(static_cast<unsigned char>(ch))) {
-  }
-  if (!in || ch != '{') return false;
-  in.seekg(0);
-  return json::accept(in);  // `{name: x}` is a YAML flow mapping, not JSON
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || text[first] != '{') return false;
+  return is_json(text);  // `{name: x}` is a YAML flow mapping, not JSON
 }
 
 ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_file(path), path); }
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    const size_t at = std::min<size_t>(e.byte, text.size());
-    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + at, '\n'));
-    std::string what = e.what();
-    what = what.substr(what.find("parse error"));
-    throw InputError(file, line, "", "JSON syntax error: " + what);
-  }
+  const json doc = parse_json(text, file);
   if (!doc.is_object())
     throw InputError(file, 1, "", "expected a JSON object (a Hugging Face config.json)");
   return read_config(Config(doc, text, file));

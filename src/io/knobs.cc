@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "planner/error.h"
+#include "planner/limits.h"
+#include "planner/plan.h"
 
 namespace planner::io {
 namespace {
@@ -29,17 +31,26 @@ std::vector<std::string> split(const std::string& text, char sep) {
 }  // namespace
 
 std::vector<int> parse_int_set(const std::string& text, const std::string& option) {
-  std::vector<int> values;
+  std::vector<std::pair<int, int>> ranges;
+  long long count = 0;  // values before duplicates are dropped, checked before any is stored
   for (const std::string& part : split(text, ',')) {
     const auto dash = part.find('-', 1);
     const int lo = to_int(part.substr(0, dash), option);
     const int hi = dash == std::string::npos ? lo : to_int(part.substr(dash + 1), option);
     if (lo < 0 || hi < lo)
       throw InputError("", 0, option, "expected non-negative values and ranges lo-hi, got '" + part + "'");
-    if (hi - lo > 100000) throw InputError("", 0, option, "range '" + part + "' is too large");
-    if (hi > (1 << 20)) throw InputError("", 0, option, "values must be at most " + std::to_string(1 << 20));
-    for (int v = lo; v <= hi; ++v) values.push_back(v);
+    if (hi > kMaxKnob) throw InputError("", 0, option, "values must be at most " + std::to_string(kMaxKnob));
+    count += 1LL + hi - lo;
+    if (count > limits::kListValues)
+      throw InputError("", 0, option,
+                       "the list expands to more than " + std::to_string(limits::kListValues) +
+                           " values; give fewer or narrower ranges");
+    ranges.emplace_back(lo, hi);
   }
+  std::vector<int> values;
+  values.reserve(static_cast<size_t>(count));
+  for (const auto& [lo, hi] : ranges)
+    for (int v = lo; v <= hi; ++v) values.push_back(v);
   if (values.empty()) throw InputError("", 0, option, "expected at least one value");
   std::sort(values.begin(), values.end());
   values.erase(std::unique(values.begin(), values.end()), values.end());

@@ -1,6 +1,7 @@
 #include "planner/io/model_io.h"
 
 #include "planner/error.h"
+#include "planner/io/file.h"
 #include "planner/io/hf_config.h"
 #include "planner/io/yaml_util.h"
 
@@ -29,9 +30,7 @@ ModelSpec read_decoder(const YamlReader& r, bool in_list) {
   try {
     validate_model(m, r.file());
   } catch (const InputError& e) {  // re-raise with the line of the offending key
-    std::string what = e.what();
-    what = what.substr(what.find("': ") + 3);
-    r.fail(e.key(), what);
+    r.fail(e.key(), e.message());
   }
   return m;
 }
@@ -70,6 +69,20 @@ Component read_encoder(const YamlReader& r, ComponentType type) {
   return c;
 }
 
+/// The encoders' bounds and the blocks in all (validate_model), failing at the offending line.
+void validate_components(const YamlReader& r, const YAML::Node& list, const ModelSpec& m) {
+  try {
+    validate_model(m, r.file());
+  } catch (const InputError& e) {
+    const std::string& what = e.message();
+    const std::string& key = e.key();  // "components[1].layers" or "components"
+    const size_t open = key.find('['), close = key.find("].");
+    if (open == std::string::npos || close == std::string::npos) r.fail(key, what);
+    const size_t i = std::stoul(key.substr(open + 1, close - open - 1));
+    YamlReader(list[i], r.file(), key.substr(0, close + 1)).fail(key.substr(close + 2), what);
+  }
+}
+
 /// `components:` — encoders in order, then exactly one decoder, last.
 ModelSpec read_components(const YamlReader& r) {
   r.check_keys({"name", "components"});
@@ -85,6 +98,7 @@ ModelSpec read_components(const YamlReader& r) {
       ModelSpec m = read_decoder(c, true);
       m.name = r.get_string("name");
       m.encoders = std::move(encoders);
+      validate_components(r, list, m);
       return m;
     }
     if (type != "vit" && type != "projector")
@@ -100,9 +114,11 @@ ModelSpec read_model(const YamlReader& r) {
 
 }  // namespace
 
-ModelSpec load_model(const std::string& path) {
-  if (is_hf_config(path)) return load_hf_config(path);  // a Hugging Face config.json
-  return read_model(YamlReader(load_yaml_file(path), path));
+ModelSpec load_model(const std::string& path) { return parse_model_file(read_file(path), path); }
+
+ModelSpec parse_model_file(const std::string& text, const std::string& file) {
+  if (is_hf_config(text, file)) return parse_hf_config(text, file);  // a Hugging Face config.json
+  return parse_model(text, file);
 }
 
 ModelSpec parse_model(const std::string& text, const std::string& file) {

@@ -1,5 +1,7 @@
 #include "planner/io/yaml_util.h"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -14,6 +16,10 @@ YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
   YAML::Node doc;
   try {
     doc = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    throw InputError(file, e.mark.line + 1, "",
+                     "YAML nested too deeply (yaml-cpp stops at a depth of " +
+                         std::to_string(e.depth()) + "; the planner's files need 4 levels)");
   } catch (const YAML::Exception& e) {
     throw InputError(file, e.mark.line + 1, "", "YAML syntax error: " + e.msg);
   }

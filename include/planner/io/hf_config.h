@@ -15,9 +15,9 @@ const std::vector<std::string>& hf_architectures();
 /// context of the supported families: Mistral 7B's 8,192) and --seq-len chooses another.
 inline constexpr int kHfMaxDefaultSeqLen = 8192;
 
-/// True when `path` is a Hugging Face config: its name ends in ".json", or the file holds a JSON
-/// object (a YAML flow mapping that is not valid JSON stays YAML).
-bool is_hf_config(const std::string& path);
+/// True when `text`, read from `file`, is a Hugging Face config: the name ends in ".json", or the
+/// text is a JSON object (a YAML flow mapping that is not valid JSON stays YAML).
+bool is_hf_config(const std::string& text, const std::string& file);
 
 /// Reads a config.json; errors (unknown architecture, missing key, wrong type, sizes that do not
 /// divide) throw InputError naming the file, the line of the key and the key.

@@ -1,0 +1,64 @@
+#pragma once
+/// Every bound the planner puts on what a user gives it, in one place. Each is far beyond any real
+/// model, cluster or job, and keeps every derived size finite and allocatable and every command
+/// within seconds and a few hundred MiB; an input outside one is refused with a message that
+/// states it. (The parallelism and batch knobs' bounds, kMaxKnob and kMaxGlobalBatch, are in
+/// plan.h.)
+#include <cstddef>
+#include <string>
+
+namespace planner::limits {
+
+/// A closed interval a number from an input must lie in, in the unit its key names.
+struct Range {
+  double lo, hi;
+  bool contains(double v) const { return v >= lo && v <= hi; }  ///< false for NaN
+  std::string text() const;                                      ///< "[0.01, 1e+05]"
+};
+
+// ---- Inputs as a whole --------------------------------------------------------------------
+/// Bytes of one input file (model, profile, cases CSV, JSON). The largest shipped input is the
+/// 41 KB H200 calibration samples file; 16 MiB also stops /dev/zero or a wrong path early.
+inline constexpr std::size_t kInputFileBytes = 16u << 20;
+/// Values one list option (--gpus, --tp, --pp, ...) may expand to, all its ranges together:
+/// every knob value up to kMaxKnob once.
+inline constexpr long long kListValues = 1 << 20;
+
+// ---- Model files (layers, widths and counts; ModelSpec, validate_model) -------------------
+inline constexpr int kLayers = 100000;     ///< decoder layers, and all blocks with encoders
+inline constexpr int kHidden = 1 << 20;    ///< hidden, and a projector's in_features
+inline constexpr int kHeads = 1 << 16;     ///< heads and kv_heads
+inline constexpr int kFfn = 1 << 22;
+inline constexpr int kVocab = 1 << 24;
+inline constexpr int kSeqLen = 1 << 24;    ///< seq_len, --seq-len and an encoder's tokens
+inline constexpr int kImages = 1 << 16;    ///< an encoder's images (tiles) per sample
+
+// ---- Cluster profiles (hw_profiles/*.yaml) and --vary factors on them -------------------------
+inline constexpr Range kPeakTflops{0.1, 1e6};        ///< per precision (absent or 0: none)
+inline constexpr Range kHbmGiB{0.1, 16384};
+inline constexpr Range kHbmGBps{1, 1e6};
+inline constexpr Range kEfficiency{0.01, 1};         ///< any efficiency or fraction of peak
+inline constexpr Range kBusbwGBps{0.01, 1e5};        ///< a collective's (large-message) busbw
+inline constexpr Range kCurveBusbwGBps{1e-6, 1e5};   ///< a busbw curve's points (8 B: 0.0006)
+inline constexpr Range kLatencyUs{0, 1e6};           ///< collective, hop and kernel-launch latency
+inline constexpr Range kCurveBytes{1, 1e15};         ///< message sizes of a busbw curve
+inline constexpr Range kKHalf{0, 1e6};               ///< elements
+inline constexpr Range kGemmDim{1, 1e9};             ///< m, n, k, batch of a measured GEMM
+inline constexpr Range kGpuHourUsd{0, 1e6};
+inline constexpr int kSms = 100000;                  ///< streaming multiprocessors
+inline constexpr int kTileDim = 4096;                ///< a GEMM tile's m or n
+inline constexpr int kAlignment = 4096;              ///< elements
+inline constexpr int kGpusPerNode = 1 << 16;
+inline constexpr long long kClusterGpus = 1 << 24;   ///< nodes x gpus_per_node
+inline constexpr int kNics = 4096;                   ///< software.zero3_collective_nics
+
+// ---- Work a command may do or write -------------------------------------------------------
+/// Tasks the pipeline simulator runs (pp x vpp x micro-batches): about 1 s and 500 MiB at the
+/// bound. Real runs need under 100,000 (pp=64, vpp=2, 512 micro-batches: 65,536); a plan beyond
+/// it is refused with a message that names the bound.
+inline constexpr long long kSimulatedTasks = 8'000'000;
+/// Events in a --trace file (about 190 bytes each, so about 380 MB at the bound): Perfetto's
+/// and chrome://tracing's JSON importers load files of a few hundred MB in a browser tab.
+inline constexpr long long kTraceEvents = 2'000'000;
+
+}  // namespace planner::limits

@@ -1,0 +1,9 @@
+#include "planner/limits.h"
+
+#include "planner/report/format.h"
+
+namespace planner::limits {
+
+std::string Range::text() const { return fmt("[%g, %g]", lo, hi); }
+
+}  // namespace planner::limits
