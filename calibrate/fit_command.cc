@@ -42,8 +42,9 @@ void fit_and_write(const Samples& samples, const FitCommand& cmd, std::FILE* rep
       "Measured: " + c.command_line, "Refit from the raw samples: " + refit,
       "Provenance marks each value [calibrated] (measured here) or [base FILE] (kept from the "
       "base)."};
-  io::write_file_atomically(cmd.out_file, cluster_yaml(fit.profile, comments));
-  (void)io::load_cluster(cmd.out_file);  // the planner must read what was written
+  const std::string profile = cluster_yaml(fit.profile, comments);
+  (void)io::parse_cluster(profile, cmd.out_file);  // the planner must read it: check before writing
+  io::write_file_atomically(cmd.out_file, profile);
   std::fprintf(report, "# fit (base %s)\n", base_file.c_str());
   for (const std::string& line : fit.report) std::fprintf(report, "#   %s\n", line.c_str());
   std::fprintf(report, "# wrote %s\n", cmd.out_file.c_str());

@@ -19,8 +19,8 @@ struct FitCommand {
 /// "hw_profiles/mine.yaml" -> "hw_profiles/mine.samples.json".
 std::string default_samples_path(const std::string& out_file);
 
-/// Loads the base profile, fits, writes `out_file` atomically, loads it back with the planner's
-/// io::load_cluster (so a profile the planner cannot read is never left behind silently), and
+/// Loads the base profile, fits, checks that the planner's io::parse_cluster reads the profile (so
+/// one the planner cannot read is never written), writes `out_file` atomically, and
 /// prints one report line per fitted part to `report`. Errors throw InputError.
 void fit_and_write(const Samples& samples, const FitCommand& cmd, std::FILE* report);
 

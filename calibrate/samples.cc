@@ -1,7 +1,6 @@
 #include "calibrate/samples.h"
 
 #include <algorithm>
-#include <fstream>
 #include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
@@ -9,6 +8,8 @@
 
 #include "planner/cost/communication.h"
 #include "planner/error.h"
+#include "planner/io/file.h"
+#include "planner/io/json.h"
 #include "planner/io/yaml_util.h"
 
 namespace planner::calibrate {
@@ -102,27 +103,15 @@ void write_rows(std::ostream& o, const char* key, const std::vector<T>& rows, F 
                 bool last) {
   o << "  \"" << key << "\": [";
   for (size_t i = 0; i < rows.size(); ++i)
-    o << (i ? ",\n    " : "\n    ") << to_json(rows[i]).dump();
+    o << (i ? ",\n    " : "\n    ") << io::dump_json(to_json(rows[i]));
   o << (rows.empty() ? "]" : "\n  ]") << (last ? "\n" : ",\n");
 }
 
 // ---- reading -------------------------------------------------------------------------------
 
-/// JSON syntax first (yaml-cpp would accept more than JSON and word its errors for YAML).
-void check_json_syntax(const std::string& text, const std::string& file) {
-  try {
-    const Json parsed = Json::parse(text);
-    (void)parsed;
-  } catch (const Json::parse_error& e) {
-    const size_t end = std::min(text.size(), static_cast<size_t>(e.byte));
-    const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + end, '\n'));
-    std::string what = e.what();
-    const size_t colon =
-        what.find(": ");  // drop "[json.exception.parse_error.101] parse error at ..."
-    throw InputError(file, line, "",
-                     "invalid JSON: " + what.substr(colon == std::string::npos ? 0 : colon + 2));
-  }
-}
+/// JSON syntax first, with the planner's strict reader (yaml-cpp would accept more than JSON and
+/// word its errors for YAML).
+void check_json_syntax(const std::string& text, const std::string& file) { (void)io::parse_json(text, file); }
 
 double positive(const YamlReader& r, const std::string& key) {
   const double v = r.get_double(key);
@@ -245,7 +234,7 @@ CollectiveSample read_collective(const YamlReader& r) {
 
 std::string samples_json(const Samples& s) {
   std::ostringstream o;
-  std::string context = context_json(s.context).dump(2);
+  std::string context = io::dump_json(context_json(s.context), 2);
   for (size_t p = context.find('\n'); p != std::string::npos; p = context.find('\n', p + 3))
     context.replace(p, 1, "\n  ");
   o << "{\n  \"schema_version\": " << kSamplesSchemaVersion << ",\n  \"context\": " << context
@@ -275,12 +264,6 @@ Samples parse_samples(const std::string& text, const std::string& file) {
   return s;
 }
 
-Samples load_samples(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, 0, "", "cannot open samples file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_samples(ss.str(), path);
-}
+Samples load_samples(const std::string& path) { return parse_samples(io::read_file(path), path); }
 
 }  // namespace planner::calibrate

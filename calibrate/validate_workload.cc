@@ -7,6 +7,7 @@
 
 #include "planner/error.h"
 #include "planner/io/file.h"
+#include "planner/io/json.h"
 
 namespace planner::calibrate {
 namespace {
@@ -110,15 +111,15 @@ WorkCollective parse_collective(const Reader& r, const json& j, const std::strin
 
 RunnerWorkload parse_runner_workload(const std::string& text, const std::string& origin) {
   const Reader r(origin);
-  const json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
+  const json j = io::parse_json(text, origin);
+  if (!j.is_object())
     r.fail("", "not a JSON object (is it a workload from planner validate --workload-out?)");
   if (r.text(j, "schema", "") != "planner-validate-workload/1")
     r.fail("schema",
            "expected planner-validate-workload/1, found '" + j["schema"].get<std::string>() + "'");
   RunnerWorkload w;
-  w.model = j.value("model", std::string("?"));
-  w.plan = j.value("plan", std::string("?"));
+  w.model = j.contains("model") ? r.text(j, "model", "") : "?";
+  w.plan = j.contains("plan") ? r.text(j, "plan", "") : "?";
   w.dtype = Dtype(r.choice(j, "dtype", "", kDtypes));
   w.flash = r.choice(j, "attention", "", {"unfused", "flash"}) == 1;
   w.layer = parse_layer(r, r.at(j, "layer", ""));
@@ -363,7 +364,7 @@ std::string results_json(const RunnerResults& r) {
   for (const auto& [name, err] : r.checks)
     checks.push_back({{"kernel", name}, {"relative_error", err}});
   j["checks"] = checks;
-  return j.dump(2) + "\n";
+  return io::dump_json(j, 2) + "\n";
 }
 
 }  // namespace planner::calibrate

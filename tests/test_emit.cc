@@ -230,12 +230,13 @@ TEST_CASE("every emitted flag is in the framework's name list") {
       CAPTURE(f.name);
       const auto arrays = flags_by_array(f.contents);
       CHECK(arrays.count("") == 0);  // every flag is passed through a named array
-      for (const auto& [array, flags] : arrays) {
+      for (const auto& entry : arrays) {  // not a structured binding: clang < 16 cannot CAPTURE one
+        const std::string& array = entry.first;
         const auto& allowed = array == "TORCHRUN_ARGS"                   ? torchrun
                               : array == "LAUNCHER_ARGS"                 ? launcher
                               : c.framework == emit::Framework::megatron ? megatron
                                                                          : mds;
-        for (const std::string& flag : flags) {
+        for (const std::string& flag : entry.second) {
           CAPTURE(array);
           CAPTURE(flag);
           CHECK(allowed.count(flag) == 1);

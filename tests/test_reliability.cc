@@ -193,3 +193,15 @@ TEST_CASE("deep nesting is named as such") {
               dir + "/deep.json:1: invalid JSON: nested deeper than 64 levels");
   fs::remove_all(dir);
 }
+
+TEST_CASE("a name that is not UTF-8 gets U+FFFD in JSON output instead of exit 3 (fuzz finding)") {
+  const std::string dir = cli_run::scratch("utf8");
+  std::string model = cli_run::slurp(PLANNER_SOURCE_DIR "/configs/models/gpt3-1.3b.yaml");
+  model.replace(model.find("name: gpt3-1.3b"), 15, "name: gpt3-\xff-1.3b");
+  std::ofstream(dir + "/m.yaml") << model;
+  const Run r = planner("estimate --model " + dir + "/m.yaml" + kH200 +
+                        " --plan tp=1,pp=1,dp=8,mbs=1,gbs=64 --format json");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("gpt3-\xef\xbf\xbd-1.3b") != std::string::npos);
+  fs::remove_all(dir);
+}

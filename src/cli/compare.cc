@@ -9,6 +9,7 @@
 #include "cli/vary.h"
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
+#include "planner/io/json.h"
 #include "planner/limits.h"
 #include "planner/report/report.h"
 #include "planner/units.h"
@@ -184,7 +185,7 @@ int run_compare(const CompareArgs& a) {
     cols.push_back({std::move(v), std::move(e)});
   }
   if (a.format == "json")
-    std::cout << to_json(in, cols).dump(2) << "\n";
+    std::cout << io::dump_json(to_json(in, cols), 2) << "\n";
   else
     print_table(std::cout, in, cols);
   return 0;

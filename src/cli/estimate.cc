@@ -4,6 +4,7 @@
 #include "cli/common.h"
 #include "cli/outputs.h"
 #include "planner/error.h"
+#include "planner/io/json.h"
 #include "planner/io/knobs.h"
 #include "planner/report/report.h"
 
@@ -31,7 +32,7 @@ int run_estimate(const EstimateArgs& a) {
   RunContext ctx{in.model_file, in.cluster_file, &in.model, &in.cluster, static_cast<int>(p.gpus()), p.gbs,
                  a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")
-    std::cout << estimate_json(ctx, e).dump(2) << "\n";
+    std::cout << io::dump_json(estimate_json(ctx, e), 2) << "\n";
   else
     print_estimate_text(std::cout, ctx, e);
   write_estimate_outputs(in, ctx, e, a.extra, o);

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "planner/error.h"
+#include "planner/io/json.h"
 #include "planner/limits.h"
 #include "planner/regress.h"
 #include "planner/report/report.h"
@@ -98,7 +99,7 @@ int run_regress(const RegressArgs& a) {
   const RegressionReport rep = run_regression(cases, a.profiles);
   if (!a.explain.empty()) return explain(rep, a.explain, a.profiles);
   if (a.format == "json")
-    std::cout << to_json(rep).dump(2) << "\n";
+    std::cout << io::dump_json(to_json(rep), 2) << "\n";
   else
     print_table(rep);
   // The gate: a check that modelled nothing, or skipped rows unasked, has not checked the model.

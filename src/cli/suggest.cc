@@ -8,6 +8,7 @@
 #include "cli/no_fit.h"
 #include "cli/outputs.h"
 #include "planner/error.h"
+#include "planner/io/json.h"
 #include "planner/io/knobs.h"
 #include "planner/limits.h"
 #include "planner/report/progress.h"
@@ -102,7 +103,7 @@ int run_suggest(const SuggestArgs& a) {
   RunContext ctx{ranked.model_file, ranked.cluster_file, &ranked.model, &ranked.cluster, so.gpus.back(),
                  a.global_batch, a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")
-    std::cout << suggest_json(ctx, r).dump(2) << "\n";
+    std::cout << io::dump_json(suggest_json(ctx, r), 2) << "\n";
   else if (a.format == "csv")
     print_suggest_csv(std::cout, r);
   else

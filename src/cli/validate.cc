@@ -46,7 +46,7 @@ nlohmann::json run_on_gpu(const ValidateArgs& a, const Workload& w) {
   std::filesystem::create_directories(dir, ec);
   if (ec) throw InputError(dir.string(), 0, "", "cannot create the work folder: " + ec.message());
   const std::string work = (dir / "workload.json").string(), out = (dir / "measured.json").string();
-  io::write_file_atomically(work, workload_json(w).dump(2) + "\n");
+  io::write_file_atomically(work, io::dump_json(workload_json(w), 2) + "\n");
   const std::string cmd = "'" + runner + "' --workload '" + work + "' --out '" + out + "' --iters " +
                           std::to_string(a.iters);
   const int status = std::system(cmd.c_str());
@@ -66,7 +66,7 @@ int run_validate(const ValidateArgs& a) {
   const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
   const Workload w = build_workload(in.model, in.cluster, p, a.layers);
   if (!a.workload_out.empty()) {
-    io::write_file_atomically(a.workload_out, workload_json(w).dump(2) + "\n");
+    io::write_file_atomically(a.workload_out, io::dump_json(workload_json(w), 2) + "\n");
     if (a.measured.empty()) return 0;
   }
   nlohmann::json results;
@@ -78,7 +78,7 @@ int run_validate(const ValidateArgs& a) {
   const Measured m = parse_measured(results, w, a.measured.empty() ? "planner-validate" : a.measured);
   const ValidationReport r = compare(w, m);
   if (a.format == "json")
-    std::cout << validation_json(w, r).dump(2) << "\n";
+    std::cout << io::dump_json(validation_json(w, r), 2) << "\n";
   else
     print_validation(std::cout, w, r);
   if (!a.update_profile.empty())

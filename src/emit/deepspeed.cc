@@ -7,6 +7,7 @@
 
 #include "common.h"
 #include "planner/cost/zero3.h"
+#include "planner/io/json.h"
 
 namespace planner::emit {
 namespace detail {
@@ -78,7 +79,7 @@ std::string ds_config(const ClusterProfile& c, const Plan& p) {
     a["synchronize_checkpoint_boundary"] = false;
     a["profile"] = false;
   }
-  return j.dump(2) + "\n";
+  return io::dump_json(j, 2) + "\n";
 }
 
 std::vector<EnvVar> deepspeed_env(const Plan& p) {

@@ -80,19 +80,19 @@ class Config {
   }
   int int_at(const std::string& k) const {
     const json& v = doc_[k];
-    if (!v.is_number_integer()) fail(k, "expected an integer, got " + v.dump());
+    if (!v.is_number_integer()) fail(k, "expected an integer, got " + json_excerpt(v));
     const long long x = v.get<long long>();
-    if (x <= 0 || x > 1LL << 30) fail(k, "must be a positive integer, got " + v.dump());
+    if (x <= 0 || x > 1LL << 30) fail(k, "must be a positive integer, got " + json_excerpt(v));
     return static_cast<int>(x);
   }
   bool get_bool(const std::string& k, bool fallback) const {
     if (find({k}).empty()) return fallback;
-    if (!doc_[k].is_boolean()) fail(k, "expected true or false, got " + doc_[k].dump());
+    if (!doc_[k].is_boolean()) fail(k, "expected true or false, got " + json_excerpt(doc_[k]));
     return doc_[k].get<bool>();
   }
   std::string get_string(const std::string& k) const {
     if (find({k}).empty()) return "";
-    if (!doc_[k].is_string()) fail(k, "expected a string, got " + doc_[k].dump());
+    if (!doc_[k].is_string()) fail(k, "expected a string, got " + json_excerpt(doc_[k]));
     return doc_[k].get<std::string>();
   }
   const json& doc() const { return doc_; }
@@ -108,7 +108,7 @@ const Architecture& architecture_of(const Config& c) {
   if (!c.find({"architectures"}).empty()) {
     const json& list = c.doc()["architectures"];
     if (!list.is_array() || list.empty() || !list[0].is_string())
-      c.fail("architectures", "expected a list of architecture names, got " + list.dump());
+      c.fail("architectures", "expected a list of architecture names, got " + json_excerpt(list));
     const std::string name = list[0].get<std::string>();
     for (const Architecture& a : kArchitectures)
       if (name == a.name) return a;

@@ -81,6 +81,11 @@ int line_too_deep(const std::string& text) {
 
 }  // namespace
 
+std::string json_excerpt(const json& j) {
+  const std::string text = dump_json(j);
+  return text.size() <= 60 ? text : text.substr(0, 57) + "...";
+}
+
 bool is_json(const std::string& text) {
   Checker check;
   return json::sax_parse(text, &check) || check.too_deep || check.overflow_;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "planner/io/json.h"
+
 namespace planner {
 
 double trace_events(const Plan& p) {
@@ -17,11 +19,11 @@ void write_chrome_trace(const SimResult& sim, const Plan& p,
   bool first = true;
   auto event = [&](const json& e) {
     out(first ? "\n" : ",\n");
-    out(e.dump());
+    out(io::dump_json(e));
     first = false;
   };
   out("{\"displayTimeUnit\":\"ms\",\"otherData\":");
-  out(json{{"plan", to_plan_string(p)}, {"iteration_s", sim.makespan_s}}.dump());
+  out(io::dump_json(json{{"plan", to_plan_string(p)}, {"iteration_s", sim.makespan_s}}));
   out(",\"traceEvents\":[");
   const int stages = static_cast<int>(sim.busy_s.size());
   for (int s = 0; s < stages; ++s) {

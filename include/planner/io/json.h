@@ -14,6 +14,17 @@ inline constexpr int kJsonMaxDepth = 64;
 /// nesting deeper than kJsonMaxDepth throws InputError with the line (and, where known, the key).
 nlohmann::json parse_json(const std::string& text, const std::string& file);
 
+/// `j` as JSON text (`indent` as nlohmann's dump; nlohmann::json or ordered_json). A string that is
+/// not valid UTF-8 (a name or a path as the user gave it) gets U+FFFD for its bad bytes instead
+/// of an exception.
+template <typename Json>
+std::string dump_json(const Json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
+/// `j` as JSON text for a message: at most about 60 characters.
+std::string json_excerpt(const nlohmann::json& j);
+
 /// True when `text` is JSON, or would be but for a number out of range or nesting too deep (which
 /// parse_json then reports).
 bool is_json(const std::string& text);

@@ -1,0 +1,66 @@
+// The planner's command line as a function: main() calls it, and so do the fuzzers.
+#include "cli/app.h"
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "cli/commands.h"
+#include "planner/error.h"
+
+namespace planner::cli {
+
+int run(int argc, const char* const* argv) {
+  // Not registered by name, so that run() can be called again (the fuzzers do).
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+      "planner", std::make_shared<spdlog::sinks::stderr_color_sink_st>()));
+  spdlog::set_pattern("[%l] %v");
+  CLI::App app{"planner: parallel training plans for large transformers, from first principles"};
+  app.set_version_flag("--version", std::string("planner ") + PLANNER_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();  // --quiet and --verbose also after the subcommand
+  bool verbose = false, quiet = false;
+  app.add_flag("-v,--verbose", verbose, "log details on stderr");
+  app.add_flag("-q,--quiet", quiet, "log only errors");
+  app.parse_complete_callback([&] {
+    spdlog::set_level(quiet ? spdlog::level::err : verbose ? spdlog::level::debug : spdlog::level::warn);
+  });
+  int rc = 0;
+  add_suggest(app, &rc);
+  add_estimate(app, &rc);
+  add_regress(app, &rc);
+  add_validate(app, &rc);
+  add_emit(app, &rc);
+  add_compare(app, &rc);
+  add_completion(app, &rc);  // last: it lists the subcommands above
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, as for every other bad input: "option --top: must be from 1 to 1000, got 0".
+    const std::string what = e.what();
+    const bool value = dynamic_cast<const CLI::ValidationError*>(&e) != nullptr;
+    std::cerr << "planner: error: " << (what.rfind("--", 0) == 0 ? "option " : "") << what
+              << (value ? "" : " (--help lists the options)") << "\n";
+    return 2;
+  } catch (const InputError& e) {
+    std::cerr << "planner: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the user gave
+    std::cerr << "planner: error: " << e.path1().string() << ": " << e.code().message() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "planner: error: the inputs need more memory than this machine has; check for "
+                 "implausibly large sizes or knob ranges\n";
+    return 2;
+  } catch (const std::exception& e) {  // a bug: say so, without a stack trace
+    std::cerr << "planner: internal error: " << e.what() << "\n";
+    return 3;
+  }
+  return rc;
+}
+
+}  // namespace planner::cli
