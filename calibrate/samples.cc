@@ -168,7 +168,10 @@ RunContext read_context(const YamlReader& r) {
   if (r.has("hosts")) {
     const YAML::Node hosts = r.node("hosts");
     if (!hosts.IsSequence()) r.fail("hosts", "expected a list of host names");
-    for (const auto& h : hosts) c.hosts.push_back(h.as<std::string>());
+    for (const auto& h : hosts) {
+      if (!h.IsScalar()) r.fail("hosts", "expected a list of host names");
+      c.hosts.push_back(h.Scalar());
+    }
   }
   c.gpus_per_node = r.has("gpus_per_node") ? r.get_int("gpus_per_node") : 1;
   c.nodes = r.has("nodes") ? r.get_int("nodes") : 1;

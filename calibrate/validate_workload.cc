@@ -30,6 +30,18 @@ class Reader {
     if (!v.is_number()) fail(path + key, "expected a number");
     return v.get<double>();
   }
+  /// A size of a kernel: a whole number from 0 (unused) to 1e9, as the runner allocates it.
+  double extent(const json& j, const std::string& key, const std::string& path) const {
+    const double v = number(j, key, path);
+    if (!(v >= 0 && v <= 1e9 && v == std::floor(v))) fail(path + key, "expected a whole number from 0 to 1e9");
+    return v;
+  }
+  /// Bytes, FLOPs or seconds: finite and not negative.
+  double amount(const json& j, const std::string& key, const std::string& path) const {
+    const double v = number(j, key, path);
+    if (!(v >= 0 && std::isfinite(v))) fail(path + key, "expected a finite number, not negative");
+    return v;
+  }
   int positive_int(const json& j, const std::string& key, const std::string& path) const {
     const double v = number(j, key, path);
     if (v < 1 || v != std::floor(v) || v > 1e9) fail(path + key, "expected a positive integer");
@@ -89,9 +101,9 @@ WorkKernel parse_kernel(const Reader& r, const json& j, const std::string& p) {
   k.cls = KernelClass(r.choice(j, "class", p, kClasses));
   k.pass = Pass(r.choice(j, "pass", p, kPasses));
   k.recompute = r.boolean(j, "recompute", p);
-  k.m = r.number(j, "m", p), k.n = r.number(j, "n", p), k.k = r.number(j, "k", p);
-  k.batch = r.number(j, "batch", p), k.bytes = r.number(j, "bytes", p);
-  k.flops = r.number(j, "flops", p), k.predicted_s = r.number(j, "predicted_s", p);
+  k.m = r.extent(j, "m", p), k.n = r.extent(j, "n", p), k.k = r.extent(j, "k", p);
+  k.batch = r.extent(j, "batch", p), k.bytes = r.amount(j, "bytes", p);
+  k.flops = r.amount(j, "flops", p), k.predicted_s = r.amount(j, "predicted_s", p);
   return k;
 }
 
@@ -99,11 +111,10 @@ WorkCollective parse_collective(const Reader& r, const json& j, const std::strin
   WorkCollective c;
   c.name = dp ? "dp_gradients" : r.text(j, "name", p);
   c.coll = Collective(r.choice(j, "collective", p, kCollectives));
-  c.bytes = r.number(j, "bytes", p);
+  c.bytes = r.amount(j, "bytes", p);
   c.ranks = r.positive_int(j, "ranks", p);
-  c.count = dp ? 1 : int(r.number(j, "count", p));
-  c.predicted_s = r.number(j, "predicted_s", p);
-  if (c.bytes < 0) r.fail(p + "bytes", "must be >= 0");
+  c.count = dp ? 1 : static_cast<int>(r.extent(j, "count", p));
+  c.predicted_s = r.amount(j, "predicted_s", p);
   return c;
 }
 

@@ -2,13 +2,8 @@
 // each row's knobs searched on the shipped profiles and compared with its measurement.
 #include "fuzz_common.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::init();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string cases = fuzz::as_file({reinterpret_cast<const char*>(data), size}, "cases.csv");
-  fuzz::run_cli({"regress", "--cases", cases, "--profiles", fuzz::source("hw_profiles"), "--allow-unsupported"});
+  fuzz::run_cli({"regress", "--cases", cases, "--profiles", fuzz::source("hw_profiles"), "--allow-unsupported"}, {reinterpret_cast<const char*>(data), size});
   return 0;
 }

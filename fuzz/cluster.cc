@@ -5,11 +5,6 @@
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::init();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const planner::ModelSpec model = planner::io::load_model(fuzz::source("configs/models/gpt3-1.3b.yaml"));
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -21,8 +21,8 @@ namespace fuzz {
 /// A path in the source tree (shipped models and profiles).
 std::string source(const std::string& relative);
 
-/// Once per process: stdout into a buffer this harness reads back, std::cerr into another,
-/// spdlog quiet. Call from LLVMFuzzerInitialize.
+/// Once per process (fuzz_common.cc's LLVMFuzzerInitialize, shared by every harness): stdout
+/// into a buffer the harness reads back, std::cerr into another, spdlog quiet.
 void init();
 
 /// `name` in this process's private temporary folder.
@@ -32,13 +32,18 @@ std::string temp_path(const std::string& name);
 /// format, as the planner's own loaders do); the same path each call.
 std::string as_file(std::string_view bytes, const std::string& name);
 
-/// Runs `planner ARGS...` in-process and returns its exit code; traps on exit 3 and on a
-/// non-finite number in what it printed.
-int run_cli(const std::vector<std::string>& args);
+/// Runs `planner ARGS...` in-process and returns its exit code; traps on exit 3 and, when it
+/// succeeded, on "nan" or "inf" in what it printed, unless `input` (what the fuzzer gave, which
+/// the output may echo) holds such a word itself.
+int run_cli(const std::vector<std::string>& args, std::string_view input);
 
 /// Estimates `p` (closed form, then the simulator) and renders it as text and JSON as the
 /// commands do; traps on a non-finite result.
 void check_plan(const planner::ModelSpec& m, const planner::ClusterProfile& c, const planner::Plan& p);
+
+/// A model file's bytes, named `name` (its extension picks YAML or JSON as the planner's loader
+/// does): loaded, and every model it accepts planned on the H100 profile (check_plan).
+void plan_model_file(std::string_view bytes, const std::string& name);
 
 /// True when `text` holds "nan" or "inf" as a word of its own ("[info]" is not one).
 bool has_nonfinite_word(std::string_view text);

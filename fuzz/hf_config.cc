@@ -1,23 +1,7 @@
 // Hugging Face config.json: io::parse_model_file (JSON by its name), then the model planned.
 #include "fuzz_common.h"
-#include "planner/error.h"
-#include "planner/io/cluster_io.h"
-#include "planner/io/model_io.h"
-
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::init();
-  return 0;
-}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const planner::ClusterProfile h100 = planner::io::load_cluster(fuzz::source("hw_profiles/dgx-h100-80gb.yaml"));
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  planner::ModelSpec m;
-  try {
-    m = planner::io::parse_model_file(text, "config.json");
-  } catch (const planner::InputError&) {
-    return 0;
-  }
-  fuzz::check_plan(m, h100, fuzz::simple_plan(8));
+  fuzz::plan_model_file({reinterpret_cast<const char*>(data), size}, "config.json");
   return 0;
 }

@@ -8,11 +8,6 @@
 
 #include "fuzz_common.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::init();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   if (text.find('\0') != std::string::npos) return 0;
@@ -29,6 +24,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (given && line.empty() && i + 1 < std::size(kOptions)) continue;  // the option's default
     args.insert(args.end(), {kOptions[i], given && !line.empty() ? line : kNarrow[i]});
   }
-  fuzz::run_cli(args);
+  fuzz::run_cli(args, text);
   return 0;
 }

@@ -4,11 +4,6 @@
 #include "fuzz_common.h"
 #include "planner/error.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  fuzz::init();
-  return 0;
-}
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace planner::calibrate;
   RunnerWorkload w;

@@ -37,10 +37,19 @@ Rejection fail(Rejection r, std::string* reason, Message&& why) {
 
 std::string str(int v) { return std::to_string(v); }
 
+/// cp must divide the sequence in 2 x cp chunks; gbs must be whole micro-batches per DP rank.
+Rejection check_cp_batch(const ModelSpec& m, const Plan& p, std::string* reason) {
+  if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
+    return fail(Rejection::cp_not_dividing_seq, reason, [&] { return std::string("seq_len=" + str(m.seq_len) + " is not divisible by 2*cp=" + str(2 * p.cp)); });
+  if (p.gbs <= 0 || p.gbs % (1LL * p.mbs * p.dp) != 0)
+    return fail(Rejection::batch_not_divisible, reason, [&] { return std::string("gbs=" + str(p.gbs) + " is not a multiple of mbs*dp=" + std::to_string(1LL * p.mbs * p.dp)); });
+  return Rejection::none;
+}
+
 }  // namespace
 
-Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                     const EstimateOptions& o, std::string* reason) {
+Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                       const EstimateOptions& o, std::string* reason) {
   if (c.gpu.peak_flops[static_cast<int>(p.dtype)] <= 0)
     return fail(Rejection::dtype_unsupported, reason, [&] { return std::string(c.gpu.name + " has no " + to_string(p.dtype) + " tensor-core peak"); });
   if (p.gpus() > c.total_gpus())
@@ -55,17 +64,23 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
       return fail(Rejection::tp_not_dividing_heads, reason, [&] {
         return "tp=" + str(p.tp) + " does not divide the " + str(comp.shape.heads) + " heads of " + comp.name;
       });
-  const int virtual_stages = p.pp * p.vpp;
-  if (!m.encoders.empty() && virtual_stages > m.blocks())  // multimodal: any contiguous split
-    return fail(Rejection::pp_not_dividing_layers, reason, [&] {
-      return "pp*vpp=" + str(virtual_stages) + " exceeds the " + str(m.blocks()) + " layers";
-    });
-  if (m.encoders.empty() && m.layers % p.pp != 0)
+  if (!m.encoders.empty()) return Rejection::none;  // multimodal: the split depends on vpp
+  if (m.layers % p.pp != 0)
     return fail(Rejection::pp_not_dividing_layers, reason, [&] { return std::string("pp=" + str(p.pp) + " does not divide layers=" + str(m.layers)); });
-  if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
-    return fail(Rejection::cp_not_dividing_seq, reason, [&] { return std::string("seq_len=" + str(m.seq_len) + " is not divisible by 2*cp=" + str(2 * p.cp)); });
-  if (p.gbs <= 0 || p.gbs % (1LL * p.mbs * p.dp) != 0)
-    return fail(Rejection::batch_not_divisible, reason, [&] { return std::string("gbs=" + str(p.gbs) + " is not a multiple of mbs*dp=" + std::to_string(1LL * p.mbs * p.dp)); });
+  return check_cp_batch(m, p, reason);
+}
+
+Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const EstimateOptions& o, std::string* reason) {
+  if (const Rejection r = check_layout(m, c, p, o, reason); r != Rejection::none) return r;
+  if (!m.encoders.empty()) {  // multimodal: any contiguous split of the blocks
+    const int virtual_stages = p.pp * p.vpp;
+    if (virtual_stages > m.blocks())
+      return fail(Rejection::pp_not_dividing_layers, reason, [&] {
+        return "pp*vpp=" + str(virtual_stages) + " exceeds the " + str(m.blocks()) + " layers";
+      });
+    if (const Rejection r = check_cp_batch(m, p, reason); r != Rejection::none) return r;
+  }
   if (p.vpp > 1 && (p.pp == 1 || (m.encoders.empty() && (m.layers / p.pp) % p.vpp != 0)))
     return fail(Rejection::vpp_invalid, reason, [&] { return std::string("vpp=" + str(p.vpp) + " needs pp>1 and to divide the " + str(m.layers / p.pp) +
                     " layers per stage"); });

@@ -1,6 +1,8 @@
 #include "planner/search.h"
 
 #include "planner/error.h"
+#include "planner/limits.h"
+#include "planner/report/format.h"
 
 #include <algorithm>
 #include <chrono>
@@ -80,14 +82,22 @@ std::vector<Schedule> schedules_for(int vpp, int pp, const std::vector<Schedule>
 void rerank_simulated(const ModelSpec& m, const ClusterProfile& c, const SearchOptions& o,
                       SearchResult& r) {
   std::vector<Estimate> refined;
+  double tasks = 0;  // simulated so far; candidates beyond the budget keep their closed form
   for (const Estimate& e : r.top) {
+    const Plan& p = e.plan;
+    tasks += 2.0 * p.pp * p.vpp * p.microbatches() * (p.schedule == Schedule::zb_h1 ? 3 : 2);
+    if (tasks > limits::kSearchSimulatedTasks) {
+      ++r.closed_form_only;
+      refined.push_back(e);
+      continue;
+    }
     Estimate s = refine(m, c, e.plan, o.estimate);
     if (!s.ok()) continue;  // the simulated peak of micro-batches in flight may not fit
     r.max_closed_form_gap_pct = std::max(
         r.max_closed_form_gap_pct, 100.0 * std::abs(s.closed_form_time_s - s.iteration_time_s) / s.iteration_time_s);
     refined.push_back(std::move(s));
   }
-  r.simulated = static_cast<int>(refined.size());
+  r.simulated = static_cast<int>(refined.size()) - r.closed_form_only;
   std::stable_sort(refined.begin(), refined.end(), [&](const Estimate& a, const Estimate& b) {
     return score(a, o.objective) < score(b, o.objective);
   });
@@ -101,6 +111,70 @@ bool vpp_tried(const KnobSpace& k, int blocks, int pp, int vpp) {
   return !k.vpp_whole_chunks_only || vpp <= kDenseVpp || blocks % (pp * vpp) == 0;
 }
 
+/// Plans per pp value in the inner loops (vpp, schedule, ZeRO, recomputation), without iterating
+/// a user's long lists: vpp > 1 is interleaved only; vpp = 1 tries the other schedules (one when
+/// pp = 1).
+std::vector<long long> inner_plans(const KnobSpace& k, int blocks) {
+  const long long per_schedule = static_cast<long long>(k.zero.size() * k.recompute.size());
+  std::vector<long long> out;
+  for (int pp : k.pp) {
+    long long n = 0;
+    if (k.vpp_whole_chunks_only) {  // the defaults: a short list
+      for (int vpp : k.vpp)
+        if (vpp_tried(k, blocks, pp, vpp)) n += static_cast<long long>(schedules_for(vpp, pp, k.schedule).size());
+    } else {
+      const bool one = std::find(k.vpp.begin(), k.vpp.end(), 1) != k.vpp.end();
+      n = static_cast<long long>(k.vpp.size()) - one;
+      if (one) n += static_cast<long long>(schedules_for(1, pp, k.schedule).size());
+    }
+    out.push_back(n * per_schedule);
+  }
+  return out;
+}
+
+/// Refuses, before any work, knob ranges whose product alone would take more than about a second:
+/// over kSearchPlans plans, or over kSearchCells (GPU count, tp, cp, mbs, sp, pp) cells, each of
+/// which is checked once.
+void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
+  const double cells = double(o.gpus.size()) * k.tp.size() * k.cp.size() * k.mbs.size() *
+                       k.sp.size() * k.pp.size();
+  if (cells > limits::kSearchCells)
+    throw InputError("", 0, "",
+                     fmt("the knob ranges give %.3g combinations of GPU count, tp, cp, mbs, sp and "
+                         "pp, over the limit of %.0e; narrow --gpus, --tp, --cp, --mbs or --pp",
+                         cells, limits::kSearchCells));
+  double pp_vpp = double(k.pp.size()) * k.vpp.size();  // a user's lists are tried whole
+  if (k.vpp_whole_chunks_only) {  // the defaults: short lists, so the exact count is cheap
+    pp_vpp = 0;
+    for (int pp : k.pp)
+      for (int vpp : k.vpp) pp_vpp += vpp_tried(k, blocks, pp, vpp);
+  }
+  const double space = cells / k.pp.size() * pp_vpp * std::max<size_t>(1, k.schedule.size()) *
+                       k.zero.size() * k.recompute.size();
+  if (space > limits::kSearchPlans)
+    throw InputError("", 0, "",
+                     "the knob ranges span " + std::to_string(static_cast<long long>(space)) +
+                         " plans (over 200 million); narrow --pp, --vpp, --mbs or --tp");
+}
+
+/// Counts the plans the search checks one by one and those it estimates in full, and refuses
+/// (deterministically: by count, not by time) a search that goes past either limit.
+struct SearchWork {
+  long long checked = 0, estimated = 0;
+  void check() {
+    if (++checked > limits::kSearchChecked)
+      throw InputError("", 0, "",
+                       fmt("more than %.0e plans pass the GPU-count and layout checks; narrow --vpp, "
+                           "--zero, --recompute or --schedule", double(limits::kSearchChecked)));
+  }
+  void estimate() {
+    if (++estimated > limits::kSearchEstimates)
+      throw InputError("", 0, "",
+                       fmt("more than %.0e plans are structurally valid and would be estimated in "
+                           "full; narrow the knob ranges or --gpus", double(limits::kSearchEstimates)));
+  }
+};
+
 }  // namespace
 
 SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,
@@ -108,19 +182,9 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
   EstimateCache cache;
   cache.layout = block_layout(m);
   const int blocks = cache.layout.count();
-  // About a second per 20 million plans: refuse ranges that would take minutes.
-  double pp_vpp = double(k.pp.size()) * k.vpp.size();  // a user's lists are tried whole
-  if (k.vpp_whole_chunks_only) {  // the defaults: short lists, so the exact count is cheap
-    pp_vpp = 0;
-    for (int pp : k.pp)
-      for (int vpp : k.vpp) pp_vpp += vpp_tried(k, blocks, pp, vpp);
-  }
-  const double space = double(o.gpus.size()) * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size() *
-                       pp_vpp * std::max<size_t>(1, k.schedule.size()) * k.zero.size() * k.recompute.size();
-  if (space > 2e8)
-    throw InputError("", 0, "",
-                     "the knob ranges span " + std::to_string(static_cast<long long>(space)) +
-                         " plans (over 200 million); narrow --pp, --vpp, --mbs or --tp");
+  check_space(k, o, blocks);
+  const std::vector<long long> plans_per_pp = inner_plans(k, blocks);
+  SearchWork work;
   const auto start = std::chrono::steady_clock::now();
   SearchResult r;
   r.feasible = PlotSample(o.plot_points);
@@ -138,11 +202,19 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
           for (int sp : k.sp) {
             if (o.progress) o.progress(outer_done / outer);
             outer_done += 1;
-            const LayerConfig cfg{tp, cp, mbs, sp != 0, o.dtype, attn};
-            cache.layer.clear();
-            for (const LayerShape& shape : cache.layout.shapes) cache.layer.push_back(layer_compute(shape, c, cfg));
-            cache.head = head_compute(m, c, cfg);
-            for (int pp : k.pp) {
+            // The layer costs of this (tp, cp, mbs, sp), computed once the first plan needs them:
+            // ranges whose GPU counts none of the pp values fit cost only their enumeration.
+            bool computed = false;
+            const auto layer_costs = [&] {
+              if (computed) return;
+              computed = true;
+              const LayerConfig cfg{tp, cp, mbs, sp != 0, o.dtype, attn};
+              cache.layer.clear();
+              for (const LayerShape& shape : cache.layout.shapes) cache.layer.push_back(layer_compute(shape, c, cfg));
+              cache.head = head_compute(m, c, cfg);
+            };
+            for (size_t ip = 0; ip < k.pp.size(); ++ip) {
+              const int pp = k.pp[ip];
               Plan p;
               p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.gbs = o.global_batch;
               p.dtype = o.dtype;
@@ -151,15 +223,25 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
               p.dp = static_cast<int>(gpus / model_parallel);
               const bool divides = model_parallel * p.dp == gpus &&
                                    (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
+              // A rejection that no vpp, schedule, ZeRO stage or recomputation changes is counted
+              // for all of them at once, as if each had been tried.
+              const Rejection shared = divides ? check_layout(m, c, p, eo, nullptr) : Rejection::gpus_mismatch;
+              if (shared != Rejection::none) {
+                r.evaluated += plans_per_pp[ip];
+                r.rejections[int(shared)] += plans_per_pp[ip];
+                continue;
+              }
               for (int vpp : k.vpp) {
                 if (!vpp_tried(k, blocks, pp, vpp)) continue;  // a default meant for other pp
                 for (Schedule sched : schedules_for(vpp, pp, k.schedule))
                   for (int zero : k.zero)
                     for (Recompute rc : k.recompute) {
                       ++r.evaluated;
-                      if (!divides) { ++r.rejections[int(Rejection::gpus_mismatch)]; continue; }
                       p.vpp = vpp, p.schedule = sched, p.zero = zero, p.recompute = rc;
+                      work.check();
+                      layer_costs();
                       Estimate e = estimate(m, c, p, eo, &cache);
+                      if (e.ok() || e.rejection == Rejection::out_of_memory) work.estimate();
                       ++r.rejections[int(e.rejection)];
                       if (e.rejection == Rejection::out_of_memory) {
                         r.any_memory_rejection = true;

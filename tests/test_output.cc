@@ -103,6 +103,11 @@ TEST_CASE("a set of files: a new folder in one rename, an existing one all or no
   CHECK((fs::status(dir / "a.sh").permissions() & fs::perms::owner_exec) != fs::perms::none);
   CHECK((fs::status(dir / "b.json").permissions() & fs::perms::owner_exec) == fs::perms::none);
   CHECK(entries(dir.parent_path()) == 1);  // the temporary folder was renamed, not left
+  // "out/" names the same folder as "out".
+  const fs::path slash = dir.parent_path() / "slash";
+  io::write_file_set(slash.string() + "/", {{"c.txt", "c\n", false}});
+  CHECK(read(slash / "c.txt") == "c\n");
+  fs::remove_all(slash);
   // The second file cannot replace what is there (a folder): the first is put back.
   fs::remove(dir / "b.json");
   fs::create_directories(dir / "b.json" / "x");

@@ -84,7 +84,7 @@ TEST_CASE("counts are bounded before any arithmetic: no overflow, no blow-up") {
   // The simulator's task bound names itself.
   check_error("estimate" + k1b + kH200 + " --plan tp=4,pp=2,dp=1,mbs=1,gbs=20000000 --gpus 8",
               "option --plan: pp x vpp x micro-batches = 40000000 tasks to simulate, over the limit of "
-              "8000000 (fewer micro-batches: a larger mbs or dp, or a smaller global batch) (model "
+              "4000000 (fewer micro-batches: a larger mbs or dp, or a smaller global batch) (model "
               "configs/models/gpt3-1.3b.yaml, cluster hw_profiles/dgx-h200.yaml)");
 }
 
@@ -204,4 +204,15 @@ TEST_CASE("a name that is not UTF-8 gets U+FFFD in JSON output instead of exit 3
   CHECK(r.rc == 0);
   CHECK(r.out.find("gpt3-\xef\xbf\xbd-1.3b") != std::string::npos);
   fs::remove_all(dir);
+}
+
+TEST_CASE("a search's simulation has a budget; the candidates past it keep their closed form") {
+  const Run r = planner("suggest" + k1b + " --cluster hw_profiles/dgx-a100-80gb.yaml --gpus 8 "
+                        "--global-batch 1000000 --top 3");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find(" more by the closed form alone: the search's simulation budget (6e+06 tasks) "
+                   "was spent\n") != std::string::npos);
+  const Run j = planner("suggest" + k1b + " --cluster hw_profiles/dgx-a100-80gb.yaml --gpus 8 "
+                        "--global-batch 1000000 --top 3 --format json");
+  CHECK(j.out.find("\"closed_form_only_candidates\": ") != std::string::npos);
 }

@@ -118,3 +118,50 @@ TEST_CASE("default vpp: 1..8 with uneven chunks, above 8 only where every chunk 
   CHECK(user.evaluated > 0);
   CHECK(user.top.empty());
 }
+
+TEST_CASE("the rejections counted in bulk are those of checking every plan one by one") {
+  // The search counts a (GPU count, tp, cp, mbs, sp, pp) cell's plans at once when the GPU count
+  // or a layout check refuses them all; enumerate every plan here and compare the counts.
+  const ModelSpec llava = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llava-1.5-13b.yaml");
+  for (const ModelSpec* m : {&gpt175(), &llava}) {
+    KnobSpace k = default_knobs(*m, a100(), 256);
+    k.cp = {1, 2, 3};
+    k.schedule = {Schedule::one_f_one_b, Schedule::gpipe, Schedule::zb_h1};
+    SearchOptions o;
+    o.gpus = {128, 256};
+    o.global_batch = 768;
+    o.simulate_candidates = 0;
+    const SearchResult r = search(*m, a100(), k, o);
+    std::array<long long, kNumRejections> each{};
+    long long plans = 0;
+    const int blocks = block_layout(*m).count();
+    for (int gpus : o.gpus)
+      for (int tp : k.tp)
+        for (int cp : k.cp)
+          for (int mbs : k.mbs)
+            for (int sp : k.sp)
+              for (int pp : k.pp)
+                for (int vpp : k.vpp) {
+                  if (vpp > kDenseVpp && blocks % (pp * vpp) != 0) continue;
+                  std::vector<Schedule> scheds;
+                  if (vpp > 1) scheds = {Schedule::interleaved};
+                  else for (Schedule s : k.schedule) if (pp > 1 || scheds.empty()) scheds.push_back(s);
+                  for (Schedule sched : scheds)
+                    for (int zero : k.zero)
+                      for (Recompute rc : k.recompute) {
+                        ++plans;
+                        Plan p;
+                        p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.vpp = vpp;
+                        p.schedule = sched, p.zero = zero, p.recompute = rc, p.gbs = o.global_batch;
+                        p.dp = gpus / (tp * cp * pp);
+                        if (1LL * p.dp * tp * cp * pp != gpus) { ++each[int(Rejection::gpus_mismatch)]; continue; }
+                        ++each[int(estimate(*m, a100(), p, {}).rejection)];
+                      }
+                }
+    CHECK(r.evaluated == plans);
+    for (int i = 0; i < kNumRejections; ++i) {
+      CAPTURE(to_string(Rejection(i)));
+      CHECK(r.rejections[i] == each[i]);
+    }
+  }
+}

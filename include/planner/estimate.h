@@ -76,6 +76,13 @@ struct EstimateOptions {
   bool reasons = true;            ///< build rejection messages (the search turns this off)
 };
 
+/// The structural checks that do not depend on vpp, the schedule, ZeRO, recomputation or sp
+/// (precision, GPU count, tp against heads and the node, pp against the layers, cp against the
+/// sequence, the batch against mbs x dp; for a multimodal model only the first four): the search
+/// applies them once for all plans that differ only in those knobs. Their order is check_plan's.
+Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                       const EstimateOptions& o, std::string* reason);
+
 /// Structural checks only (divisibility, layout, dtype); Rejection::none when the plan is valid.
 Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const EstimateOptions& o, std::string* reason);

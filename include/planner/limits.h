@@ -53,10 +53,23 @@ inline constexpr long long kClusterGpus = 1 << 24;   ///< nodes x gpus_per_node
 inline constexpr int kNics = 4096;                   ///< software.zero3_collective_nics
 
 // ---- Work a command may do or write -------------------------------------------------------
-/// Tasks the pipeline simulator runs (pp x vpp x micro-batches): about 1 s and 500 MiB at the
+/// Tasks the pipeline simulator runs (pp x vpp x micro-batches): about 0.07 s and 250 MiB at the
 /// bound. Real runs need under 100,000 (pp=64, vpp=2, 512 micro-batches: 65,536); a plan beyond
 /// it is refused with a message that names the bound.
-inline constexpr long long kSimulatedTasks = 8'000'000;
+inline constexpr long long kSimulatedTasks = 4'000'000;
+/// A search's work, each bounded before it is done (search.cc; about a second at each bound on
+/// one core, about ten under the sanitizers). A user's ranges past one get a message that names
+/// it. GPT-3 175B over --gpus 64-4096 (0.09 s) spans 5.4e7 plans, 4.8e5 cells, 5.4e5 plans checked
+/// one by one and 8.1e4 estimated in full.
+inline constexpr double kSearchPlans = 2e8;      ///< the plans the ranges span (most refused in bulk)
+inline constexpr double kSearchCells = 2e7;      ///< (GPU count, tp, cp, mbs, sp, pp) combinations
+inline constexpr long long kSearchChecked = 5e7; ///< plans checked one by one
+inline constexpr long long kSearchEstimates = 5e5;  ///< structurally valid plans estimated in full
+/// Tasks one search simulates in all when it re-ranks its best candidates (each on the even and
+/// the balanced partition): about 0.1 s. The candidates beyond it keep their closed-form time,
+/// which for the many micro-batches that exhaust it is within a fraction of a percent (the bubble
+/// is small). The public regression set needs at most 2.1e6, megatron-1t on 3,072 GPUs 4.4e6.
+inline constexpr double kSearchSimulatedTasks = 6e6;
 /// Events in a --trace file (about 190 bytes each, so about 380 MB at the bound): Perfetto's
 /// and chrome://tracing's JSON importers load files of a few hundred MB in a browser tab.
 inline constexpr long long kTraceEvents = 2'000'000;

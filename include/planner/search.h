@@ -56,6 +56,9 @@ struct SearchResult {
   bool any_memory_rejection = false;
   double search_time_s = 0;
   int simulated = 0;                      ///< candidates re-ranked by the simulator
+  /// Candidates ranked by their closed form alone: the search's simulation budget
+  /// (limits::kSearchSimulatedTasks) was spent before them.
+  int closed_form_only = 0;
   double max_closed_form_gap_pct = 0;     ///< largest |closed form - simulated| among them
   PlotSample feasible;  ///< closed-form points of the ranked plans, when plot_points > 0
 };

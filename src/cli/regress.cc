@@ -7,6 +7,7 @@
 #include "planner/io/json.h"
 #include "planner/limits.h"
 #include "planner/regress.h"
+#include "planner/report/format.h"
 #include "planner/report/report.h"
 
 namespace planner::cli {
@@ -105,19 +106,18 @@ int run_regress(const RegressArgs& a) {
   // The gate: a check that modelled nothing, or skipped rows unasked, has not checked the model.
   const int rows = static_cast<int>(rep.rows.size());
   if (rep.supported == 0) {
-    std::fprintf(stderr, "planner: regress modelled none of the %d rows (see 'unsupported' above)\n", rows);
+    std::cerr << fmt("planner: regress modelled none of the %d rows (each says why in the output)\n", rows);
     return 1;
   }
   if (rep.supported < rows && !a.allow_unsupported) {
-    std::fprintf(stderr,
-                 "planner: regress modelled %d of %d rows; %d unsupported (listed above; "
-                 "--allow-unsupported accepts that)\n",
-                 rep.supported, rows, rows - rep.supported);
+    std::cerr << fmt("planner: regress modelled %d of %d rows; %d unsupported (listed in the "
+                     "output; --allow-unsupported accepts that)\n",
+                     rep.supported, rows, rows - rep.supported);
     return 1;
   }
   if (a.tolerance >= 0 && !(rep.mean_abs_error_pct <= a.tolerance)) {  // NaN fails too
-    std::fprintf(stderr, "planner: mean absolute error %.2f%% exceeds the tolerance %.2f%%\n",
-                 rep.mean_abs_error_pct, a.tolerance);
+    std::cerr << fmt("planner: mean absolute error %.2f%% exceeds the tolerance %.2f%%\n",
+                     rep.mean_abs_error_pct, a.tolerance);
     return 1;
   }
   return 0;

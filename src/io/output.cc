@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -215,7 +214,8 @@ std::string keep_old_version(const std::string& target) {
 }  // namespace
 
 std::vector<std::string> write_file_set(const std::string& dir, const std::vector<NamedContent>& files) {
-  const fs::path root(dir);
+  fs::path root(dir);
+  if (root.filename().empty() && root.has_parent_path()) root = root.parent_path();  // "out/"
   std::error_code ec;
   if (!fs::exists(root, ec)) return write_new_folder(root, files);
   if (!fs::is_directory(root, ec)) throw InputError("", 0, "--out", dir + " is not a directory");
@@ -250,21 +250,16 @@ std::vector<std::string> write_file_set(const std::string& dir, const std::vecto
     return written;
   }
   // Put back what was replaced: the old version where there was one, else no file.
-  std::vector<std::string> restored, left_new;
-  for (size_t j = 0; j < i; ++j) {
+  std::vector<std::string> left_new, old;
+  for (size_t j = 0; j < files.size(); ++j) {
     const std::string& target = temps[j]->path_;
-    const bool ok = backups[j].empty() ? ::unlink(target.c_str()) == 0
-                                       : ::rename(backups[j].c_str(), target.c_str()) == 0;
-    (ok ? restored : left_new).push_back(files[j].name);
+    const bool put_back = j >= i || (backups[j].empty() ? ::unlink(target.c_str()) == 0
+                                                        : ::rename(backups[j].c_str(), target.c_str()) == 0);
+    if (j >= i && !backups[j].empty()) ::unlink(backups[j].c_str());
+    (put_back ? old : left_new).push_back(files[j].name);
   }
-  for (size_t j = i; j < files.size(); ++j)
-    if (!backups[j].empty()) ::unlink(backups[j].c_str());
   if (left_new.empty())
     throw InputError("", 0, "--out", failure + "; nothing was replaced (" + dir + " is as it was)");
-  std::vector<std::string> old;
-  for (size_t j = 0; j < files.size(); ++j)
-    if (std::find(left_new.begin(), left_new.end(), files[j].name) == left_new.end())
-      old.push_back(files[j].name);
   throw InputError("", 0, "--out",
                    failure + "; in " + dir + " the new " + joined(left_new) + " and the old " +
                        joined(old) + ": emit again once the cause is fixed");

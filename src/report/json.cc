@@ -77,6 +77,8 @@ json suggest_json(const RunContext& ctx, const SearchResult& r) {
           {"plans_evaluated", r.evaluated},
           {"plans_ranked", r.rejections[int(Rejection::none)]},
           {"search_time_s", r.search_time_s},
+          {"simulated_candidates", r.simulated},
+          {"closed_form_only_candidates", r.closed_form_only},
           {"rejections", rejections},
           {"plans", plans}};
 }

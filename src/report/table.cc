@@ -1,6 +1,8 @@
 #include <cstdio>
 #include <ostream>
 
+#include "planner/limits.h"
+#include "planner/report/format.h"
 #include "planner/report/report.h"
 #include "planner/units.h"
 
@@ -84,6 +86,10 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
                   r.simulated, r.max_closed_form_gap_pct);
     out << buf;
   }
+  if (r.closed_form_only > 0)
+    out << fmt("# %d more by the closed form alone: the search's simulation budget (%.0e tasks) "
+               "was spent\n",
+               r.closed_form_only, limits::kSearchSimulatedTasks);
   out << "#\n";
   out << "# rank    dp  tp  pp vpp mbs zero recompute sp   iter_s TFLOP/s   MFU%   mem_GiB "
          "bubble% comm% layers/stage";
