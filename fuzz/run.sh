@@ -4,7 +4,8 @@
 # input slower than 10 s or run over 2 GiB. Prints one line per harness: executions, coverage
 # (edges), corpus size and the result. Findings stay in the printed folder.
 #
-#   fuzz/run.sh BUILD_DIR SECONDS [NAME...]      (default: every harness; PARALLEL=N at once)
+#   fuzz/run.sh BUILD_DIR SECONDS [NAME...]      (default: every harness; PARALLEL=N at once;
+#                                                 RUNS=N stops each after N executions)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 2 ]; then
@@ -25,7 +26,7 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 one() {
   local n=$1 dir=$out/$1
   mkdir -p "$dir/corpus"
-  "$build/fuzz/fuzz_$n" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  "$build/fuzz/fuzz_$n" -max_total_time="$seconds" ${RUNS:+-runs=$RUNS} -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=2048 -print_final_stats=1 -dict="fuzz/dict/$n.dict" \
     -artifact_prefix="$dir/" "$dir/corpus" "fuzz/corpus/$n" > "$dir/log" 2>&1
   echo $? > "$dir/rc"
@@ -44,8 +45,9 @@ done
 wait
 
 failed=0
-printf "# fuzz/run.sh: %s s per harness, %s at once; logs in %s\n" "$seconds" "$parallel" "$out"
-printf "%-20s %12s %9s %7s %7s  %s\n" harness executions "exec/s" edges corpus result
+printf "# fuzz/run.sh: %s s per harness%s, %s at once; logs in %s\n" "$seconds" \
+  "${RUNS:+ or $RUNS executions}" "$parallel" "$out"
+printf "%-20s %12s %9s %7s %7s %9s  %s\n" harness executions "exec/s" edges corpus "peak MB" result
 for n in "${names[@]}"; do
   dir=$out/$n log=$out/$n/log
   rc=$(cat "$dir/rc")
@@ -53,12 +55,14 @@ for n in "${names[@]}"; do
   speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   edges=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   corpus=$(grep -o 'corp: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -1)
   result=ok
   if [ "$rc" != 0 ]; then
     result="FAILED (exit $rc): $(grep -m1 -E '^==[0-9]+==ERROR|SUMMARY|ALARM|out-of-memory|deadly signal|runtime error' "$log")"
     failed=1
   fi
-  printf "%-20s %12s %9s %7s %7s  %s\n" "$n" "${execs:-?}" "${speed:-?}" "${edges:-?}" "${corpus:-?}" "$result"
+  printf "%-20s %12s %9s %7s %7s %9s  %s\n" "$n" "${execs:-?}" "${speed:-?}" "${edges:-?}" "${corpus:-?}" \
+    "${rss:-?}" "$result"
 done
 if [ "$failed" != 0 ]; then
   for n in "${names[@]}"; do
