@@ -153,8 +153,8 @@ void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
                        k.zero.size() * k.recompute.size();
   if (space > limits::kSearchPlans)
     throw InputError("", 0, "",
-                     "the knob ranges span " + std::to_string(static_cast<long long>(space)) +
-                         " plans (over 200 million); narrow --pp, --vpp, --mbs or --tp");
+                     fmt("the knob ranges span %.0f plans, over the limit of %.0e; narrow --pp, "
+                         "--vpp, --mbs or --tp", space, limits::kSearchPlans));
 }
 
 /// Counts the plans the search checks one by one and those it estimates in full, and refuses

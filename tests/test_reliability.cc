@@ -216,3 +216,13 @@ TEST_CASE("a search's simulation has a budget; the candidates past it keep their
                         "--global-batch 1000000 --top 3 --format json");
   CHECK(j.out.find("\"closed_form_only_candidates\": ") != std::string::npos);
 }
+
+TEST_CASE("a search too wide to finish in about a second is refused before it starts") {
+  const std::string s = "suggest --model configs/models/gpt3-1.3b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml ";
+  check_error(s + "--gpus 64-4096 --global-batch 4096 --mbs 1-32",
+              "the knob ranges span 207882240 plans, over the limit of 2e+08; narrow --pp, --vpp, "
+              "--mbs or --tp");
+  check_error(s + "--gpus 1024 --cp 1-1000 --mbs 1-1000 --global-batch 1536",
+              "the knob ranges give 1.28e+08 combinations of GPU count, tp, cp, mbs, sp and pp, over "
+              "the limit of 2e+07; narrow --gpus, --tp, --cp, --mbs or --pp");
+}

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "planner/error.h"
-#include "planner/io/file.h"
 #include "planner/io/yaml_util.h"
 #include "planner/limits.h"
 #include "planner/report/format.h"
