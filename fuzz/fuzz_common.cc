@@ -18,7 +18,9 @@
 #include "planner/io/json.h"
 #include "planner/io/model_io.h"
 #include "planner/io/output.h"
+#include "planner/report/html.h"
 #include "planner/report/report.h"
+#include "planner/report/svg.h"
 
 namespace fuzz {
 namespace {
@@ -103,7 +105,8 @@ void check_plan(const planner::ModelSpec& m, const planner::ClusterProfile& c, c
     const RunContext ctx{"model", "cluster", &m, &c, static_cast<int>(p.gpus()), p.gbs, 3e11};
     std::ostringstream out;
     print_estimate_text(out, ctx, e);
-    std::string text = out.str();  // without the names it echoes, which may hold any word
+    // The text, the plot and the HTML report, without the names they echo (any word at all).
+    std::string text = out.str() + estimate_plot_svg(ctx, e) + estimate_html(ctx, e, {});
     for (const std::string& name : {m.name, c.name, c.gpu.name})
       for (size_t at; !name.empty() && (at = text.find(name)) != std::string::npos;)
         text.erase(at, name.size());

@@ -37,8 +37,8 @@ std::string as_file(std::string_view bytes, const std::string& name);
 /// the output may echo) holds such a word itself.
 int run_cli(const std::vector<std::string>& args, std::string_view input);
 
-/// Estimates `p` (closed form, then the simulator) and renders it as text and JSON as the
-/// commands do; traps on a non-finite result.
+/// Estimates `p` (closed form, then the simulator) and renders it as text, JSON, SVG plot and
+/// HTML report as the commands do; traps on a non-finite result.
 void check_plan(const planner::ModelSpec& m, const planner::ClusterProfile& c, const planner::Plan& p);
 
 /// A model file's bytes, named `name` (its extension picks YAML or JSON as the planner's loader
