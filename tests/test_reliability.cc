@@ -224,5 +224,12 @@ TEST_CASE("a search too wide to finish in about a second is refused before it st
               "--mbs or --tp");
   check_error(s + "--gpus 1024 --cp 1-1000 --mbs 1-1000 --global-batch 1536",
               "the knob ranges give 1.28e+08 combinations of GPU count, tp, cp, mbs, sp and pp, over "
-              "the limit of 2e+07; narrow --gpus, --tp, --cp, --mbs or --pp");
+              "the limit of 5e+06; narrow --gpus, --tp, --cp, --mbs or --pp");
+  // Counted as the search goes (most plans are refused in bulk, so only a count tells).
+  check_error(s + "--gpus 1024 --pp 2 --tp 8 --vpp 1-1048576 --mbs 1,2,4,8 --global-batch 1536",
+              "more than 5e+06 plans pass the GPU-count and layout checks; narrow --vpp, --zero, "
+              "--recompute or --schedule");
+  check_error(s + "--gpus 8-2048 --global-batch 1536 --schedule 1f1b,gpipe,zb-h1,interleaved --cp 1,2",
+              "more than 1e+05 plans are structurally valid and would be estimated in full; narrow "
+              "the knob ranges or --gpus");
 }

@@ -57,14 +57,15 @@ inline constexpr int kNics = 4096;                   ///< software.zero3_collect
 /// bound. Real runs need under 100,000 (pp=64, vpp=2, 512 micro-batches: 65,536); a plan beyond
 /// it is refused with a message that names the bound.
 inline constexpr long long kSimulatedTasks = 4'000'000;
-/// A search's work, each bounded before it is done (search.cc; about a second at each bound on
-/// one core, about ten under the sanitizers). A user's ranges past one get a message that names
-/// it. GPT-3 175B over --gpus 64-4096 (0.09 s) spans 5.4e7 plans, 4.8e5 cells, 5.4e5 plans checked
-/// one by one and 8.1e4 estimated in full.
+/// A search's work, each bounded before it is done (search.cc), at a tenth of a second or so on
+/// one core: the sanitizer build with the fuzzers' instrumentation runs it about 40 times slower,
+/// and must stay under their 10 s per input. A user's ranges past one get a message that names
+/// it. GPT-3 175B over --gpus 64-4096 (0.09 s) spans 5.4e7 plans, 4.8e5 cells, 5.4e5 plans
+/// checked one by one and 8.1e4 estimated in full.
 inline constexpr double kSearchPlans = 2e8;      ///< the plans the ranges span (most refused in bulk)
-inline constexpr double kSearchCells = 2e7;      ///< (GPU count, tp, cp, mbs, sp, pp) combinations
-inline constexpr long long kSearchChecked = 5e7; ///< plans checked one by one
-inline constexpr long long kSearchEstimates = 5e5;  ///< structurally valid plans estimated in full
+inline constexpr double kSearchCells = 5e6;      ///< (GPU count, tp, cp, mbs, sp, pp) combinations
+inline constexpr long long kSearchChecked = 5'000'000;  ///< plans checked one by one
+inline constexpr long long kSearchEstimates = 100'000;  ///< structurally valid plans estimated in full
 /// Tasks one search simulates in all when it re-ranks its best candidates (each on the even and
 /// the balanced partition): about 0.1 s. The candidates beyond it keep their closed-form time,
 /// which for the many micro-batches that exhaust it is within a fraction of a percent (the bubble
