@@ -233,3 +233,20 @@ TEST_CASE("a search too wide to finish in about a second is refused before it st
               "more than 1e+05 plans are structurally valid and would be estimated in full; narrow "
               "the knob ranges or --gpus");
 }
+
+TEST_CASE("commands whose work grows with an input's length are bounded too") {
+  const std::string dir = cli_run::scratch("many");
+  const std::string cases = cli_run::slurp(PLANNER_SOURCE_DIR "/tests/data/published-runs.csv");
+  const std::string header = cases.substr(0, cases.find('\n') + 1);
+  const std::string row = cases.substr(header.size(), cases.find('\n', header.size()) + 1 - header.size());
+  std::string many = header;
+  for (int i = 0; i < 1001; ++i) many += row;
+  std::ofstream(dir + "/many.csv") << many;
+  check_error("regress --cases " + dir + "/many.csv",
+              dir + "/many.csv:1002: more than 1000 rows (each is a search); split the file");
+  std::string vary;
+  for (int i = 0; i < 64; ++i) vary += " --vary zero=0";
+  check_error("compare" + k13b + kH200 + " --plan tp=8,pp=1,gbs=512 --gpus 64" + vary,
+              "option --vary: 65 columns (--cluster and --vary), over the limit of 64");
+  fs::remove_all(dir);
+}

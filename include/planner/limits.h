@@ -53,6 +53,10 @@ inline constexpr long long kClusterGpus = 1 << 24;   ///< nodes x gpus_per_node
 inline constexpr int kNics = 4096;                   ///< software.zero3_collective_nics
 
 // ---- Work a command may do or write -------------------------------------------------------
+/// Rows of a regression-case CSV, each a search: the public sets have 31 and 49.
+inline constexpr std::size_t kCaseRows = 1000;
+/// Columns of `planner compare` (--cluster and --vary together), each an estimate.
+inline constexpr std::size_t kCompareColumns = 64;
 /// Tasks the pipeline simulator runs (pp x vpp x micro-batches): about 0.07 s and 250 MiB at the
 /// bound. Real runs need under 100,000 (pp=64, vpp=2, 512 micro-batches: 65,536); a plan beyond
 /// it is refused with a message that names the bound.

@@ -172,6 +172,10 @@ int run_compare(const CompareArgs& a) {
   if (a.clusters.size() + a.vary.size() < 2)
     throw InputError("", 0, "--vary",
                      "compare needs two columns or more: --cluster twice or more, or --vary");
+  if (a.clusters.size() + a.vary.size() > limits::kCompareColumns)
+    throw InputError("", 0, "--vary",
+                     std::to_string(a.clusters.size() + a.vary.size()) + " columns (--cluster and --vary), over the limit of " +
+                         std::to_string(limits::kCompareColumns));
   Inputs in = load_inputs(a.model, a.clusters.front());
   OutputArgs seq;
   seq.seq_len = a.seq_len;

@@ -4,6 +4,7 @@
 
 #include "planner/error.h"
 #include "planner/io/file.h"
+#include "planner/limits.h"
 #include "planner/regress.h"
 
 namespace planner {
@@ -159,6 +160,9 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
     if (fields.size() != kColumns.size())
       throw InputError(file, n, "", "expected " + std::to_string(kColumns.size()) + " columns, found " +
                                         std::to_string(fields.size()));
+    if (cases.size() == limits::kCaseRows)
+      throw InputError(file, n, "", "more than " + std::to_string(limits::kCaseRows) +
+                                        " rows (each is a search); split the file");
     cases.push_back(read_case(Row(fields, file, n), n));
   }
   if (cases.empty()) throw InputError(file, 0, "", "no rows");
