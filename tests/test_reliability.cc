@@ -50,7 +50,7 @@ TEST_CASE("a huge trace is refused before any work, with its size and the limit"
   const std::string dir = cli_run::scratch("trace_limit");
   check_error("estimate" + k13b + kH200 + " --plan tp=8,pp=8,mbs=1,gbs=2097152 --gpus 512 --trace " +
                   dir + "/big.json",
-              "option --trace: the trace of this plan would hold 7.86e+06 events (about 1494 MB; the "
+              "option --trace: the trace of this plan would hold 7.86e+06 events (about 1227 MB; the "
               "limit is 2000000): the schedule repeats, so trace a smaller global batch");
   CHECK(fs::is_empty(dir));
   // Within the limit the trace is streamed to the file, complete.

@@ -75,8 +75,11 @@ inline constexpr long long kSearchEstimates = 100'000;  ///< structurally valid 
 /// which for the many micro-batches that exhaust it is within a fraction of a percent (the bubble
 /// is small). The public regression set needs at most 2.1e6, megatron-1t on 3,072 GPUs 4.4e6.
 inline constexpr double kSearchSimulatedTasks = 6e6;
-/// Events in a --trace file (about 190 bytes each, so about 380 MB at the bound): Perfetto's
-/// and chrome://tracing's JSON importers load files of a few hundred MB in a browser tab.
+/// Events in a --trace file (about 320 MB at the bound): Perfetto's and chrome://tracing's JSON
+/// importers load files of a few hundred MB in a browser tab.
 inline constexpr long long kTraceEvents = 2'000'000;
+/// Bytes per trace event, for the size a refusal states: 4.80 MB for the 30,745 events of
+/// GPT-3 13B at tp=8, pp=8 with 1,024 micro-batches (tests/test_reliability.cc).
+inline constexpr double kTraceEventBytes = 156;
 
 }  // namespace planner::limits

@@ -148,7 +148,7 @@ void check_trace_size(const Plan& p) {
   throw InputError("", 0, "--trace",
                    fmt("the trace of this plan would hold %.3g events (about %.0f MB; the limit is "
                        "%lld): the schedule repeats, so trace a smaller global batch",
-                       events, events * 190 / kMB, limits::kTraceEvents));
+                       events, events * limits::kTraceEventBytes / kMB, limits::kTraceEvents));
 }
 
 void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o, const std::string& path) {
