@@ -107,9 +107,10 @@ void check_plan(const planner::ModelSpec& m, const planner::ClusterProfile& c, c
     print_estimate_text(out, ctx, e);
     // The text, the plot and the HTML report, without the names they echo (any word at all).
     std::string text = out.str() + estimate_plot_svg(ctx, e) + estimate_html(ctx, e, {});
-    for (const std::string& name : {m.name, c.name, c.gpu.name})
-      for (size_t at; !name.empty() && (at = text.find(name)) != std::string::npos;)
-        text.erase(at, name.size());
+    for (const std::string& raw : {m.name, c.name, c.gpu.name})
+      for (const std::string& name : {raw, html_escape(raw)})  // as text, and as SVG and HTML
+        for (size_t at; !name.empty() && (at = text.find(name)) != std::string::npos;)
+          text.erase(at, name.size());
     if (has_nonfinite_word(text)) __builtin_trap();
     if (!json_finite(estimate_json(ctx, e))) __builtin_trap();
   }
