@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -41,6 +42,13 @@ std::string take_stdout() {
   return out;
 }
 
+/// Removes this process's temporary folder when the fuzzer exits normally (a crashing run keeps it:
+/// fuzz/run.sh points TMPDIR inside the harness's findings folder).
+void remove_temp_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(g_dir, ec);
+}
+
 /// Every number in `j` finite (nlohmann would print NaN and inf as null).
 bool json_finite(const nlohmann::json& j) {
   if (j.is_number_float()) return std::isfinite(j.get<double>());
@@ -62,6 +70,7 @@ void init() {
   spdlog::set_level(spdlog::level::off);
   g_dir = (std::filesystem::temp_directory_path() / ("planner-fuzz-" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(g_dir);
+  std::atexit(remove_temp_dir);
 }
 
 std::string temp_path(const std::string& name) { return g_dir + "/" + name; }

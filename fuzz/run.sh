@@ -25,8 +25,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 
 one() {
   local n=$1 dir=$out/$1
-  mkdir -p "$dir/corpus"
-  "$build/fuzz/fuzz_$n" -max_total_time="$seconds" ${RUNS:+-runs=$RUNS} -timeout=10 -rss_limit_mb=2048 \
+  mkdir -p "$dir/corpus" "$dir/tmp"
+  TMPDIR=$dir/tmp "$build/fuzz/fuzz_$n" -max_total_time="$seconds" ${RUNS:+-runs=$RUNS} -timeout=10 -rss_limit_mb=2048 \
     -malloc_limit_mb=2048 -print_final_stats=1 -dict="fuzz/dict/$n.dict" \
     -artifact_prefix="$dir/" "$dir/corpus" "fuzz/corpus/$n" > "$dir/log" 2>&1
   echo $? > "$dir/rc"
