@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "planner/cost/simulate.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
-#include "planner/cost/simulate.h"
 #include "planner/search.h"
 
 using namespace planner;
@@ -66,8 +66,9 @@ int main(int argc, char** argv) {
     sink += estimate(m, c, p, eo, &cache).iteration_time_s;
   }
   const double est_s = seconds_since(t0);
-  std::printf("  full estimates per second %.3g (one feasible plan, memoised layer; checksum %.3g)\n",
-              n / est_s, sink);
+  std::printf(
+      "  full estimates per second %.3g (one feasible plan, memoised layer; checksum %.3g)\n",
+      n / est_s, sink);
 
   // 3. The pipeline simulator: pp = 64, 1,024 micro-batches, vpp = 2 (issue target: well under
   // 10 ms), and ZB-H1 at the same size.
@@ -80,16 +81,19 @@ int main(int argc, char** argv) {
     const int sims = 20;
     t0 = Clock::now();
     for (int i = 0; i < sims; ++i) res = simulate(in);
-    std::printf("  simulate pp=64 m=1024 %-12s %.2f ms per iteration simulated (%zu stages, makespan %.2f s)\n",
-                sched == Schedule::interleaved ? "vpp=2" : "zb-h1", seconds_since(t0) / sims * 1e3,
-                res.busy_s.size(), res.makespan_s);
+    std::printf(
+        "  simulate pp=64 m=1024 %-12s %.2f ms per iteration simulated (%zu stages, makespan %.2f "
+        "s)\n",
+        sched == Schedule::interleaved ? "vpp=2" : "zb-h1", seconds_since(t0) / sims * 1e3,
+        res.busy_s.size(), res.makespan_s);
   }
 
   // 4. The whole command, process start and YAML loading included.
   if (argc > 2) {
-    const std::string cmd = std::string(argv[2]) + " suggest --model " + root +
-                            "/configs/models/megatron-1t.yaml --cluster " + root +
-                            "/hw_profiles/dgx-a100-80gb.yaml --gpus 3072 --global-batch 3072 >/dev/null";
+    const std::string cmd =
+        std::string(argv[2]) + " suggest --model " + root +
+        "/configs/models/megatron-1t.yaml --cluster " + root +
+        "/hw_profiles/dgx-a100-80gb.yaml --gpus 3072 --global-batch 3072 >/dev/null";
     t0 = Clock::now();
     const int rc = std::system(cmd.c_str());
     std::printf("  planner suggest command  %.4f s wall (exit %d)\n", seconds_since(t0), rc);

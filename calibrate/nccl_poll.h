@@ -1,10 +1,10 @@
 #pragma once
 /// The watchdog's view of a set of CUDA streams and NCCL communicators (planner-calibrate's
 /// teams and planner-validate's local team share it).
-#include <vector>
-
 #include <cuda_runtime.h>
 #include <nccl.h>
+
+#include <vector>
 
 #include "calibrate/watchdog.h"
 

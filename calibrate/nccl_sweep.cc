@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "calibrate/collectives.h"
-#include "calibrate/nccl_poll.h"
 #include "calibrate/context.h"
 #include "calibrate/device.h"
 #include "calibrate/measurements.h"
+#include "calibrate/nccl_poll.h"
 #include "calibrate/watchdog.h"
 
 namespace planner::calibrate {

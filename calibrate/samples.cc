@@ -111,7 +111,9 @@ void write_rows(std::ostream& o, const char* key, const std::vector<T>& rows, F 
 
 /// JSON syntax first, with the planner's strict reader (yaml-cpp would accept more than JSON and
 /// word its errors for YAML).
-void check_json_syntax(const std::string& text, const std::string& file) { (void)io::parse_json(text, file); }
+void check_json_syntax(const std::string& text, const std::string& file) {
+  (void)io::parse_json(text, file);
+}
 
 double positive(const YamlReader& r, const std::string& key) {
   const double v = r.get_double(key);

@@ -33,7 +33,8 @@ class Reader {
   /// A size of a kernel: a whole number from 0 (unused) to 1e9, as the runner allocates it.
   double extent(const json& j, const std::string& key, const std::string& path) const {
     const double v = number(j, key, path);
-    if (!(v >= 0 && v <= 1e9 && v == std::floor(v))) fail(path + key, "expected a whole number from 0 to 1e9");
+    if (!(v >= 0 && v <= 1e9 && v == std::floor(v)))
+      fail(path + key, "expected a whole number from 0 to 1e9");
     return v;
   }
   /// Bytes, FLOPs or seconds: finite and not negative.

@@ -4,6 +4,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string cases = fuzz::as_file({reinterpret_cast<const char*>(data), size}, "cases.csv");
-  fuzz::run_cli({"regress", "--cases", cases, "--profiles", fuzz::source("hw_profiles"), "--allow-unsupported"}, {reinterpret_cast<const char*>(data), size});
+  fuzz::run_cli({"regress", "--cases", cases, "--profiles", fuzz::source("hw_profiles"),
+                 "--allow-unsupported"},
+                {reinterpret_cast<const char*>(data), size});
   return 0;
 }

@@ -6,7 +6,8 @@
 #include "planner/io/model_io.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const planner::ModelSpec model = planner::io::load_model(fuzz::source("configs/models/gpt3-1.3b.yaml"));
+  static const planner::ModelSpec model =
+      planner::io::load_model(fuzz::source("configs/models/gpt3-1.3b.yaml"));
   const std::string text(reinterpret_cast<const char*>(data), size);
   planner::ClusterProfile c;
   try {

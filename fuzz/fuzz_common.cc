@@ -1,5 +1,6 @@
 #include "fuzz_common.h"
 
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -10,8 +11,6 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
-
-#include <spdlog/spdlog.h>
 
 #include "cli/app.h"
 #include "planner/error.h"
@@ -26,9 +25,9 @@
 namespace fuzz {
 namespace {
 
-int g_stdout = -1;              ///< a memory file standing in for fd 1
-std::ostringstream g_stderr;    ///< what the planner writes to std::cerr
-std::string g_dir;              ///< this process's temporary folder
+int g_stdout = -1;            ///< a memory file standing in for fd 1
+std::ostringstream g_stderr;  ///< what the planner writes to std::cerr
+std::string g_dir;            ///< this process's temporary folder
 
 /// Everything written to stdout since the last call.
 std::string take_stdout() {
@@ -68,7 +67,8 @@ void init() {
   if (g_stdout < 0 || ::dup2(g_stdout, STDOUT_FILENO) < 0) __builtin_trap();
   std::cerr.rdbuf(g_stderr.rdbuf());  // fd 2 stays libFuzzer's and the sanitizers'
   spdlog::set_level(spdlog::level::off);
-  g_dir = (std::filesystem::temp_directory_path() / ("planner-fuzz-" + std::to_string(::getpid()))).string();
+  g_dir = (std::filesystem::temp_directory_path() / ("planner-fuzz-" + std::to_string(::getpid())))
+              .string();
   std::filesystem::create_directories(g_dir);
   std::atexit(remove_temp_dir);
 }
@@ -105,7 +105,8 @@ int run_cli(const std::vector<std::string>& args, std::string_view input) {
   return rc;
 }
 
-void check_plan(const planner::ModelSpec& m, const planner::ClusterProfile& c, const planner::Plan& p) {
+void check_plan(const planner::ModelSpec& m, const planner::ClusterProfile& c,
+                const planner::Plan& p) {
   using namespace planner;
   for (bool simulated : {false, true}) {
     const Estimate e = simulated ? refine(m, c, p) : estimate(m, c, p);

@@ -39,7 +39,8 @@ int run_cli(const std::vector<std::string>& args, std::string_view input);
 
 /// Estimates `p` (closed form, then the simulator) and renders it as text, JSON, SVG plot and
 /// HTML report as the commands do; traps on a non-finite result.
-void check_plan(const planner::ModelSpec& m, const planner::ClusterProfile& c, const planner::Plan& p);
+void check_plan(const planner::ModelSpec& m, const planner::ClusterProfile& c,
+                const planner::Plan& p);
 
 /// A model file's bytes, named `name` (its extension picks YAML or JSON as the planner's loader
 /// does): loaded, and every model it accepts planned on the H100 profile (check_plan).

@@ -11,12 +11,18 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   if (text.find('\0') != std::string::npos) return 0;
-  static const char* const kOptions[] = {"--gpus", "--tp",  "--pp",        "--cp",       "--vpp",
-                                         "--mbs",  "--zero", "--sp",       "--recompute", "--schedule",
-                                         "--global-batch"};
-  static const char* const kNarrow[] = {"64", "1-2", "1-2", "1", "1", "1", "1", "1", "selective", "1f1b", "512"};
-  std::vector<std::string> args = {"suggest", "--model", fuzz::source("configs/models/megatron-1.7b.yaml"),
-                                   "--cluster", fuzz::source("hw_profiles/dgx-a100-80gb.yaml"), "--top", "3"};
+  static const char* const kOptions[] = {"--gpus",      "--tp",       "--pp",          "--cp",
+                                         "--vpp",       "--mbs",      "--zero",        "--sp",
+                                         "--recompute", "--schedule", "--global-batch"};
+  static const char* const kNarrow[] = {"64", "1-2", "1-2",       "1",    "1",  "1",
+                                        "1",  "1",   "selective", "1f1b", "512"};
+  std::vector<std::string> args = {"suggest",
+                                   "--model",
+                                   fuzz::source("configs/models/megatron-1.7b.yaml"),
+                                   "--cluster",
+                                   fuzz::source("hw_profiles/dgx-a100-80gb.yaml"),
+                                   "--top",
+                                   "3"};
   std::istringstream lines(text);
   std::string line;
   for (size_t i = 0; i < std::size(kOptions); ++i) {
@@ -25,7 +31,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     args.insert(args.end(), {kOptions[i], given && !line.empty() ? line : kNarrow[i]});
   }
   if (size % 2)  // half the inputs also draw the plot and write the report
-    args.insert(args.end(), {"--plot", fuzz::temp_path("plot.svg"), "--report", fuzz::temp_path("report.html")});
+    args.insert(args.end(), {"--plot", fuzz::temp_path("plot.svg"), "--report",
+                             fuzz::temp_path("report.html")});
   fuzz::run_cli(args, text);
   return 0;
 }

@@ -7,21 +7,36 @@ namespace planner {
 
 const char* to_string(Rejection r) {
   switch (r) {
-    case Rejection::none: return "ranked";
-    case Rejection::gpus_mismatch: return "GPU count mismatch";
-    case Rejection::tp_not_dividing_heads: return "tp not dividing heads";
-    case Rejection::tp_across_nodes: return "tp across nodes";
-    case Rejection::pp_not_dividing_layers: return "pp not dividing layers";
-    case Rejection::cp_not_dividing_seq: return "cp not dividing seq";
-    case Rejection::batch_not_divisible: return "batch not divisible";
-    case Rejection::vpp_invalid: return "vpp not dividing stage layers";
-    case Rejection::interleave_microbatches: return "microbatches not multiple of pp";
-    case Rejection::sp_without_tp: return "sp without tp";
-    case Rejection::zero_invalid: return "zero stage not applicable";
-    case Rejection::dtype_unsupported: return "precision unsupported";
-    case Rejection::schedule_invalid: return "schedule cannot complete";
-    case Rejection::out_of_memory: return "out of memory";
-    case Rejection::count_: break;
+    case Rejection::none:
+      return "ranked";
+    case Rejection::gpus_mismatch:
+      return "GPU count mismatch";
+    case Rejection::tp_not_dividing_heads:
+      return "tp not dividing heads";
+    case Rejection::tp_across_nodes:
+      return "tp across nodes";
+    case Rejection::pp_not_dividing_layers:
+      return "pp not dividing layers";
+    case Rejection::cp_not_dividing_seq:
+      return "cp not dividing seq";
+    case Rejection::batch_not_divisible:
+      return "batch not divisible";
+    case Rejection::vpp_invalid:
+      return "vpp not dividing stage layers";
+    case Rejection::interleave_microbatches:
+      return "microbatches not multiple of pp";
+    case Rejection::sp_without_tp:
+      return "sp without tp";
+    case Rejection::zero_invalid:
+      return "zero stage not applicable";
+    case Rejection::dtype_unsupported:
+      return "precision unsupported";
+    case Rejection::schedule_invalid:
+      return "schedule cannot complete";
+    case Rejection::out_of_memory:
+      return "out of memory";
+    case Rejection::count_:
+      break;
   }
   return "?";
 }
@@ -40,9 +55,15 @@ std::string str(int v) { return std::to_string(v); }
 /// cp must divide the sequence in 2 x cp chunks; gbs must be whole micro-batches per DP rank.
 Rejection check_cp_batch(const ModelSpec& m, const Plan& p, std::string* reason) {
   if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
-    return fail(Rejection::cp_not_dividing_seq, reason, [&] { return std::string("seq_len=" + str(m.seq_len) + " is not divisible by 2*cp=" + str(2 * p.cp)); });
+    return fail(Rejection::cp_not_dividing_seq, reason, [&] {
+      return std::string("seq_len=" + str(m.seq_len) +
+                         " is not divisible by 2*cp=" + str(2 * p.cp));
+    });
   if (p.gbs <= 0 || p.gbs % (1LL * p.mbs * p.dp) != 0)
-    return fail(Rejection::batch_not_divisible, reason, [&] { return std::string("gbs=" + str(p.gbs) + " is not a multiple of mbs*dp=" + std::to_string(1LL * p.mbs * p.dp)); });
+    return fail(Rejection::batch_not_divisible, reason, [&] {
+      return std::string("gbs=" + str(p.gbs) +
+                         " is not a multiple of mbs*dp=" + std::to_string(1LL * p.mbs * p.dp));
+    });
   return Rejection::none;
 }
 
@@ -51,22 +72,35 @@ Rejection check_cp_batch(const ModelSpec& m, const Plan& p, std::string* reason)
 Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                        const EstimateOptions& o, std::string* reason) {
   if (c.gpu.peak_flops[static_cast<int>(p.dtype)] <= 0)
-    return fail(Rejection::dtype_unsupported, reason, [&] { return std::string(c.gpu.name + " has no " + to_string(p.dtype) + " tensor-core peak"); });
+    return fail(Rejection::dtype_unsupported, reason, [&] {
+      return std::string(c.gpu.name + " has no " + to_string(p.dtype) + " tensor-core peak");
+    });
   if (p.gpus() > c.total_gpus())
-    return fail(Rejection::gpus_mismatch, reason, [&] { return std::string("dp*tp*pp*cp = " + std::to_string(p.gpus()) + " exceeds the cluster's " + str(c.total_gpus()) + " GPUs"); });
+    return fail(Rejection::gpus_mismatch, reason, [&] {
+      return std::string("dp*tp*pp*cp = " + std::to_string(p.gpus()) + " exceeds the cluster's " +
+                         str(c.total_gpus()) + " GPUs");
+    });
   if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0)
-    return fail(Rejection::tp_not_dividing_heads, reason, [&] { return std::string("tp=" + str(p.tp) + " does not divide heads=" + str(m.heads) + " and kv_heads=" + str(m.kv_heads)); });
+    return fail(Rejection::tp_not_dividing_heads, reason, [&] {
+      return std::string("tp=" + str(p.tp) + " does not divide heads=" + str(m.heads) +
+                         " and kv_heads=" + str(m.kv_heads));
+    });
   if (!o.tp_across_nodes && (p.tp > c.gpus_per_node || c.gpus_per_node % p.tp != 0))
-    return fail(Rejection::tp_across_nodes, reason, [&] { return std::string("tp=" + str(p.tp) + " does not fit in a node of " + str(c.gpus_per_node) +
-                    " GPUs (allow with --tp-across-nodes)"); });
+    return fail(Rejection::tp_across_nodes, reason, [&] {
+      return std::string("tp=" + str(p.tp) + " does not fit in a node of " + str(c.gpus_per_node) +
+                         " GPUs (allow with --tp-across-nodes)");
+    });
   for (const Component& comp : m.encoders)
     if (comp.shape.attention && (comp.shape.heads % p.tp != 0 || comp.shape.kv_heads % p.tp != 0))
       return fail(Rejection::tp_not_dividing_heads, reason, [&] {
-        return "tp=" + str(p.tp) + " does not divide the " + str(comp.shape.heads) + " heads of " + comp.name;
+        return "tp=" + str(p.tp) + " does not divide the " + str(comp.shape.heads) + " heads of " +
+               comp.name;
       });
   if (!m.encoders.empty()) return Rejection::none;  // multimodal: the split depends on vpp
   if (m.layers % p.pp != 0)
-    return fail(Rejection::pp_not_dividing_layers, reason, [&] { return std::string("pp=" + str(p.pp) + " does not divide layers=" + str(m.layers)); });
+    return fail(Rejection::pp_not_dividing_layers, reason, [&] {
+      return std::string("pp=" + str(p.pp) + " does not divide layers=" + str(m.layers));
+    });
   return check_cp_batch(m, p, reason);
 }
 
@@ -82,20 +116,30 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     if (const Rejection r = check_cp_batch(m, p, reason); r != Rejection::none) return r;
   }
   if (p.vpp > 1 && (p.pp == 1 || (m.encoders.empty() && (m.layers / p.pp) % p.vpp != 0)))
-    return fail(Rejection::vpp_invalid, reason, [&] { return std::string("vpp=" + str(p.vpp) + " needs pp>1 and to divide the " + str(m.layers / p.pp) +
-                    " layers per stage"); });
+    return fail(Rejection::vpp_invalid, reason, [&] {
+      return std::string("vpp=" + str(p.vpp) + " needs pp>1 and to divide the " +
+                         str(m.layers / p.pp) + " layers per stage");
+    });
   if (p.schedule == Schedule::interleaved && p.vpp == 1)
-    return fail(Rejection::vpp_invalid, reason, [&] { return std::string("schedule=interleaved needs vpp > 1"); });
+    return fail(Rejection::vpp_invalid, reason,
+                [&] { return std::string("schedule=interleaved needs vpp > 1"); });
   if (p.schedule == Schedule::interleaved && p.microbatches() % p.pp != 0)
-    return fail(Rejection::interleave_microbatches, reason, [&] { return std::string("the interleaved schedule needs microbatches (" + str(p.microbatches()) +
-                    ") to be a multiple of pp=" + str(p.pp)); });
+    return fail(Rejection::interleave_microbatches, reason, [&] {
+      return std::string("the interleaved schedule needs microbatches (" + str(p.microbatches()) +
+                         ") to be a multiple of pp=" + str(p.pp));
+    });
   if (p.sp && p.tp == 1)
-    return fail(Rejection::sp_without_tp, reason, [&] { return std::string("sequence parallelism needs tp > 1"); });
+    return fail(Rejection::sp_without_tp, reason,
+                [&] { return std::string("sequence parallelism needs tp > 1"); });
   if (p.zero > 0 && p.dp == 1)
-    return fail(Rejection::zero_invalid, reason, [&] { return std::string("ZeRO shards over data parallelism; dp=1"); });
+    return fail(Rejection::zero_invalid, reason,
+                [&] { return std::string("ZeRO shards over data parallelism; dp=1"); });
   if (p.zero >= 2 && p.pp > 1)
-    return fail(Rejection::zero_invalid, reason, [&] { return std::string("ZeRO-" + str(p.zero) + " with pipeline parallelism is not supported by "
-                "Megatron-LM or DeepSpeed (use zero<=1 with pp>1)"); });
+    return fail(Rejection::zero_invalid, reason, [&] {
+      return std::string("ZeRO-" + str(p.zero) +
+                         " with pipeline parallelism is not supported by "
+                         "Megatron-LM or DeepSpeed (use zero<=1 with pp>1)");
+    });
   return Rejection::none;
 }
 
@@ -103,7 +147,8 @@ std::string rejection_message(const Estimate& e) {
   if (e.rejection != Rejection::out_of_memory) return e.reason;
   char buf[160];
   std::snprintf(buf, sizeof buf, "out of memory: the plan needs %.1f GiB per GPU of %.1f GiB",
-                e.memory_bytes / (1024.0 * 1024 * 1024), e.memory_limit_bytes / (1024.0 * 1024 * 1024));
+                e.memory_bytes / (1024.0 * 1024 * 1024),
+                e.memory_limit_bytes / (1024.0 * 1024 * 1024));
   return buf;
 }
 

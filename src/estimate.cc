@@ -95,8 +95,10 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     z3.ranks_per_node = std::min(z3.ranks_per_node, sw.zero3_collective_nics);
     const double ag_latency = collective_latency_s(c, Collective::allgather, z3);
     const double rs_latency = collective_latency_s(c, Collective::reduce_scatter, z3);
-    const double ag_wire = collective_time_s(c, Collective::allgather, param_bytes, z3) - ag_latency;
-    const double rs_wire = collective_time_s(c, Collective::reduce_scatter, grad_bytes, z3) - rs_latency;
+    const double ag_wire =
+        collective_time_s(c, Collective::allgather, param_bytes, z3) - ag_latency;
+    const double rs_wire =
+        collective_time_s(c, Collective::reduce_scatter, grad_bytes, z3) - rs_latency;
     // Gathered module by module, prefetched a bucket ahead (DeepSpeed's
     // stage3_prefetch_bucket_size), one collective per module: modules whose compute is shorter
     // than the next one's gather (the attention core, the projection) leave the compute waiting.
@@ -135,12 +137,14 @@ StageTimes stage_times(const Stages& st, const PlanCosts& pc, const Plan& p) {
   r = StageTimes{std::move(r.t)};
   r.t.assign(p.pp, 0.0);
   r.p2p = p.pp > 1 ? 2.0 * p.vpp * pc.p2p_s : 0.0;
-  for (size_t vs = 0; vs < st.chunks.size(); ++vs) r.t[vs % p.pp] += st.chunks[vs].fwd_s + st.chunks[vs].bwd_s;
+  for (size_t vs = 0; vs < st.chunks.size(); ++vs)
+    r.t[vs % p.pp] += st.chunks[vs].fwd_s + st.chunks[vs].bwd_s;
   for (double& t : r.t) t += r.p2p, r.sum += t;
   r.critical = int(std::max_element(r.t.begin(), r.t.end()) - r.t.begin());
   r.t_max = r.t[r.critical];
   for (size_t vs = r.critical; vs < st.chunks.size(); vs += p.pp) {
-    r.fwd += st.chunks[vs].fwd_s, r.bwd += st.chunks[vs].bwd_s, r.weight += st.chunks[vs].bwd_weight_s;
+    r.fwd += st.chunks[vs].fwd_s, r.bwd += st.chunks[vs].bwd_s,
+        r.weight += st.chunks[vs].bwd_weight_s;
     r.compute += st.chunk_compute_s[vs], r.tp += st.chunk_tp_s[vs];
   }
   return r;
@@ -157,7 +161,8 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   BlockLayout own;
   if (!cache) own = block_layout(m);
   const BlockLayout& layout = cache ? cache->layout : own;
-  const PlanCosts pc = plan_costs(m, c, p, layout, cache ? &cache->layer : nullptr, cache ? &cache->head : nullptr);
+  const PlanCosts pc =
+      plan_costs(m, c, p, layout, cache ? &cache->layer : nullptr, cache ? &cache->head : nullptr);
   thread_local Partition even;
   thread_local Stages st;
   if (!part) even = even_partition(layout.count(), p.pp * p.vpp);
@@ -187,7 +192,8 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 
   const StageTimes tt = stage_times(st, pc, p);
   const double weight_fraction = tt.t_max > 0 ? tt.weight / tt.t_max : 0.0;
-  const double closed = pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction);
+  const double closed =
+      pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction);
   const double pipe = simulated ? sim.makespan_s : closed;
   const BlockCost& decoder = pc.shape.back();
   e.layer_compute = decoder.compute;
@@ -195,7 +201,8 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 
   double params_rank = 0;
   for (const StageLoad& l : st.load) params_rank = std::max(params_rank, l.params);
-  const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, decoder.compute, st.blocks_per_stage[tt.critical]);
+  const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, decoder.compute,
+                            st.blocks_per_stage[tt.critical]);
   Breakdown& b = e.breakdown;
   b.compute_s = mb * tt.compute;
   b.tp_comm_s = mb * tt.tp;
@@ -232,22 +239,26 @@ Estimate estimate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 }
 
 Estimate simulate_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                       const EstimateOptions& o, const Partition* part, SimResult* sim, bool trace) {
+                       const EstimateOptions& o, const Partition* part, SimResult* sim,
+                       bool trace) {
   return evaluate(m, c, p, o, nullptr, part, true, sim, trace);
 }
 
-Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const EstimateOptions& o) {
+Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                const EstimateOptions& o) {
   Estimate even = simulate_plan(m, c, p, o);
   if (even.rejection != Rejection::none && even.rejection != Rejection::out_of_memory) return even;
   const BlockLayout layout = block_layout(m);
   const double limit = o.memory_limit_bytes > 0 ? o.memory_limit_bytes : c.gpu.hbm_bytes;
   const Partition bal = balanced_partition(layout, plan_costs(m, c, p, layout), p, limit);
   Estimate balanced = simulate_plan(m, c, p, o, &bal);
-  const bool use_balanced = balanced.ok() && (!even.ok() || balanced.iteration_time_s < even.iteration_time_s);
+  const bool use_balanced =
+      balanced.ok() && (!even.ok() || balanced.iteration_time_s < even.iteration_time_s);
   Estimate best = use_balanced ? balanced : even;
   best.balanced = use_balanced && bal != even_partition(layout.count(), p.pp * p.vpp);
   if (even.ok() && balanced.ok())
-    best.balanced_gain_pct = 100.0 * (even.iteration_time_s - balanced.iteration_time_s) / even.iteration_time_s;
+    best.balanced_gain_pct =
+        100.0 * (even.iteration_time_s - balanced.iteration_time_s) / even.iteration_time_s;
   return best;
 }
 
@@ -255,12 +266,32 @@ bool finite_result(const Estimate& e) {
   const Breakdown& b = e.breakdown;
   const MemoryBreakdown& mem = e.memory;
   const LayerTimes& l = e.layer;
-  for (double v : {e.iteration_time_s, e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes,
-                   e.memory_limit_bytes, mem.weights, mem.grads, mem.optimizer, mem.activations,
-                   mem.reserve, b.compute_s, b.tp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s,
-                   b.optimizer_s, l.fwd_compute_s, l.bwd_compute_s, l.fwd_comm_s, l.bwd_comm_s,
-                   e.bubble_fraction, e.exposed_comm_fraction, e.dp_comm_total_s,
-                   e.closed_form_time_s, e.balanced_gain_pct})
+  for (double v : {e.iteration_time_s,
+                   e.tokens_per_s,
+                   e.tflops_per_gpu,
+                   e.mfu,
+                   e.memory_bytes,
+                   e.memory_limit_bytes,
+                   mem.weights,
+                   mem.grads,
+                   mem.optimizer,
+                   mem.activations,
+                   mem.reserve,
+                   b.compute_s,
+                   b.tp_comm_s,
+                   b.pp_comm_s,
+                   b.dp_comm_s,
+                   b.bubble_s,
+                   b.optimizer_s,
+                   l.fwd_compute_s,
+                   l.bwd_compute_s,
+                   l.fwd_comm_s,
+                   l.bwd_comm_s,
+                   e.bubble_fraction,
+                   e.exposed_comm_fraction,
+                   e.dp_comm_total_s,
+                   e.closed_form_time_s,
+                   e.balanced_gain_pct})
     if (!std::isfinite(v)) return false;
   for (const auto* list : {&e.stage_busy_s, &e.stage_idle_s})
     for (double v : *list)

@@ -7,9 +7,12 @@ namespace planner {
 
 const char* to_string(ComponentType t) {
   switch (t) {
-    case ComponentType::decoder: return "decoder";
-    case ComponentType::vit: return "vit";
-    case ComponentType::projector: return "projector";
+    case ComponentType::decoder:
+      return "decoder";
+    case ComponentType::vit:
+      return "vit";
+    case ComponentType::projector:
+      return "projector";
   }
   return "?";
 }
@@ -65,10 +68,12 @@ double ModelSpec::total_params() const {
 namespace {
 
 void check_count(long long v, const std::string& key, long long cap, const std::string& file) {
-  if (v <= 0) throw InputError(file, 0, key, "must be a positive integer, got " + std::to_string(v));
+  if (v <= 0)
+    throw InputError(file, 0, key, "must be a positive integer, got " + std::to_string(v));
   if (v > cap)
-    throw InputError(file, 0, key,
-                     "is implausibly large (" + std::to_string(v) + " > " + std::to_string(cap) + ")");
+    throw InputError(
+        file, 0, key,
+        "is implausibly large (" + std::to_string(v) + " > " + std::to_string(cap) + ")");
 }
 
 /// An encoder's sizes, as read_encoder leaves them (its `key`s are the model file's).

@@ -42,7 +42,8 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile, RegressionR
   const std::optional<Dtype> dtype = dtype_of(c.precision);
   if (!dtype) return void(row.unsupported = "precision '" + c.precision + "' is not modelled");
   if (profile.gpu.peak_flops[int(*dtype)] <= 0)
-    return void(row.unsupported = profile.gpu.name + " has no " + c.precision + " tensor-core peak");
+    return void(row.unsupported =
+                    profile.gpu.name + " has no " + c.precision + " tensor-core peak");
   try {
     validate_model(c.model, c.id);
   } catch (const InputError& e) {
@@ -65,7 +66,8 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile, RegressionR
     return;
   }
   row.estimate = r.top.front();
-  if (!finite_result(row.estimate)) return void(row.unsupported = "the prediction is not a finite number");
+  if (!finite_result(row.estimate))
+    return void(row.unsupported = "the prediction is not a finite number");
   const std::string formula = c.flops_formula.empty() ? "megatron-mfu" : c.flops_formula;
   const double flops = *formula_flops(formula, c.model, c.gbs);
   row.measured_iter_time_s = c.measured_iter_time_s
@@ -82,8 +84,9 @@ RegressionReport run_regression(const std::vector<RegressionCase>& cases,
                                 const std::string& profiles_dir) {
   std::error_code ec;
   if (!std::filesystem::is_directory(profiles_dir, ec))
-    throw InputError("", 0, "--profiles",
-                     profiles_dir + " is not a folder (of cluster profiles named as the cases' cluster column)");
+    throw InputError(
+        "", 0, "--profiles",
+        profiles_dir + " is not a folder (of cluster profiles named as the cases' cluster column)");
   RegressionReport rep;
   std::map<std::string, ClusterProfile> profiles;
   double sum = 0;

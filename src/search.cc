@@ -1,13 +1,13 @@
 #include "planner/search.h"
 
-#include "planner/error.h"
-#include "planner/limits.h"
-#include "planner/report/format.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <queue>
+
+#include "planner/error.h"
+#include "planner/limits.h"
+#include "planner/report/format.h"
 
 namespace planner {
 
@@ -93,8 +93,9 @@ void rerank_simulated(const ModelSpec& m, const ClusterProfile& c, const SearchO
     }
     Estimate s = refine(m, c, e.plan, o.estimate);
     if (!s.ok()) continue;  // the simulated peak of micro-batches in flight may not fit
-    r.max_closed_form_gap_pct = std::max(
-        r.max_closed_form_gap_pct, 100.0 * std::abs(s.closed_form_time_s - s.iteration_time_s) / s.iteration_time_s);
+    r.max_closed_form_gap_pct =
+        std::max(r.max_closed_form_gap_pct,
+                 100.0 * std::abs(s.closed_form_time_s - s.iteration_time_s) / s.iteration_time_s);
     refined.push_back(std::move(s));
   }
   r.simulated = static_cast<int>(refined.size()) - r.closed_form_only;
@@ -121,7 +122,8 @@ std::vector<long long> inner_plans(const KnobSpace& k, int blocks) {
     long long n = 0;
     if (k.vpp_whole_chunks_only) {  // the defaults: a short list
       for (int vpp : k.vpp)
-        if (vpp_tried(k, blocks, pp, vpp)) n += static_cast<long long>(schedules_for(vpp, pp, k.schedule).size());
+        if (vpp_tried(k, blocks, pp, vpp))
+          n += static_cast<long long>(schedules_for(vpp, pp, k.schedule).size());
     } else {
       const bool one = std::find(k.vpp.begin(), k.vpp.end(), 1) != k.vpp.end();
       n = static_cast<long long>(k.vpp.size()) - one;
@@ -136,8 +138,8 @@ std::vector<long long> inner_plans(const KnobSpace& k, int blocks) {
 /// over kSearchPlans plans, or over kSearchCells (GPU count, tp, cp, mbs, sp, pp) cells, each of
 /// which is checked once.
 void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
-  const double cells = double(o.gpus.size()) * k.tp.size() * k.cp.size() * k.mbs.size() *
-                       k.sp.size() * k.pp.size();
+  const double cells =
+      double(o.gpus.size()) * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size() * k.pp.size();
   if (cells > limits::kSearchCells)
     throw InputError("", 0, "",
                      fmt("the knob ranges give %.3g combinations of GPU count, tp, cp, mbs, sp and "
@@ -154,7 +156,8 @@ void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
   if (space > limits::kSearchPlans)
     throw InputError("", 0, "",
                      fmt("the knob ranges span %.0f plans, over the limit of %.0e; narrow --pp, "
-                         "--vpp, --mbs or --tp", space, limits::kSearchPlans));
+                         "--vpp, --mbs or --tp",
+                         space, limits::kSearchPlans));
 }
 
 /// Counts the plans the search checks one by one and those it estimates in full, and refuses
@@ -163,15 +166,18 @@ struct SearchWork {
   long long checked = 0, estimated = 0;
   void check() {
     if (++checked > limits::kSearchChecked)
-      throw InputError("", 0, "",
-                       fmt("more than %.0e plans pass the GPU-count and layout checks; narrow --vpp, "
-                           "--zero, --recompute or --schedule", double(limits::kSearchChecked)));
+      throw InputError(
+          "", 0, "",
+          fmt("more than %.0e plans pass the GPU-count and layout checks; narrow --vpp, "
+              "--zero, --recompute or --schedule",
+              double(limits::kSearchChecked)));
   }
   void estimate() {
     if (++estimated > limits::kSearchEstimates)
       throw InputError("", 0, "",
                        fmt("more than %.0e plans are structurally valid and would be estimated in "
-                           "full; narrow the knob ranges or --gpus", double(limits::kSearchEstimates)));
+                           "full; narrow the knob ranges or --gpus",
+                           double(limits::kSearchEstimates)));
   }
 };
 
@@ -188,12 +194,14 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
   const auto start = std::chrono::steady_clock::now();
   SearchResult r;
   r.feasible = PlotSample(o.plot_points);
-  const int keep = o.simulate_candidates > 0 ? std::max(4 * o.top_k, o.simulate_candidates) : o.top_k;
+  const int keep =
+      o.simulate_candidates > 0 ? std::max(4 * o.top_k, o.simulate_candidates) : o.top_k;
   TopK top(std::max(1, keep), o.objective);
   EstimateOptions eo = o.estimate;
   eo.reasons = false;
   const AttentionKernel attn = o.attention.value_or(c.software.attention);
-  const double outer = double(o.gpus.size() * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size());
+  const double outer =
+      double(o.gpus.size() * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size());
   double outer_done = 0;
   for (int gpus : o.gpus)
     for (int tp : k.tp)
@@ -210,7 +218,8 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
               computed = true;
               const LayerConfig cfg{tp, cp, mbs, sp != 0, o.dtype, attn};
               cache.layer.clear();
-              for (const LayerShape& shape : cache.layout.shapes) cache.layer.push_back(layer_compute(shape, c, cfg));
+              for (const LayerShape& shape : cache.layout.shapes)
+                cache.layer.push_back(layer_compute(shape, c, cfg));
               cache.head = head_compute(m, c, cfg);
             };
             for (size_t ip = 0; ip < k.pp.size(); ++ip) {
@@ -221,11 +230,13 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
               p.attention = o.attention;
               const long long model_parallel = 1LL * tp * cp * pp;
               p.dp = static_cast<int>(gpus / model_parallel);
-              const bool divides = model_parallel * p.dp == gpus &&
-                                   (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
+              const bool divides =
+                  model_parallel * p.dp == gpus &&
+                  (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
               // A rejection that no vpp, schedule, ZeRO stage or recomputation changes is counted
               // for all of them at once, as if each had been tried.
-              const Rejection shared = divides ? check_layout(m, c, p, eo, nullptr) : Rejection::gpus_mismatch;
+              const Rejection shared =
+                  divides ? check_layout(m, c, p, eo, nullptr) : Rejection::gpus_mismatch;
               if (shared != Rejection::none) {
                 r.evaluated += plans_per_pp[ip];
                 r.rejections[int(shared)] += plans_per_pp[ip];
@@ -249,7 +260,10 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
                             e.memory_bytes < r.closest_infeasible.memory_bytes)
                           r.closest_infeasible = e;
                       }
-                      if (e.ok()) { top.offer(e); r.feasible.add(e.memory_bytes, e.tflops_per_gpu); }
+                      if (e.ok()) {
+                        top.offer(e);
+                        r.feasible.add(e.memory_bytes, e.tflops_per_gpu);
+                      }
                     }
               }
             }

@@ -18,7 +18,9 @@ const char* kComponents[] = {"gemm", "attention", "elementwise", "communication"
 int component_of(const Kernel& k) { return static_cast<int>(k.cls); }
 
 const char* pass_name(Pass p) {
-  return p == Pass::forward ? "forward" : p == Pass::backward_data ? "backward_data" : "backward_weight";
+  return p == Pass::forward         ? "forward"
+         : p == Pass::backward_data ? "backward_data"
+                                    : "backward_weight";
 }
 
 void add_tp_collectives(const ModelSpec& m, const ClusterProfile& c, const Plan& p, Workload& w) {
@@ -27,7 +29,8 @@ void add_tp_collectives(const ModelSpec& m, const ClusterProfile& c, const Plan&
   const double act = 2.0 * p.mbs * (double(m.seq_len) / p.cp) * m.hidden;
   const int recompute = p.recompute == Recompute::full ? 2 : 0;  // the forward's again
   auto add = [&](const char* name, Collective coll, Pass pass, int count) {
-    w.collectives.push_back({name, coll, act, p.tp, pass, count, collective_time_s(c, coll, act, g)});
+    w.collectives.push_back(
+        {name, coll, act, p.tp, pass, count, collective_time_s(c, coll, act, g)});
   };
   if (p.sp) {  // two allgather + reduce-scatter pairs each way (Korthikanti et al. 2022, Fig. 5)
     add("tp_allgather", Collective::allgather, Pass::forward, 2);
@@ -71,8 +74,13 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   add_tp_collectives(m, c, p, w);
   double params = 0;  // the most loaded stage's parameters on one rank, before ZeRO
   for (int s = 0; s < p.pp; ++s) params = std::max(params, stage_params_per_rank(m, p, s));
-  w.dp = {"dp_gradients", p.zero >= 1 ? Collective::reduce_scatter : Collective::allreduce,
-          p.dp > 1 ? params * grad_wire_bytes(p.dtype) : 0.0, p.dp, Pass::backward_weight, 1, 0};
+  w.dp = {"dp_gradients",
+          p.zero >= 1 ? Collective::reduce_scatter : Collective::allreduce,
+          p.dp > 1 ? params * grad_wire_bytes(p.dtype) : 0.0,
+          p.dp,
+          Pass::backward_weight,
+          1,
+          0};
   w.dp.predicted_s = collective_time_s(c, w.dp.coll, w.dp.bytes, dp_group(p, c.gpus_per_node));
   return w;
 }
@@ -82,15 +90,26 @@ nlohmann::json workload_json(const Workload& w) {
   json kernels = json::array();
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const Kernel& k = w.kernels[i];
-    kernels.push_back({{"name", k.name}, {"class", kComponents[component_of(k)]},
-                       {"pass", pass_name(k.pass)}, {"recompute", bool(w.is_recompute[i])},
-                       {"m", k.gemm.m}, {"n", k.gemm.n}, {"k", k.gemm.k}, {"batch", k.gemm.batch},
-                       {"bytes", k.bytes}, {"flops", k.flops}, {"predicted_s", k.time_s}});
+    kernels.push_back({{"name", k.name},
+                       {"class", kComponents[component_of(k)]},
+                       {"pass", pass_name(k.pass)},
+                       {"recompute", bool(w.is_recompute[i])},
+                       {"m", k.gemm.m},
+                       {"n", k.gemm.n},
+                       {"k", k.gemm.k},
+                       {"batch", k.gemm.batch},
+                       {"bytes", k.bytes},
+                       {"flops", k.flops},
+                       {"predicted_s", k.time_s}});
   }
   json colls = json::array();
   for (const WorkCollective& c : w.collectives)
-    colls.push_back({{"name", c.name}, {"collective", to_string(c.coll)}, {"bytes", c.bytes},
-                     {"ranks", c.ranks}, {"pass", pass_name(c.pass)}, {"count", c.count},
+    colls.push_back({{"name", c.name},
+                     {"collective", to_string(c.coll)},
+                     {"bytes", c.bytes},
+                     {"ranks", c.ranks},
+                     {"pass", pass_name(c.pass)},
+                     {"count", c.count},
                      {"predicted_s", c.predicted_s}});
   const LayerShape& s = w.shape;
   return {{"schema", "planner-validate-workload/1"},
@@ -98,14 +117,25 @@ nlohmann::json workload_json(const Workload& w) {
           {"model", w.model},
           {"dtype", to_string(w.plan.dtype)},
           {"attention", w.config.attention == AttentionKernel::flash ? "flash" : "unfused"},
-          {"layer", {{"hidden", s.hidden}, {"heads", s.heads}, {"kv_heads", s.kv_heads}, {"ffn", s.ffn},
-                     {"swiglu", s.swiglu}, {"seq", s.seq}, {"tp", w.config.tp}, {"cp", w.config.cp},
-                     {"mbs", w.config.mbs}, {"sp", w.config.sp}}},
+          {"layer",
+           {{"hidden", s.hidden},
+            {"heads", s.heads},
+            {"kv_heads", s.kv_heads},
+            {"ffn", s.ffn},
+            {"swiglu", s.swiglu},
+            {"seq", s.seq},
+            {"tp", w.config.tp},
+            {"cp", w.config.cp},
+            {"mbs", w.config.mbs},
+            {"sp", w.config.sp}}},
           {"layers", w.layers},
           {"kernels", kernels},
           {"collectives", colls},
-          {"dp", {{"collective", to_string(w.dp.coll)}, {"bytes", w.dp.bytes}, {"ranks", w.dp.ranks},
-                  {"predicted_s", w.dp.predicted_s}}}};
+          {"dp",
+           {{"collective", to_string(w.dp.coll)},
+            {"bytes", w.dp.bytes},
+            {"ranks", w.dp.ranks},
+            {"predicted_s", w.dp.predicted_s}}}};
 }
 
 Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::string& origin) {
@@ -116,7 +146,8 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
   if (!j.is_object()) fail("", "expected a JSON object from the GPU runner");
   m.device = j.contains("device") && j["device"].is_string() ? j["device"].get<std::string>()
                                                              : std::string("unknown device");
-  if (!j.contains("kernels_s") || !j["kernels_s"].is_array()) fail("kernels_s", "missing or not a list");
+  if (!j.contains("kernels_s") || !j["kernels_s"].is_array())
+    fail("kernels_s", "missing or not a list");
   if (j["kernels_s"].size() != w.kernels.size())
     fail("kernels_s", "expected " + std::to_string(w.kernels.size()) + " times, found " +
                           std::to_string(j["kernels_s"].size()));
@@ -132,7 +163,8 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
     if (j["collectives_s"].size() != w.collectives.size())
       fail("collectives_s", "expected " + std::to_string(w.collectives.size()) + " times");
     for (const auto& t : j["collectives_s"]) {
-      if (!t.is_number() || t.get<double>() < 0) fail("collectives_s", "times must be numbers >= 0");
+      if (!t.is_number() || t.get<double>() < 0)
+        fail("collectives_s", "times must be numbers >= 0");
       m.collective_s.push_back(t.get<double>());
     }
   }
@@ -140,17 +172,20 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
   if (j.contains("attention_reference")) {
     const auto& ref = j["attention_reference"];
     if (!ref.is_object() || !ref.contains("kernels_s") || !ref["kernels_s"].is_array() ||
-        !ref.contains("source") || !ref["source"].is_string() || ref["source"].get<std::string>().empty())
+        !ref.contains("source") || !ref["source"].is_string() ||
+        ref["source"].get<std::string>().empty())
       fail("attention_reference", "expected {\"source\": non-empty text, \"kernels_s\": [...]}");
     if (ref["kernels_s"].size() != w.kernels.size())
-      fail("attention_reference.kernels_s", "expected " + std::to_string(w.kernels.size()) + " entries");
+      fail("attention_reference.kernels_s",
+           "expected " + std::to_string(w.kernels.size()) + " entries");
     m.attention_reference_source = ref["source"].get<std::string>();
     for (size_t i = 0; i < w.kernels.size(); ++i) {
       const auto& t = ref["kernels_s"][i];
       const bool attention = w.kernels[i].cls == KernelClass::attention;
       if (attention && !time_ok(t))
         fail("attention_reference.kernels_s",
-             "entry " + std::to_string(i) + " (attention) must be a positive number of seconds, at most 3600");
+             "entry " + std::to_string(i) +
+                 " (attention) must be a positive number of seconds, at most 3600");
       m.attention_reference_s.push_back(attention ? t.get<double>() : std::nan(""));
     }
   }
@@ -173,7 +208,8 @@ ValidationReport compare(const Workload& w, const Measured& m) {
     const int c = component_of(k);
     (fwd ? r.predicted[c].fwd_s : r.predicted[c].bwd_s) += k.time_s;
     const bool referenced = !m.attention_reference_s.empty() && k.cls == KernelClass::attention;
-    (fwd ? r.measured[c].fwd_s : r.measured[c].bwd_s) += referenced ? m.attention_reference_s[i] : m.kernel_s[i];
+    (fwd ? r.measured[c].fwd_s : r.measured[c].bwd_s) +=
+        referenced ? m.attention_reference_s[i] : m.kernel_s[i];
     if (referenced) (fwd ? r.own_attention.fwd_s : r.own_attention.bwd_s) += m.kernel_s[i];
   }
   r.attention_source = m.attention_reference_source;
@@ -186,7 +222,8 @@ ValidationReport compare(const Workload& w, const Measured& m) {
     (fwd ? r.measured[3].fwd_s : r.measured[3].bwd_s) += c.count * measured;
   }
   for (int c = 0; c < 4; ++c) {
-    r.predicted_layer.fwd_s += r.predicted[c].fwd_s, r.predicted_layer.bwd_s += r.predicted[c].bwd_s;
+    r.predicted_layer.fwd_s += r.predicted[c].fwd_s,
+        r.predicted_layer.bwd_s += r.predicted[c].bwd_s;
     r.measured_layer.fwd_s += r.measured[c].fwd_s, r.measured_layer.bwd_s += r.measured[c].bwd_s;
   }
   r.layers = w.layers, r.stage_layers = w.stage_layers, r.microbatches = w.plan.microbatches();

@@ -24,8 +24,8 @@
 #include "planner/cost/communication.h"
 #include "planner/cost/compute.h"
 #include "planner/error.h"
-#include "planner/io/output.h"
 #include "planner/io/cluster_io.h"
+#include "planner/io/output.h"
 
 using namespace planner;
 using namespace planner::calibrate;
@@ -365,7 +365,8 @@ TEST_CASE("malformed sample files name the file, line and key") {
     load_samples("/nonexistent/x.json");
     FAIL("no error");
   } catch (const InputError& e) {
-    CHECK(std::string(e.what()) == "/nonexistent/x.json: cannot open file: No such file or directory");
+    CHECK(std::string(e.what()) ==
+          "/nonexistent/x.json: cannot open file: No such file or directory");
   }
   // The checked-in malformed file (the calibrate_fit_malformed ctest) fails to load too.
   CHECK_THROWS_AS(load_samples(PLANNER_SOURCE_DIR "/tests/data/calibrate/malformed.samples.json"),

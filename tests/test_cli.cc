@@ -7,10 +7,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "cli_run.h"
 
@@ -27,7 +26,8 @@ using cli_run::check_error;
 }  // namespace
 
 TEST_CASE("suggest prints a ranked table with reproducible plans") {
-  const Run r = planner("suggest " + kModel + " " + kCluster + " --gpus 1024 --global-batch 1536 --top 3");
+  const Run r =
+      planner("suggest " + kModel + " " + kCluster + " --gpus 1024 --global-batch 1536 --top 3");
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("# model   gpt3-175b") != std::string::npos);
   CHECK(r.out.find(" ranked, ") != std::string::npos);
@@ -35,37 +35,45 @@ TEST_CASE("suggest prints a ranked table with reproducible plans") {
 }
 
 TEST_CASE("suggest --format json carries the documented keys") {
-  const Run r = planner("suggest " + kModel + " " + kCluster +
-                        " --gpus 1024 --global-batch 1536 --top 2 --format json --train-tokens 300B");
+  const Run r =
+      planner("suggest " + kModel + " " + kCluster +
+              " --gpus 1024 --global-batch 1536 --top 2 --format json --train-tokens 300B");
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
-  for (const char* k : {"schema_version", "context", "plans_evaluated", "search_time_s", "rejections", "plans"})
+  for (const char* k :
+       {"schema_version", "context", "plans_evaluated", "search_time_s", "rejections", "plans"})
     CHECK(j.contains(k));
   REQUIRE(j["plans"].size() == 2);
   const auto& p = j["plans"][0];
-  for (const char* k : {"dp", "tp", "pp", "cp", "vpp", "mbs", "gbs", "zero", "recompute", "sp", "schedule"})
+  for (const char* k :
+       {"dp", "tp", "pp", "cp", "vpp", "mbs", "gbs", "zero", "recompute", "sp", "schedule"})
     CHECK(p["plan"].contains(k));
-  for (const char* k : {"iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu", "memory_bytes_per_gpu",
-                        "train_days", "train_gpu_hours"})
+  for (const char* k : {"iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu",
+                        "memory_bytes_per_gpu", "train_days", "train_gpu_hours"})
     CHECK(p.contains(k));
-  for (const char* k : {"compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"})
+  for (const char* k :
+       {"compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"})
     CHECK(p["breakdown"].contains(k));
 }
 
 TEST_CASE("suggest --format csv has a header and K rows") {
-  const Run r = planner("suggest " + kModel + " " + kCluster + " --gpus 1024 --global-batch 1536 --top 4 --format csv");
+  const Run r = planner("suggest " + kModel + " " + kCluster +
+                        " --gpus 1024 --global-batch 1536 --top 4 --format csv");
   REQUIRE(r.rc == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
   CHECK(r.out.rfind("rank,dp,tp,pp,", 0) == 0);
 }
 
 TEST_CASE("estimate --format json has model_params, layer and diagnostics") {
-  const Run r = planner("estimate " + kModel + " " + kCluster +
-                        " --plan \"tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1\" --format json");
+  const Run r =
+      planner("estimate " + kModel + " " + kCluster +
+              " --plan \"tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1\" "
+              "--format json");
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["model_params"].get<double>() == doctest::Approx(174.56e9).epsilon(0.001));
-  for (const char* k : {"fwd_compute_s", "bwd_compute_s", "fwd_comm_s", "bwd_comm_s"}) CHECK(j["layer"].contains(k));
+  for (const char* k : {"fwd_compute_s", "bwd_compute_s", "fwd_comm_s", "bwd_comm_s"})
+    CHECK(j["layer"].contains(k));
   std::vector<std::string> ids;
   for (const auto& d : j["diagnostics"]) ids.push_back(d["id"]);
   CHECK(std::find(ids.begin(), ids.end(), "compute_vs_comm") != ids.end());
@@ -83,13 +91,17 @@ TEST_CASE("estimate diagnoses too few micro-batches and tiny shards") {
 }
 
 TEST_CASE("bad input: one clear message and exit 2") {
-  check_error("suggest --model /no/such.yaml " + kCluster + " --global-batch 8", "/no/such.yaml: cannot open file: No such file or directory");
-  check_error("suggest " + kModel + " " + kCluster + " --gpus 0 --global-batch 8", "option --gpus: must be positive, got 0");
-  check_error("suggest " + kModel + " " + kCluster + " --gpus 12 --global-batch 8",
-              "option --gpus: 12 is not a multiple of gpus_per_node=8 in hw_profiles/dgx-a100-80gb.yaml");
+  check_error("suggest --model /no/such.yaml " + kCluster + " --global-batch 8",
+              "/no/such.yaml: cannot open file: No such file or directory");
+  check_error("suggest " + kModel + " " + kCluster + " --gpus 0 --global-batch 8",
+              "option --gpus: must be positive, got 0");
+  check_error(
+      "suggest " + kModel + " " + kCluster + " --gpus 12 --global-batch 8",
+      "option --gpus: 12 is not a multiple of gpus_per_node=8 in hw_profiles/dgx-a100-80gb.yaml");
   check_error("estimate " + kModel + " " + kCluster + " --plan \"tp=8,pipe=4\" --global-batch 8",
               "--plan: key 'pipe': unknown plan knob, did you mean 'pp'?");
-  check_error("estimate " + kModel + " " + kCluster + " --gpus 1280 --plan \"tp=5,pp=4\" --global-batch 1536",
+  check_error("estimate " + kModel + " " + kCluster +
+                  " --gpus 1280 --plan \"tp=5,pp=4\" --global-batch 1536",
               "option --plan: tp=5 does not divide heads=96 and kv_heads=96 (model "
               "configs/models/gpt3-175b.yaml, cluster hw_profiles/dgx-a100-80gb.yaml)");
   check_error("estimate " + kModel + " " + kCluster + " --plan \"tp=8,pp=1,dp=1,gbs=8\"",
@@ -123,7 +135,8 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   CHECK(js.contains("mean_abs_error_pct"));
   CHECK(js.contains("max_abs_error_pct"));
   REQUIRE(js["rows"].size() == 31);
-  for (const char* k : {"id", "plan", "predicted_iter_time_s", "predicted_tflops_per_gpu", "error_pct"})
+  for (const char* k :
+       {"id", "plan", "predicted_iter_time_s", "predicted_tflops_per_gpu", "error_pct"})
     CHECK(js["rows"][0].contains(k));
   const Run e = planner("regress " + cases + " --explain meg24-h100-05");
   CHECK(e.rc == 0);
@@ -131,7 +144,8 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   CHECK(e.out.find("measured   ") != std::string::npos);
   CHECK(planner("regress " + cases + " --tolerance 0.01").rc == 1);
   check_error("regress " + cases + " --explain nope", "option --explain: no row with id 'nope'");
-  check_error("regress --cases README.md", "README.md:1: expected column 1 to be 'id', found '# planner'");
+  check_error("regress --cases README.md",
+              "README.md:1: expected column 1 to be 'id', found '# planner'");
 }
 
 namespace {
@@ -153,28 +167,36 @@ std::string fresh_out(const std::string& name) {
 
 TEST_CASE("emit writes the golden Megatron-LM files and lists them") {
   const std::string out = fresh_out("emit");
-  const Run r = planner("emit " + kModel + " " + kCluster +
-                        " --plan \"tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1\""
-                        " --framework megatron --out " + out + "/run");
+  const Run r =
+      planner("emit " + kModel + " " + kCluster +
+              " --plan \"tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1\""
+              " --framework megatron --out " +
+              out + "/run");
   REQUIRE(r.rc == 0);
   CHECK(r.out == out + "/run/megatron_torchrun.sh\n" + out + "/run/megatron_sbatch.sh\n");
   for (const char* f : {"megatron_torchrun.sh", "megatron_sbatch.sh"})
-    CHECK(slurp(out + "/run/" + f) ==
-          slurp(PLANNER_SOURCE_DIR "/tests/data/golden/megatron-gpt3-175b-a100x1024/" + std::string(f)));
+    CHECK(slurp(out + "/run/" + f) == slurp(PLANNER_SOURCE_DIR
+                                            "/tests/data/golden/megatron-gpt3-175b-a100x1024/" +
+                                            std::string(f)));
   std::filesystem::remove_all(out);
 }
 
 TEST_CASE("emit refuses what the framework cannot run, and writes nothing") {
   const std::string out = fresh_out("emit_refused");
-  check_error("emit " + kModel + " " + kCluster + " --plan \"tp=8,pp=1,dp=128,gbs=1536,zero=2\" --framework megatron --out " + out,
+  check_error("emit " + kModel + " " + kCluster +
+                  " --plan \"tp=8,pp=1,dp=128,gbs=1536,zero=2\" --framework megatron --out " + out,
               "option --plan: Megatron-LM cannot express zero=2: its distributed optimizer "
               "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed");
-  check_error("emit " + kModel + " " + kCluster + " --plan \"tp=8,pp=8,dp=16,gbs=1536,zero=2\" --framework deepspeed --out " + out,
-              "option --plan: DeepSpeed's pipeline engine refuses zero=2 with pp=8 (ZeRO-2 and ZeRO-3 are "
-              "incompatible with pipeline parallelism); use zero<=1 or pp=1");
-  check_error("emit " + kModel + " " + kCluster + " --plan \"tp=8,pp=8,dp=16,gbs=1536\" --framework jax --out " + out,
+  check_error(
+      "emit " + kModel + " " + kCluster +
+          " --plan \"tp=8,pp=8,dp=16,gbs=1536,zero=2\" --framework deepspeed --out " + out,
+      "option --plan: DeepSpeed's pipeline engine refuses zero=2 with pp=8 (ZeRO-2 and ZeRO-3 are "
+      "incompatible with pipeline parallelism); use zero<=1 or pp=1");
+  check_error("emit " + kModel + " " + kCluster +
+                  " --plan \"tp=8,pp=8,dp=16,gbs=1536\" --framework jax --out " + out,
               "option --framework: unknown framework 'jax' (expected megatron or deepspeed)");
-  const Run oom = planner("emit " + kModel + " " + kCluster + " --plan \"tp=8,pp=1,dp=1,gbs=8\" --framework megatron --out " + out);
+  const Run oom = planner("emit " + kModel + " " + kCluster +
+                          " --plan \"tp=8,pp=1,dp=1,gbs=8\" --framework megatron --out " + out);
   CHECK(oom.rc == 2);
   CHECK(oom.out.rfind("planner: error: option --plan: out of memory: the plan needs ", 0) == 0);
   CHECK(!std::filesystem::exists(out));
@@ -182,12 +204,15 @@ TEST_CASE("emit refuses what the framework cannot run, and writes nothing") {
 
 TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed runs, and says so") {
   const std::string out = fresh_out("suggest_emit_h100");
-  const Run r = planner("suggest --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
-                        "--gpus 64 --global-batch 128 --top 3 --emit deepspeed --out " + out);
+  const Run r = planner(
+      "suggest --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+      "--gpus 64 --global-batch 128 --top 3 --emit deepspeed --out " +
+      out);
   REQUIRE(r.rc == 0);
   const std::string launcher = slurp(out + "/deepspeed_launch.sh");
-  CHECK(launcher.find("# stack      DeepSpeed runs without the profile's software.overlap_tp_comm and "
-                      "overlap_param_gather: predicted without them\n") != std::string::npos);
+  CHECK(launcher.find(
+            "# stack      DeepSpeed runs without the profile's software.overlap_tp_comm and "
+            "overlap_param_gather: predicted without them\n") != std::string::npos);
   // The header's prediction is rank 1's time (iter_s, the 10th column), the plan it emits.
   const size_t at = launcher.find("# predicted  iteration ");
   REQUIRE(at != std::string::npos);
@@ -200,14 +225,18 @@ TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed ru
   CHECK(std::stod(col) == doctest::Approx(secs).epsilon(1e-4));
   // The trace is simulated on the same stack: the emitted plan's iteration with its TP
   // communication exposed ends later than the same plan estimated on the profile as written.
-  const Run t = planner("suggest --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
-                        "--gpus 64 --global-batch 128 --top 1 --emit deepspeed --out " + out + "2 --trace " + out + "/trace.json");
+  const Run t = planner(
+      "suggest --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+      "--gpus 64 --global-batch 128 --top 1 --emit deepspeed --out " +
+      out + "2 --trace " + out + "/trace.json");
   REQUIRE(t.rc == 0);
   const size_t p = launcher.find("# plan       --plan \"");
   REQUIRE(p != std::string::npos);
   const std::string plan = launcher.substr(p + 21, launcher.find('"', p + 21) - p - 21);
-  const Run plain = planner("estimate --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
-                            "--plan \"" + plan + "\" --trace " + out + "/plain.json");
+  const Run plain = planner(
+      "estimate --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+      "--plan \"" +
+      plan + "\" --trace " + out + "/plain.json");
   REQUIRE(plain.rc == 0);
   auto trace_end = [](const std::string& path) {
     double end = 0;
@@ -223,7 +252,8 @@ TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed ru
 
 TEST_CASE("suggest --emit writes the top plan's DeepSpeed files") {
   const std::string out = fresh_out("suggest_emit");
-  const std::string search = "suggest " + kModel + " " + kCluster + " --gpus 1024 --global-batch 1536 --top 3";
+  const std::string search =
+      "suggest " + kModel + " " + kCluster + " --gpus 1024 --global-batch 1536 --top 3";
   const Run r = planner(search + " --emit deepspeed --out " + out);
   REQUIRE(r.rc == 0);
   CHECK(r.out.find("planner: wrote deepspeed launch files for plan ") != std::string::npos);
@@ -233,9 +263,12 @@ TEST_CASE("suggest --emit writes the top plan's DeepSpeed files") {
   const std::string plan = launcher.substr(at + 13, launcher.find('\n', at) - at - 13);
   CHECK(r.out.find(plan) != std::string::npos);  // one of the ranked rows
   CHECK(std::filesystem::exists(out + "/ds_config.json"));
-  check_error(search + " --emit megatron", "option --out: required with --emit (the directory for the files)");
-  check_error(search + " --out " + out, "option --emit: required with --out (megatron or deepspeed)");
-  check_error(search + " --emit jax --out " + out, "option --emit: unknown framework 'jax' (expected megatron or deepspeed)");
+  check_error(search + " --emit megatron",
+              "option --out: required with --emit (the directory for the files)");
+  check_error(search + " --out " + out,
+              "option --emit: required with --out (megatron or deepspeed)");
+  check_error(search + " --emit jax --out " + out,
+              "option --emit: unknown framework 'jax' (expected megatron or deepspeed)");
   std::filesystem::remove_all(out);
 }
 

@@ -39,7 +39,8 @@ TEST_CASE("rank layout: TP innermost, then CP, DP, PP") {
 TEST_CASE("inside a node: alpha + S f / busbw") {
   const ClusterProfile c = toy();
   // 1 GB allreduce on 8 GPUs: 10 us + 1e9 x 1.75 / 200e9 = 8.76 ms.
-  CHECK(collective_time_s(c, Collective::allreduce, 1e9, {8, 8, 1}) == doctest::Approx(10e-6 + 8.75e-3));
+  CHECK(collective_time_s(c, Collective::allreduce, 1e9, {8, 8, 1}) ==
+        doctest::Approx(10e-6 + 8.75e-3));
   CHECK(collective_time_s(c, Collective::allreduce, 1e9, {1, 1, 1}) == 0.0);
 }
 
@@ -61,7 +62,8 @@ TEST_CASE("measured busbw curves are interpolated in log size") {
   CHECK(tier_busbw_Bps(cc, 1e12) == doctest::Approx(100e9));
 }
 
-TEST_CASE("a collective beside compute: the tail is exposed, the rest slows the compute or spills") {
+TEST_CASE(
+    "a collective beside compute: the tail is exposed, the rest slows the compute or spills") {
   // 10 ms collective, last tenth unhidable, beside 20 ms of compute, no slowdown: only the tail.
   CHECK(exposed_after_overlap(10e-3, 20e-3, 0.1, 0.0) == doctest::Approx(1e-3));
   // With slowdown s the 9 ms beside the compute cost it 9 s / (1 + s) ms of progress.
@@ -77,7 +79,8 @@ TEST_CASE("a collective's latency part: the tier's latency plus a hop per node s
   const GroupLayout ring = group_layout(32, 1, 8);  // 4 nodes of 8
   CHECK(collective_latency_s(c, Collective::allgather, ring) == doctest::Approx(20e-6 + 3 * 5e-6));
   CHECK(collective_latency_s(c, Collective::allreduce, ring) == doctest::Approx(20e-6 + 4 * 5e-6));
-  CHECK(collective_latency_s(c, Collective::allgather, group_layout(8, 1, 8)) == doctest::Approx(10e-6));
+  CHECK(collective_latency_s(c, Collective::allgather, group_layout(8, 1, 8)) ==
+        doctest::Approx(10e-6));
   CHECK(collective_latency_s(c, Collective::allgather, group_layout(1, 1, 8)) == 0);
   // collective_time_s = latency + bytes x bus factor / bottleneck bandwidth.
   const double bytes = 1e9;

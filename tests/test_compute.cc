@@ -45,7 +45,8 @@ TEST_CASE("main-loop and alignment penalties") {
 TEST_CASE("GEMM time is the slower of compute and memory, plus launch") {
   Gpu g = toy();
   // 256^3: 2 x 256^3 = 33.55 MFLOP at 100 TFLOP/s = 0.3355 us; memory 3 x 256^2 x 2 B at 1 PB/s.
-  CHECK(gemm_time_s(g, Dtype::bf16, {256, 256, 256}) == doctest::Approx(2.0 * 256 * 256 * 256 / 100e12));
+  CHECK(gemm_time_s(g, Dtype::bf16, {256, 256, 256}) ==
+        doctest::Approx(2.0 * 256 * 256 * 256 / 100e12));
   g.hbm_Bps = 1e9;  // now 393,216 bytes / 1 GB/s = 393 us dominates
   CHECK(gemm_time_s(g, Dtype::bf16, {256, 256, 256}) == doctest::Approx(3.0 * 256 * 256 * 2 / 1e9));
 }
@@ -57,7 +58,8 @@ TEST_CASE("a layer executes 24 s h^2 + 4 s^2 h forward FLOPs per sequence, twice
   m.seq_len = 2048;
   const double s = 2048, h = 2304;
   for (int tp : {1, 2, 4, 8}) {
-    const LayerCompute lc = layer_compute(m, c, {tp, 1, 1, false, Dtype::fp16, AttentionKernel::unfused});
+    const LayerCompute lc =
+        layer_compute(m, c, {tp, 1, 1, false, Dtype::fp16, AttentionKernel::unfused});
     CHECK(lc.fwd_flops == doctest::Approx((24 * s * h * h + 4 * s * s * h) / tp));
     CHECK(lc.bwd_flops == doctest::Approx(2 * lc.fwd_flops));
   }
@@ -65,10 +67,12 @@ TEST_CASE("a layer executes 24 s h^2 + 4 s^2 h forward FLOPs per sequence, twice
 
 TEST_CASE("GEMM model against the published cuBLASLt table (A100 80GB fp16, Azure guide)") {
   const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
-  struct Row { double m, n, k, tflops; };
+  struct Row {
+    double m, n, k, tflops;
+  };
   // hardware-reference.md section 4, measured with random inputs after 10k warm-up iterations.
-  const Row rows[] = {{2048, 2048, 2048, 221.8},  {4096, 4096, 4096, 228.0},
-                      {8192, 8192, 8192, 253.7},  {16384, 16384, 16384, 256.5},
+  const Row rows[] = {{2048, 2048, 2048, 221.8},   {4096, 4096, 4096, 228.0},
+                      {8192, 8192, 8192, 253.7},   {16384, 16384, 16384, 256.5},
                       {6144, 12288, 12288, 250.8}, {1024, 1024, 1024, 119.4}};
   for (const Row& r : rows) {
     const GemmShape g{r.m, r.n, r.k};

@@ -45,8 +45,8 @@ emit::EmitRequest request(emit::Framework f, const std::string& model, const std
                           const std::string& plan) {
   emit::EmitRequest r =
       emit::prepare(f, kRoot + model, io::read_file(kRoot + model), io::load_model(kRoot + model),
-                    kRoot + cluster, io::read_file(kRoot + cluster), io::load_cluster(kRoot + cluster),
-                    parse_plan(plan, "--plan"), {});
+                    kRoot + cluster, io::read_file(kRoot + cluster),
+                    io::load_cluster(kRoot + cluster), parse_plan(plan, "--plan"), {});
   r.model_file = model;
   r.cluster_file = cluster;
   return r;
@@ -229,7 +229,7 @@ TEST_CASE("every emitted flag is in the framework's name list") {
       CAPTURE(c.name);
       CAPTURE(f.name);
       const auto arrays = flags_by_array(f.contents);
-      CHECK(arrays.count("") == 0);  // every flag is passed through a named array
+      CHECK(arrays.count("") == 0);       // every flag is passed through a named array
       for (const auto& entry : arrays) {  // not a structured binding: clang < 16 cannot CAPTURE one
         const std::string& array = entry.first;
         const auto& allowed = array == "TORCHRUN_ARGS"                   ? torchrun
@@ -284,8 +284,10 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
       if (f.name == "ds_config.json" || f.name == ".deepspeed_env") continue;  // no comment syntax
       CHECK(f.contents.find("# plan       --plan \"" + to_plan_string(r.plan) + "\"\n") !=
             std::string::npos);
-      CHECK(f.contents.find("sha256:" + emit::sha256_hex(io::read_file(kRoot + c.model))) != std::string::npos);
-      CHECK(f.contents.find("sha256:" + emit::sha256_hex(io::read_file(kRoot + c.cluster))) != std::string::npos);
+      CHECK(f.contents.find("sha256:" + emit::sha256_hex(io::read_file(kRoot + c.model))) !=
+            std::string::npos);
+      CHECK(f.contents.find("sha256:" + emit::sha256_hex(io::read_file(kRoot + c.cluster))) !=
+            std::string::npos);
       CHECK(f.contents.find("# predicted  iteration ") != std::string::npos);
       CHECK(f.contents.find("# predicted  memory ") != std::string::npos);
       CHECK(f.contents.find("planner " PLANNER_VERSION) != std::string::npos);
@@ -385,7 +387,9 @@ TEST_CASE("write_file_set is atomic: all files or none, no temporary left behind
   fs::remove_all(fresh_dir("atomic"));
 }
 
-TEST_CASE("TP communication overlap: Megatron-LM gets --tp-comm-overlap, DeepSpeed a prediction without it") {
+TEST_CASE(
+    "TP communication overlap: Megatron-LM gets --tp-comm-overlap, DeepSpeed a prediction without "
+    "it") {
   const std::string plan = "tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=selective,sp=1";
   const emit::EmitRequest mg = request(emit::Framework::megatron, kLlama, kH100, plan);
   const emit::EmitRequest ds = request(emit::Framework::deepspeed, kLlama, kH100, plan);
@@ -398,10 +402,12 @@ TEST_CASE("TP communication overlap: Megatron-LM gets --tp-comm-overlap, DeepSpe
   const auto mg_files = emit::emit_files(emit::Framework::megatron, mg);
   CHECK(mg_files.front().contents.find("\n  --tp-comm-overlap ") != std::string::npos);
   for (const auto& f : emit::emit_files(emit::Framework::deepspeed, ds))
-    if (f.name == "deepspeed_launch.sh") CHECK(f.contents.find("# stack      DeepSpeed runs without") != std::string::npos);
+    if (f.name == "deepspeed_launch.sh")
+      CHECK(f.contents.find("# stack      DeepSpeed runs without") != std::string::npos);
   // Megatron refuses --tp-comm-overlap without sequence parallelism: a note instead of the flag.
-  const emit::EmitRequest no_sp = request(emit::Framework::megatron, kLlama, kH100,
-                                          "tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=full,sp=0");
+  const emit::EmitRequest no_sp =
+      request(emit::Framework::megatron, kLlama, kH100,
+              "tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=full,sp=0");
   const std::string text = emit::emit_files(emit::Framework::megatron, no_sp).front().contents;
   CHECK(text.find("\n  --tp-comm-overlap ") == std::string::npos);
   CHECK(text.find("sp=0: no --tp-comm-overlap") != std::string::npos);

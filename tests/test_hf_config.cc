@@ -145,5 +145,6 @@ TEST_CASE("bad configs name file, line and key") {
             .rfind("config.json:8: invalid JSON: syntax error while parsing object", 0) == 0);
   CHECK(hf_error("[1, 2]") == "config.json:1: expected a JSON object (a Hugging Face config.json)");
   CHECK_THROWS_WITH_AS(io::load_model("/no/such/config.json"),
-                       "/no/such/config.json: cannot open file: No such file or directory", InputError);
+                       "/no/such/config.json: cannot open file: No such file or directory",
+                       InputError);
 }

@@ -40,7 +40,8 @@ TEST_CASE("a valid model parses") {
 TEST_CASE("bad model files name file, line and key") {
   CHECK(model_error(replace(kGood, "hidden:", "hiden:")) ==
         "m.yaml:3: key 'hiden': unknown key, did you mean 'hidden'?");
-  CHECK(model_error(replace(kGood, "seq_len: 64\n", "")) == "m.yaml:1: key 'seq_len': missing required key");
+  CHECK(model_error(replace(kGood, "seq_len: 64\n", "")) ==
+        "m.yaml:1: key 'seq_len': missing required key");
   CHECK(model_error(replace(kGood, "layers: 4", "layers: four")) ==
         "m.yaml:2: key 'layers': expected an integer, got 'four'");
   CHECK(model_error(replace(kGood, "swiglu: true", "swiglu: maybe")) ==
@@ -51,13 +52,15 @@ TEST_CASE("bad model files name file, line and key") {
         "m.yaml:6: key 'ffn': must be a positive integer, got -5");
   CHECK(model_error(replace(kGood, "kv_heads: 2", "kv_heads: 3")) ==
         "m.yaml:5: key 'kv_heads': heads 4 is not divisible by kv_heads 3");
-  CHECK(model_error("name: m\nlayers: [4\n") == "m.yaml:3: YAML syntax error: end of sequence flow not found");
+  CHECK(model_error("name: m\nlayers: [4\n") ==
+        "m.yaml:3: YAML syntax error: end of sequence flow not found");
   CHECK(model_error("") == "m.yaml: the file is empty");
   CHECK(model_error("- 1\n- 2\n") == "m.yaml:1: expected a mapping of keys");
 }
 
 TEST_CASE("a missing file is named") {
-  CHECK_THROWS_WITH(io::load_model("/no/such/model.yaml"), "/no/such/model.yaml: cannot open file: No such file or directory");
+  CHECK_THROWS_WITH(io::load_model("/no/such/model.yaml"),
+                    "/no/such/model.yaml: cannot open file: No such file or directory");
 }
 
 TEST_CASE("every shipped model and cluster profile loads") {
@@ -91,10 +94,12 @@ TEST_CASE("bad cluster profiles name the key") {
   };
   CHECK(err(replace(text, "gpus_per_node: 8", "gpus_per_nod: 8")) ==
         "c.yaml:5: key 'gpus_per_nod': unknown key, did you mean 'gpus_per_node'?");
-  CHECK(err(replace(text, "hbm_GiB: 80", "hbm_GiB: -80")) == "c.yaml:11: key 'gpu.hbm_GiB': must be in [0.1, 16384], got -80");
+  CHECK(err(replace(text, "hbm_GiB: 80", "hbm_GiB: -80")) ==
+        "c.yaml:11: key 'gpu.hbm_GiB': must be in [0.1, 16384], got -80");
   CHECK(err(replace(text, "attention: unfused", "attention: fast")) ==
         "c.yaml:23: key 'software.attention': expected flash or unfused, got 'fast'");
-  CHECK(err(replace(text, "sms: 108", "sms: 0")) == "c.yaml:9: key 'gpu.sms': must be an integer from 1 to 100000, got 0");
+  CHECK(err(replace(text, "sms: 108", "sms: 0")) ==
+        "c.yaml:9: key 'gpu.sms': must be an integer from 1 to 100000, got 0");
   CHECK(err(replace(text, "overlap_compute_slowdown: 0.189", "overlap_compute_slowdown: 1.5")) ==
         "c.yaml:30: key 'software.overlap_compute_slowdown': must be in [0, 1], got 1.5");
   // Profiles from before the two keys existed still load, with the documented defaults.
@@ -107,12 +112,13 @@ TEST_CASE("bad cluster profiles name the key") {
   const std::string with_tp = replace(text, "  overlap_param_gather: false\n",
                                       "  overlap_param_gather: false\n  overlap_tp_comm: true\n");
   CHECK(io::parse_cluster(with_tp, "c.yaml").software.overlap_tp_comm);
-  CHECK(err(replace(with_tp, "overlap_tp_comm: true", "overlap_tp_comm: maybe")).find(
-            "key 'software.overlap_tp_comm'") != std::string::npos);
+  CHECK(err(replace(with_tp, "overlap_tp_comm: true", "overlap_tp_comm: maybe"))
+            .find("key 'software.overlap_tp_comm'") != std::string::npos);
 }
 
 TEST_CASE("--plan strings parse, round-trip, and reject unknown knobs") {
-  const Plan p = parse_plan("tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1", "--plan");
+  const Plan p =
+      parse_plan("tp=8,pp=8,dp=16,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1", "--plan");
   CHECK(p.schedule == Schedule::interleaved);
   CHECK(to_plan_string(p) ==
         "tp=8,pp=8,dp=16,cp=1,vpp=3,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1,"
@@ -121,10 +127,13 @@ TEST_CASE("--plan strings parse, round-trip, and reject unknown knobs") {
   CHECK_THROWS_WITH(parse_plan("tp=8,pipe=4", "--plan"),
                     "--plan: key 'pipe': unknown plan knob, did you mean 'pp'?");
   CHECK_THROWS_WITH(parse_plan("tp=x", "--plan"), "--plan: key 'tp': expected an integer, got 'x'");
-  CHECK_THROWS_WITH(parse_plan("tp=0", "--plan"), "--plan: key 'tp': must be a positive integer, got 0");
-  CHECK_THROWS_WITH(parse_plan("zero=4", "--plan"), "--plan: key 'zero': must be 0, 1, 2 or 3, got 4");
-  CHECK_THROWS_WITH(parse_plan("recompute=some", "--plan"),
-                    "--plan: key 'recompute': unknown value 'some' (expected one of none, selective, full)");
+  CHECK_THROWS_WITH(parse_plan("tp=0", "--plan"),
+                    "--plan: key 'tp': must be a positive integer, got 0");
+  CHECK_THROWS_WITH(parse_plan("zero=4", "--plan"),
+                    "--plan: key 'zero': must be 0, 1, 2 or 3, got 4");
+  CHECK_THROWS_WITH(
+      parse_plan("recompute=some", "--plan"),
+      "--plan: key 'recompute': unknown value 'some' (expected one of none, selective, full)");
   CHECK_THROWS_WITH(parse_plan("vpp=2,schedule=1f1b", "--plan"),
                     "--plan: key 'vpp': vpp > 1 needs schedule=interleaved");
 }

@@ -66,7 +66,8 @@ TEST_CASE("selective recompute saves 70% (GPT-3) and 65% (MT-NLG), as Korthikant
   CHECK(1 - sel2 / none2 == doctest::Approx(0.65).epsilon(0.01));  // 1 - 34/98
 }
 
-TEST_CASE("model states follow Megatron's theoretical memory: 18 bytes/param, 6 + 12/dp with ZeRO-1") {
+TEST_CASE(
+    "model states follow Megatron's theoretical memory: 18 bytes/param, 6 + 12/dp with ZeRO-1") {
   const ModelSpec m = gpt3();
   Plan p;
   p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536;
@@ -99,13 +100,15 @@ TEST_CASE("the first 1F1B stage holds pp micro-batches; interleaving adds (p-1)/
 TEST_CASE("the first stage stores L layers of activations under 1F1B (Korthikanti section 4.2)") {
   const ModelSpec m = gpt3();
   Plan p;
-  p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.recompute = Recompute::selective;
+  p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true,
+  p.recompute = Recompute::selective;
   const MemoryBreakdown mem = memory_per_gpu(m, p, Gpu{}, AttentionKernel::unfused, 0);
   // (34 sbh / t) x L, plus the embedding dropout mask sbh p / t, plus the backward working set of
   // one layer without recompute, (sbh / t)(34 + 5as/h) = 114 sbh / t.
   CHECK(mem.activations == doctest::Approx(34 * sbh / t * 96 + sbh * 8 / t + 114 * sbh / t));
   // Korthikanti's part alone: 34 x 2048 x 12288 / 8 x 96 = 10.27e9 bytes
-  CHECK((mem.activations - 114 * sbh / t - sbh * 8 / t) / 1e9 == doctest::Approx(10.27).epsilon(0.01));
+  CHECK((mem.activations - 114 * sbh / t - sbh * 8 / t) / 1e9 ==
+        doctest::Approx(10.27).epsilon(0.01));
 }
 
 TEST_CASE("the estimate's per-stage memory is this file's formula for an evenly split decoder") {
@@ -115,7 +118,8 @@ TEST_CASE("the estimate's per-stage memory is this file's formula for an evenly 
   const ModelSpec m = gpt3();
   for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full}) {
     Plan p;
-    p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.recompute = r, p.zero = 1;
+    p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.recompute = r,
+    p.zero = 1;
     EstimateOptions o;
     o.memory_limit_bytes = 1e15;  // only the bytes matter here
     const Estimate e = estimate(m, c, p, o);

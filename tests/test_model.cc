@@ -8,7 +8,8 @@ using namespace planner;
 namespace {
 ModelSpec gpt(int L, int h, int a, int V = 51200, int s = 2048) {
   ModelSpec m;
-  m.layers = L, m.hidden = h, m.heads = a, m.kv_heads = a, m.ffn = 4 * h, m.vocab = V, m.seq_len = s;
+  m.layers = L, m.hidden = h, m.heads = a, m.kv_heads = a, m.ffn = 4 * h, m.vocab = V,
+  m.seq_len = s;
   return m;
 }
 }  // namespace

@@ -1,6 +1,5 @@
 // Writing outputs (io/output.h) and reading inputs (io/file.h, io/json.h): all or nothing, bounded.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,7 +29,9 @@ fs::path fresh(const std::string& name) {
 
 std::string read(const fs::path& p) { return io::read_file(p.string()); }
 
-long entries(const fs::path& d) { return std::distance(fs::directory_iterator(d), fs::directory_iterator()); }
+long entries(const fs::path& d) {
+  return std::distance(fs::directory_iterator(d), fs::directory_iterator());
+}
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -139,7 +140,9 @@ TEST_CASE("JSON: overflowing numbers and deep nesting are input errors with line
         "c.json:3: key 'n_layer': number out of range (number overflow parsing '1e400')");
   CHECK(error_of([] { io::parse_json("{\"a\":\n[" + std::string(70, '[') + "]}", "c.json"); }) ==
         "c.json:2: invalid JSON: nested deeper than 64 levels");
-  CHECK(error_of([] { io::parse_json("{\"a\": 1,}", "c.json"); }).rfind("c.json:1: invalid JSON: syntax error", 0) == 0);
+  CHECK(error_of([] {
+          io::parse_json("{\"a\": 1,}", "c.json");
+        }).rfind("c.json:1: invalid JSON: syntax error", 0) == 0);
   CHECK(io::parse_json(std::string(64, '[') + std::string(64, ']'), "c.json").is_array());
   CHECK(io::is_json("{\"n\": 1e400}"));
   CHECK(!io::is_json("{name: x}"));
@@ -148,7 +151,9 @@ TEST_CASE("JSON: overflowing numbers and deep nesting are input errors with line
 TEST_CASE("lists are bounded before they are expanded") {
   CHECK(io::parse_int_set("1-4,2,8", "--tp") == std::vector<int>{1, 2, 3, 4, 8});
   CHECK(io::parse_int_set("0-1048575", "--gpus").size() == size_t(limits::kListValues));
-  CHECK(error_of([] { io::parse_int_set("0-1048575,7", "--gpus"); }) ==
-        "option --gpus: the list expands to more than 1048576 values; give fewer or narrower ranges");
-  CHECK(error_of([] { io::parse_int_set("1-1048577", "--pp"); }) == "option --pp: values must be at most 1048576");
+  CHECK(
+      error_of([] { io::parse_int_set("0-1048575,7", "--gpus"); }) ==
+      "option --gpus: the list expands to more than 1048576 values; give fewer or narrower ranges");
+  CHECK(error_of([] { io::parse_int_set("1-1048577", "--pp"); }) ==
+        "option --pp: values must be at most 1048576");
 }

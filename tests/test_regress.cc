@@ -8,9 +8,12 @@ using namespace planner;
 namespace {
 const std::string kHeader =
     "id,source,cluster,num_gpus,layers,hidden,heads,kv_heads,ffn,swiglu,vocab,seq,tp,pp,dp,cp,sp,"
-    "vpp,mbs,gbs,zero,recompute,precision,measured_iter_time_s,measured_tflops_per_gpu,flops_formula\n";
+    "vpp,mbs,gbs,zero,recompute,precision,measured_iter_time_s,measured_tflops_per_gpu,flops_"
+    "formula\n";
 const std::string kRow =
-    "r1,\"Paper, Table 1\",dgx-a100-80gb,32,24,2304,24,,9216,0,51200,2048,1,1,32,,0,,,512,0,full,fp16,,137,megatron-hfu\n";
+    "r1,\"Paper, Table "
+    "1\",dgx-a100-80gb,32,24,2304,24,,9216,0,51200,2048,1,1,32,,0,,,512,0,full,fp16,,137,megatron-"
+    "hfu\n";
 
 std::string error_of(const std::string& text) {
   try {
@@ -41,10 +44,12 @@ TEST_CASE("malformed case files name the line and the column") {
         "c.csv:2: column 'num_gpus': expected an integer from 1 to 1048576, got 'abc'");
   std::string bad = kRow;
   bad.replace(bad.find(",full,"), 6, ",most,");
-  CHECK(error_of(kHeader + bad) == "c.csv:2: column 'recompute': expected none, selective or full, got 'most'");
+  CHECK(error_of(kHeader + bad) ==
+        "c.csv:2: column 'recompute': expected none, selective or full, got 'most'");
   bad = kRow;
   bad.replace(bad.find("megatron-hfu"), 12, "guess");
-  CHECK(error_of(kHeader + bad) == "c.csv:2: column 'flops_formula': unknown formula 'guess' (megatron-hfu, megatron-mfu)");
+  CHECK(error_of(kHeader + bad) ==
+        "c.csv:2: column 'flops_formula': unknown formula 'guess' (megatron-hfu, megatron-mfu)");
   CHECK(error_of(kHeader + "r1,x\n") == "c.csv:2: expected 26 columns, found 2");
   CHECK(error_of(kHeader) == "c.csv: no rows");
 }
@@ -57,7 +62,8 @@ TEST_CASE("a measured TFLOP/s converts to time through the row's formula") {
   REQUIRE(!r.unsupported);
   // 96 B s L h^2 (1 + s/6h + V/16Lh) / (137e12 x 32 GPUs): 1.5466e16 / 4.384e15 = 3.528 s
   CHECK(r.measured_iter_time_s == doctest::Approx(3.528).epsilon(0.001));
-  CHECK(r.error_pct == doctest::Approx(100 * (r.estimate.iteration_time_s / r.measured_iter_time_s - 1)));
+  CHECK(r.error_pct ==
+        doctest::Approx(100 * (r.estimate.iteration_time_s / r.measured_iter_time_s - 1)));
   CHECK(r.estimate.plan.tp == 1);  // fixed knobs are kept
   CHECK(r.estimate.plan.recompute == Recompute::full);
 }

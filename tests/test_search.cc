@@ -10,7 +10,8 @@ using namespace planner;
 
 namespace {
 const ClusterProfile& a100() {
-  static const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  static const ClusterProfile c =
+      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
   return c;
 }
 const ModelSpec& gpt175() {
@@ -32,9 +33,9 @@ TEST_CASE("every ranked plan satisfies the structural constraints") {
   for (const Estimate& e : r.top) {
     const Plan& p = e.plan;
     CHECK(p.dp * p.tp * p.pp * p.cp == 1024);
-    CHECK(96 % p.tp == 0);       // tp divides heads
-    CHECK(8 % p.tp == 0);        // tp inside a node
-    CHECK(96 % p.pp == 0);       // pp divides layers
+    CHECK(96 % p.tp == 0);  // tp divides heads
+    CHECK(8 % p.tp == 0);   // tp inside a node
+    CHECK(96 % p.pp == 0);  // pp divides layers
     CHECK(1536 % (p.mbs * p.dp) == 0);
     if (p.vpp > 1) {
       CHECK(p.schedule == Schedule::interleaved);
@@ -144,8 +145,11 @@ TEST_CASE("the rejections counted in bulk are those of checking every plan one b
                 for (int vpp : k.vpp) {
                   if (vpp > kDenseVpp && blocks % (pp * vpp) != 0) continue;
                   std::vector<Schedule> scheds;
-                  if (vpp > 1) scheds = {Schedule::interleaved};
-                  else for (Schedule s : k.schedule) if (pp > 1 || scheds.empty()) scheds.push_back(s);
+                  if (vpp > 1)
+                    scheds = {Schedule::interleaved};
+                  else
+                    for (Schedule s : k.schedule)
+                      if (pp > 1 || scheds.empty()) scheds.push_back(s);
                   for (Schedule sched : scheds)
                     for (int zero : k.zero)
                       for (Recompute rc : k.recompute) {
@@ -154,7 +158,10 @@ TEST_CASE("the rejections counted in bulk are those of checking every plan one b
                         p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.vpp = vpp;
                         p.schedule = sched, p.zero = zero, p.recompute = rc, p.gbs = o.global_batch;
                         p.dp = gpus / (tp * cp * pp);
-                        if (1LL * p.dp * tp * cp * pp != gpus) { ++each[int(Rejection::gpus_mismatch)]; continue; }
+                        if (1LL * p.dp * tp * cp * pp != gpus) {
+                          ++each[int(Rejection::gpus_mismatch)];
+                          continue;
+                        }
                         ++each[int(estimate(*m, a100(), p, {}).rejection)];
                       }
                 }

@@ -21,8 +21,10 @@ TEST_CASE("identical stages: GPipe and 1F1B take (m + p - 1)(t_f + t_b)") {
       CAPTURE(m);
       const double f = 1.0, b = 2.0;
       const double expect = (m + p - 1) * (f + b);
-      CHECK(simulate(uniform(Schedule::gpipe, p, 1, m, f, b)).makespan_s == doctest::Approx(expect));
-      CHECK(simulate(uniform(Schedule::one_f_one_b, p, 1, m, f, b)).makespan_s == doctest::Approx(expect));
+      CHECK(simulate(uniform(Schedule::gpipe, p, 1, m, f, b)).makespan_s ==
+            doctest::Approx(expect));
+      CHECK(simulate(uniform(Schedule::one_f_one_b, p, 1, m, f, b)).makespan_s ==
+            doctest::Approx(expect));
     }
 }
 
@@ -54,7 +56,8 @@ TEST_CASE("ZB-H1: m (t_f + t_b + t_w) + (p - 1)(t_f + t_b - t_w)") {
 
 TEST_CASE("the simulator agrees with the closed form on uniform stages, and reports idle time") {
   const SimResult r = simulate(uniform(Schedule::one_f_one_b, 4, 1, 8, 1, 2));
-  CHECK(r.makespan_s == doctest::Approx(pipeline_time_s(Schedule::one_f_one_b, 8, 1, {3, 3, 3, 3})));
+  CHECK(r.makespan_s ==
+        doctest::Approx(pipeline_time_s(Schedule::one_f_one_b, 8, 1, {3, 3, 3, 3})));
   for (int s = 0; s < 4; ++s) {
     CHECK(r.busy_s[s] == doctest::Approx(24));
     CHECK(r.idle_s[s] == doctest::Approx(9));  // (p-1)(t_f+t_b) of bubble on every stage
@@ -97,7 +100,8 @@ TEST_CASE("the trace lists every task once") {
   SimInput in = uniform(Schedule::interleaved, 2, 2, 4, 1, 2);
   in.record_trace = true;
   const SimResult r = simulate(in);
-  CHECK(r.trace.size() == 2u * 2 * 4 * 2);  // stages x chunks x micro-batches x (F, B); no transfers
+  CHECK(r.trace.size() ==
+        2u * 2 * 4 * 2);  // stages x chunks x micro-batches x (F, B); no transfers
   for (const SimTask& t : r.trace) CHECK(t.end_s > t.start_s);
 }
 

@@ -15,11 +15,13 @@ using namespace planner;
 
 namespace {
 const ClusterProfile& a100() {
-  static const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  static const ClusterProfile c =
+      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
   return c;
 }
 const ModelSpec& llava() {
-  static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llava-1.5-13b.yaml");
+  static const ModelSpec m =
+      io::load_model(PLANNER_SOURCE_DIR "/configs/models/llava-1.5-13b.yaml");
   return m;
 }
 Plan plan(int tp, int pp, int dp, int mbs, int gbs) {
@@ -147,16 +149,21 @@ TEST_CASE("bad multimodal descriptions name the component") {
     }
     return std::string("no error");
   };
-  const std::string vit = "  - {type: vit, name: v, layers: 2, hidden: 64, heads: 4, ffn: 256, tokens: 10}\n";
+  const std::string vit =
+      "  - {type: vit, name: v, layers: 2, hidden: 64, heads: 4, ffn: 256, tokens: 10}\n";
   const std::string dec =
-      "  - {type: decoder, name: d, layers: 2, hidden: 64, heads: 4, ffn: 256, swiglu: false, vocab: 100, seq_len: 32}\n";
+      "  - {type: decoder, name: d, layers: 2, hidden: 64, heads: 4, ffn: 256, swiglu: false, "
+      "vocab: 100, seq_len: 32}\n";
   CHECK(err("name: mm\ncomponents:\n" + dec + vit) ==
         "mm.yaml:3: key 'components[0].type': the decoder must be the last component");
   CHECK(err("name: mm\ncomponents:\n  - {type: audio, name: a}\n" + dec) ==
-        "mm.yaml:3: key 'components[0].type': unknown component type 'audio' (expected vit, projector or decoder)");
-  CHECK(err("name: mm\ncomponents:\n" + vit) == "mm.yaml:2: key 'components': no decoder component (it must be the last one)");
-  CHECK(err("name: mm\ncomponents:\n  - {type: vit, name: v, layers: 2, hidden: 64, heads: 4, ffn: 256, tokns: 10}\n" + dec) ==
-        "mm.yaml:3: key 'components[0].tokns': unknown key, did you mean 'tokens'?");
+        "mm.yaml:3: key 'components[0].type': unknown component type 'audio' (expected vit, "
+        "projector or decoder)");
+  CHECK(err("name: mm\ncomponents:\n" + vit) ==
+        "mm.yaml:2: key 'components': no decoder component (it must be the last one)");
+  CHECK(err("name: mm\ncomponents:\n  - {type: vit, name: v, layers: 2, hidden: 64, heads: 4, ffn: "
+            "256, tokns: 10}\n" +
+            dec) == "mm.yaml:3: key 'components[0].tokns': unknown key, did you mean 'tokens'?");
   CHECK(err("name: mm\ncomponents:\n" + vit + dec).find("no error") == 0);
 }
 
@@ -188,7 +195,8 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   // and scatters are a little shorter than the compute, but one module of prefetch cannot hide
   // the projection's and fc1's gathers behind the attention core and the projection.
   const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
-  const Plan p = parse_plan("tp=1,pp=1,dp=384,mbs=4,gbs=1536,zero=3,recompute=full,dtype=fp16", "test");
+  const Plan p =
+      parse_plan("tp=1,pp=1,dp=384,mbs=4,gbs=1536,zero=3,recompute=full,dtype=fp16", "test");
   ClusterProfile c = a100();
   c.software.overlap_compute_slowdown = 0;
   const Estimate e0 = estimate(m, c, p);
@@ -202,11 +210,14 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   const double params = e0.memory.optimizer / kOptimizerBytesPerParam * p.dp;  // on this rank
   const double ag_lat = collective_latency_s(c, Collective::allgather, z3);
   const double rs_lat = collective_latency_s(c, Collective::reduce_scatter, z3);
-  const double ag = collective_time_s(c, Collective::allgather, params * kWeightBytesPerParam, z3) - ag_lat;
-  const double rs = collective_time_s(c, Collective::reduce_scatter, params * grad_wire_bytes(p.dtype), z3) - rs_lat;
+  const double ag =
+      collective_time_s(c, Collective::allgather, params * kWeightBytesPerParam, z3) - ag_lat;
+  const double rs =
+      collective_time_s(c, Collective::reduce_scatter, params * grad_wire_bytes(p.dtype), z3) -
+      rs_lat;
   CHECK(total == doctest::Approx(3 * ag + rs + 4 * layers * (3 * ag_lat + rs_lat)));
   CHECK(ag_lat == doctest::Approx(25e-6 + 47 * 14e-6));  // the tier's latency, 47 node hops
-  CHECK(e0.breakdown.dp_comm_s > 2 * total / layers);  // more than a whole-pass overlap's tail
+  CHECK(e0.breakdown.dp_comm_s > 2 * total / layers);    // more than a whole-pass overlap's tail
   CHECK(e0.breakdown.dp_comm_s < 0.3 * total);
   // Compute beside the collectives slows: more exposed.
   c.software.overlap_compute_slowdown = 0.189;
@@ -214,7 +225,8 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   CHECK(e.breakdown.dp_comm_s > e0.breakdown.dp_comm_s + 0.05 * compute);
   // Communication-bound (one sequence per GPU): the link is busy throughout, so the exposed part
   // is the traffic beyond the compute plus about a module's gather at each end of a pass.
-  const Plan comm_bound = parse_plan("tp=1,pp=1,dp=1536,mbs=1,gbs=1536,zero=3,recompute=full,dtype=fp16", "test");
+  const Plan comm_bound =
+      parse_plan("tp=1,pp=1,dp=1536,mbs=1,gbs=1536,zero=3,recompute=full,dtype=fp16", "test");
   const Estimate b = estimate(m, c, comm_bound);
   REQUIRE(b.ok());
   const double beyond = b.dp_comm_total_s - b.breakdown.compute_s;
@@ -223,7 +235,8 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
 }
 
 TEST_CASE("TP communication overlapped with the GEMMs beside it (overlap_tp_comm) exposes tails") {
-  static const ClusterProfile h100 = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  static const ClusterProfile h100 =
+      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
   const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-70b.yaml");
   ClusterProfile c = h100;
   c.software.overlap_compute_slowdown = 0;
@@ -278,8 +291,10 @@ TEST_CASE("without SP the receiving stage all-gathers each boundary activation o
   const int V = p.pp * p.vpp;
   for (int vs = 0; vs < V; ++vs) {
     CAPTURE(vs);
-    CHECK(st.chunks[vs].fwd_s - none.chunks[vs].fwd_s == doctest::Approx(vs > 0 ? pc.p2p_gather_s : 0));
-    CHECK(st.chunks[vs].bwd_s - none.chunks[vs].bwd_s == doctest::Approx(vs < V - 1 ? pc.p2p_gather_s : 0));
+    CHECK(st.chunks[vs].fwd_s - none.chunks[vs].fwd_s ==
+          doctest::Approx(vs > 0 ? pc.p2p_gather_s : 0));
+    CHECK(st.chunks[vs].bwd_s - none.chunks[vs].bwd_s ==
+          doctest::Approx(vs < V - 1 ? pc.p2p_gather_s : 0));
   }
   // With sequence parallelism the slice is the next layer's sequence shard: nothing to gather.
   p.sp = true;

@@ -99,10 +99,11 @@ TEST_CASE("compare: bad --vary text and too few columns") {
   const std::string c = "compare " + kGpt + " " + kA100 + " " + kPlan;
   check_error(
       c, "option --vary: compare needs two columns or more: --cluster twice or more, or --vary");
-  check_error(c + " --vary \"ib_busbv*2\"",
-              "option --vary: 'ib_busbv*2': unknown profile number 'ib_busbv', did you mean 'ib_busbw'? "
-              "(scalable: ib_busbw, "
-              "ib_latency, nvlink_busbw, nvlink_latency, hbm_bw, hbm_size, peak_flops)");
+  check_error(
+      c + " --vary \"ib_busbv*2\"",
+      "option --vary: 'ib_busbv*2': unknown profile number 'ib_busbv', did you mean 'ib_busbw'? "
+      "(scalable: ib_busbw, "
+      "ib_latency, nvlink_busbw, nvlink_latency, hbm_bw, hbm_size, peak_flops)");
   check_error(c + " --vary \"ib_busbw*0\"",
               "option --vary: 'ib_busbw*0': expected a positive factor after '*', got '0'");
   check_error(c + " --vary zeros=3",

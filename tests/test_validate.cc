@@ -17,13 +17,15 @@ const ClusterProfile& h200() {
   return c;
 }
 const ModelSpec& m18() {
-  static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/megatron-18.4b.yaml");
+  static const ModelSpec m =
+      io::load_model(PLANNER_SOURCE_DIR "/configs/models/megatron-18.4b.yaml");
   return m;
 }
 Plan plan(const std::string& s) { return parse_plan(s, "--plan"); }
 int count(const Workload& w, KernelClass c, bool recompute) {
   int n = 0;
-  for (size_t i = 0; i < w.kernels.size(); ++i) n += w.kernels[i].cls == c && w.is_recompute[i] == recompute;
+  for (size_t i = 0; i < w.kernels.size(); ++i)
+    n += w.kernels[i].cls == c && w.is_recompute[i] == recompute;
   return n;
 }
 }  // namespace
@@ -45,8 +47,10 @@ TEST_CASE("a layer's workload: 4 GEMMs x 3 passes, attention, element-wise, at t
 
 TEST_CASE("recomputation re-runs forward work inside backward") {
   const Workload none = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32"));
-  const Workload sel = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32,recompute=selective"));
-  const Workload full = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32,recompute=full"));
+  const Workload sel =
+      build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32,recompute=selective"));
+  const Workload full =
+      build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32,recompute=full"));
   CHECK(none.kernels.size() == 18);
   CHECK(count(sel, KernelClass::attention, true) == 1);
   CHECK(sel.kernels.size() == 19);
@@ -59,21 +63,26 @@ TEST_CASE("TP collectives carry the real message size: mbs x seq x hidden x 2 by
   CHECK(ar.collectives[0].coll == Collective::allreduce);
   CHECK(ar.collectives[0].bytes == 2.0 * 2 * 2048 * 6144);
   CHECK(ar.collectives[0].count == 2);
-  const Workload sp = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=2,gbs=32,sp=1,recompute=full"));
+  const Workload sp =
+      build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=2,gbs=32,sp=1,recompute=full"));
   REQUIRE(sp.collectives.size() == 4);
   CHECK(sp.collectives[2].count == 4);  // backward: 2 + the recomputed forward's 2
-  const Workload one = build_workload(m18(), h200(), plan("tp=1,pp=4,dp=8,mbs=1,gbs=32,zero=1,recompute=full"));
+  const Workload one =
+      build_workload(m18(), h200(), plan("tp=1,pp=4,dp=8,mbs=1,gbs=32,zero=1,recompute=full"));
   CHECK(one.collectives.empty());
   CHECK(one.stage_layers == 10);
 }
 
 TEST_CASE("predicted against measured, per component") {
   const Workload w = build_workload(m18(), h200(), plan("tp=8,dp=4,mbs=1,gbs=32"));
-  nlohmann::json j = {{"device", "test"}, {"kernels_s", nlohmann::json::array()}, {"collectives_s", nullptr}};
-  for (const Kernel& k : w.kernels) j["kernels_s"].push_back(k.time_s * (k.cls == KernelClass::gemm ? 1.25 : 1.0));
+  nlohmann::json j = {
+      {"device", "test"}, {"kernels_s", nlohmann::json::array()}, {"collectives_s", nullptr}};
+  for (const Kernel& k : w.kernels)
+    j["kernels_s"].push_back(k.time_s * (k.cls == KernelClass::gemm ? 1.25 : 1.0));
   const ValidationReport r = compare(w, parse_measured(j, w, "m.json"));
   CHECK(!r.communication_measured);
-  CHECK(r.diff_pct(r.predicted[0].total(), r.measured[0].total()) == doctest::Approx(-20.0));  // 1/1.25
+  CHECK(r.diff_pct(r.predicted[0].total(), r.measured[0].total()) ==
+        doctest::Approx(-20.0));  // 1/1.25
   CHECK(r.diff_pct(r.predicted[1].total(), r.measured[1].total()) == doctest::Approx(0.0));
   CHECK(r.measured[3].total() == doctest::Approx(r.predicted[3].total()));  // profile's times
   const auto js = validation_json(w, r);
@@ -81,7 +90,8 @@ TEST_CASE("predicted against measured, per component") {
   CHECK(js["layer"]["total_diff_pct"].get<double>() < 0);
   CHECK(r.measured_compute().total() ==
         doctest::Approx(r.measured[0].total() + r.measured[1].total() + r.measured[2].total()));
-  CHECK(js["compute"]["total_measured_s"].get<double>() == doctest::Approx(r.measured_compute().total()));
+  CHECK(js["compute"]["total_measured_s"].get<double>() ==
+        doctest::Approx(r.measured_compute().total()));
   CHECK(js["dp_reduction"]["measured_s"].is_null());  // not run: fewer local GPUs
   CHECK(js["dp_reduction"]["predicted_s"].get<double>() == doctest::Approx(w.dp.predicted_s));
   j["dp_s"] = 0.25;
@@ -112,8 +122,8 @@ TEST_CASE("an attention reference replaces the own attention kernels in the tota
   for (size_t i = 0; i < w.kernels.size(); ++i)
     if (w.kernels[i].cls == KernelClass::attention) ref[i] = nullptr;
   j["attention_reference"]["kernels_s"] = ref;
-  CHECK_THROWS_WITH_AS(parse_measured(j, w, "m.json"), doctest::Contains("attention_reference.kernels_s"),
-                       InputError);
+  CHECK_THROWS_WITH_AS(parse_measured(j, w, "m.json"),
+                       doctest::Contains("attention_reference.kernels_s"), InputError);
   j["attention_reference"] = {{"source", ""}, {"kernels_s", ref}};
   CHECK_THROWS_WITH_AS(parse_measured(j, w, "m.json"), doctest::Contains("non-empty"), InputError);
 }
@@ -123,10 +133,13 @@ TEST_CASE("bad runner output is refused with the key") {
   CHECK_THROWS_WITH(parse_measured({{"kernels_s", {1.0}}}, w, "m.json"),
                     "m.json: key 'kernels_s': expected 18 times, found 1");
   nlohmann::json neg = {{"kernels_s", std::vector<double>(18, -1.0)}};
-  CHECK_THROWS_WITH(parse_measured(neg, w, "m.json"), "m.json: key 'kernels_s': times must be positive numbers of seconds, at most 3600");
+  CHECK_THROWS_WITH(
+      parse_measured(neg, w, "m.json"),
+      "m.json: key 'kernels_s': times must be positive numbers of seconds, at most 3600");
   nlohmann::json huge = {{"kernels_s", std::vector<double>(18, 1e308)}};
-  CHECK_THROWS_WITH(parse_measured(huge, w, "m.json"),
-                    "m.json: key 'kernels_s': times must be positive numbers of seconds, at most 3600");
+  CHECK_THROWS_WITH(
+      parse_measured(huge, w, "m.json"),
+      "m.json: key 'kernels_s': times must be positive numbers of seconds, at most 3600");
 }
 
 TEST_CASE("--update-profile writes measured GEMM efficiencies that the model then uses") {
@@ -144,15 +157,16 @@ TEST_CASE("--update-profile writes measured GEMM efficiencies that the model the
   REQUIRE(c.gpu.gemm.measured.size() == 10);
   const Kernel& qkv = w.kernels[0];
   // The model now reproduces the measured (doubled) time of that shape.
-  CHECK(gemm_time_s(c.gpu, Dtype::bf16, qkv.gemm) == doctest::Approx(2 * qkv.time_s).epsilon(0.001));
+  CHECK(gemm_time_s(c.gpu, Dtype::bf16, qkv.gemm) ==
+        doctest::Approx(2 * qkv.time_s).epsilon(0.001));
   CHECK(c.software.flash_efficiency == h200().software.flash_efficiency);  // no reference: kept
 
   // With an attention reference, its FLOP rates set the flash efficiencies.
   Measured ref = m;
   ref.attention_reference_source = "SDPA\ntest";  // a newline must not break the YAML
   for (size_t i = 0; i < w.kernels.size(); ++i)
-    ref.attention_reference_s.push_back(w.kernels[i].cls == KernelClass::attention
-                                            ? w.kernels[i].time_s * 1.25 : std::nan(""));
+    ref.attention_reference_s.push_back(
+        w.kernels[i].cls == KernelClass::attention ? w.kernels[i].time_s * 1.25 : std::nan(""));
   const std::string with_attn = update_profile_text(text, w, ref, h200());
   CHECK(update_profile_text(with_attn, w, ref, h200()) == with_attn);
   const ClusterProfile a = io::parse_cluster(with_attn, "u.yaml");

@@ -132,6 +132,7 @@ TEST_CASE("a report that cannot be written is an input error") {
   const Run r = cli_run::planner("estimate " + kInputs + " --plan \"" + kPlan +
                                  "\" --report /no/such/dir/r.html");
   CHECK(r.rc == 2);
-  CHECK(r.out.find("planner: error: /no/such/dir/r.html: cannot write: No such file or directory") !=
-        std::string::npos);
+  CHECK(
+      r.out.find("planner: error: /no/such/dir/r.html: cannot write: No such file or directory") !=
+      std::string::npos);
 }

@@ -6,14 +6,16 @@
 using namespace planner;
 
 namespace {
-Zero3Step step(double compute, double params, double gather, double grad_params = 0, double scatter = 0) {
+Zero3Step step(double compute, double params, double gather, double grad_params = 0,
+               double scatter = 0) {
   Zero3Step s{compute, params, gather};
   s.grad_params = grad_params, s.scatter_s = scatter;
   return s;
 }
 /// A pass with `prefetch` elements of prefetch and a one-element reduce bucket (each gradient is
 /// reduce-scattered when the next one arrives, the last at the end), no scatter latency.
-double zero3_pass_s(const std::vector<Zero3Step>& block, int blocks, double prefetch, double slowdown) {
+double zero3_pass_s(const std::vector<Zero3Step>& block, int blocks, double prefetch,
+                    double slowdown) {
   Zero3Buckets b;
   b.prefetch_params = prefetch, b.reduce_params = 1, b.scatter_latency_s = 0;
   return zero3_pass(block, blocks, b, slowdown).time_s;
@@ -28,11 +30,13 @@ TEST_CASE("ZeRO-3 module pipeline, one module of prefetch: worked by hand") {
   CHECK(zero3_pass_s(block, 1, 1, 0) == doctest::Approx(6));
   CHECK(zero3_pass_s(block, 2, 1, 0) == doctest::Approx(10));
   CHECK(zero3_pass_s(block, 4, 1, 0) == doctest::Approx(18));
-  CHECK(zero3_pass_s(block, 96, 1, 0) == doctest::Approx(6 + 95 * 4));  // beyond the simulated blocks
+  CHECK(zero3_pass_s(block, 96, 1, 0) ==
+        doctest::Approx(6 + 95 * 4));  // beyond the simulated blocks
   // A long module between two short ones with long gathers: one module of prefetch leaves the
   // link idle during the long compute and the compute waiting after it; a deeper bucket hides it.
   const std::vector<Zero3Step> lopsided = {step(0.2, 10, 2), step(4, 10, 0.2), step(0.2, 10, 2)};
-  const double shallow = zero3_pass_s(lopsided, 96, 1, 0), deep = zero3_pass_s(lopsided, 96, 1e9, 0);
+  const double shallow = zero3_pass_s(lopsided, 96, 1, 0),
+               deep = zero3_pass_s(lopsided, 96, 1e9, 0);
   CHECK(shallow == doctest::Approx(96 * 6.2).epsilon(0.01));  // C's wait: 2 - 0.2 after each block
   CHECK(deep == doctest::Approx(96 * 4.4).epsilon(0.01));     // compute-bound: 4.4 s a block
 }
@@ -40,7 +44,8 @@ TEST_CASE("ZeRO-3 module pipeline, one module of prefetch: worked by hand") {
 TEST_CASE("ZeRO-3 module pipeline: a slightly communication-bound pass is paced by its link") {
   // 1 s of compute against 0.5 s of gather and 0.6 s of scatter a block: the backlog grows by
   // 0.1 s a block for the whole pass (an early block's increment would say 1 s).
-  CHECK(zero3_pass_s({step(1, 1, 0.5, 1, 0.6)}, 100, 3, 0) == doctest::Approx(100 * 1.1).epsilon(0.01));
+  CHECK(zero3_pass_s({step(1, 1, 0.5, 1, 0.6)}, 100, 3, 0) ==
+        doctest::Approx(100 * 1.1).epsilon(0.01));
 }
 
 TEST_CASE("ZeRO-3 reduce buckets: flushed when the next gradient would overflow, a latency each") {
@@ -76,7 +81,8 @@ TEST_CASE("ZeRO-3 module pipeline: compute-bound and communication-bound limits"
   CHECK(zero3_pass_s(even, 10, 1, s) == doctest::Approx(2 + 9 * per + 2));
 }
 
-TEST_CASE("ZeRO-3 steps: the block's modules, recompute gathering again, gradients scattered once") {
+TEST_CASE(
+    "ZeRO-3 steps: the block's modules, recompute gathering again, gradients scattered once") {
   LayerShape l;
   l.hidden = 4096, l.heads = 32, l.kv_heads = 8, l.ffn = 14336, l.swiglu = true, l.seq = 4096;
   LayerCompute lc;

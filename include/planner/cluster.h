@@ -10,7 +10,6 @@ enum class Dtype { fp16, bf16, fp8, tf32 };
 inline constexpr int kNumDtypes = 4;
 const char* to_string(Dtype d);
 
-
 /// One thread-block tile shape the GEMM model may choose, with its efficiency relative to the
 /// largest tile (smaller tiles reuse less data per load).
 struct GemmTile {
@@ -30,12 +29,12 @@ struct MeasuredGemm {
 /// Parameters of the GEMM efficiency model (cost/compute.h). Defaults in the profiles come from
 /// published measurements (shared/data/hardware-reference.md section 4); calibrate/ refits them.
 struct GemmModel {
-  double max_efficiency = 0.8;      ///< best achieved / dense peak on large aligned shapes
-  double k_half = 64;               ///< K at which the main loop reaches half its efficiency
-  double misaligned_factor = 0.7;   ///< a dimension not a multiple of `alignment` elements
-  int alignment = 8;                ///< elements (16 bytes in fp16/bf16)
-  double launch_s = 4e-6;           ///< per-kernel fixed cost
-  std::vector<GemmTile> tiles;      ///< candidates; the model takes the fastest
+  double max_efficiency = 0.8;     ///< best achieved / dense peak on large aligned shapes
+  double k_half = 64;              ///< K at which the main loop reaches half its efficiency
+  double misaligned_factor = 0.7;  ///< a dimension not a multiple of `alignment` elements
+  int alignment = 8;               ///< elements (16 bytes in fp16/bf16)
+  double launch_s = 4e-6;          ///< per-kernel fixed cost
+  std::vector<GemmTile> tiles;     ///< candidates; the model takes the fastest
   std::vector<MeasuredGemm> measured;
 };
 
@@ -56,12 +55,12 @@ struct SoftwareStack {
   double flash_efficiency = 0.6;  ///< flash attention forward FLOP/s / dense peak
   /// Its backward (2.5x the forward's FLOPs) likewise.
   double flash_backward_efficiency = flash_efficiency * kFlashBackwardOverForward;
-  bool overlap_grad_reduce = true;     ///< DP reduce-scatter/allreduce overlapped with backward
-  bool overlap_param_gather = true;    ///< ZeRO parameter allgather overlapped with forward
+  bool overlap_grad_reduce = true;   ///< DP reduce-scatter/allreduce overlapped with backward
+  bool overlap_param_gather = true;  ///< ZeRO parameter allgather overlapped with forward
   /// TP allgathers and reduce-scatters pipelined with the GEMMs beside them (Transformer Engine
   /// userbuffers, Megatron --tp-comm-overlap; with sequence parallelism only).
   bool overlap_tp_comm = false;
-  bool causal_attention_skip = true;   ///< fused kernels skip the masked half of s^2
+  bool causal_attention_skip = true;  ///< fused kernels skip the masked half of s^2
   /// NICs per node that ZeRO-3 parameter gathers and gradient scatters effectively use; NCCL's
   /// own hierarchical collectives use all of them (gpus_per_node).
   int zero3_collective_nics = 8;
@@ -75,8 +74,8 @@ struct Gpu {
   int sms = 0;
   std::array<double, kNumDtypes> peak_flops{};  ///< dense tensor-core FLOP/s; 0 = unsupported
   double hbm_bytes = 0;
-  double hbm_Bps = 0;               ///< datasheet
-  double hbm_efficiency = 0.85;     ///< achieved stream bandwidth / datasheet
+  double hbm_Bps = 0;            ///< datasheet
+  double hbm_efficiency = 0.85;  ///< achieved stream bandwidth / datasheet
   /// Kernel speed sustained in training relative to the microbenchmarks the other constants come
   /// from (clocks under long power and thermal load, gaps between kernels). A global per-GPU fit.
   double sustained_efficiency = 1.0;
@@ -100,8 +99,8 @@ struct CollectiveCost {
 /// (InfiniBand), where busbw is per GPU's NIC (one NIC per GPU in DGX nodes).
 struct NetworkTier {
   std::string name;
-  int reference_ranks = 8;       ///< group size the latencies were measured on
-  double hop_latency_s = 0;      ///< added per extra ring/tree step beyond reference
+  int reference_ranks = 8;   ///< group size the latencies were measured on
+  double hop_latency_s = 0;  ///< added per extra ring/tree step beyond reference
   std::array<CollectiveCost, kNumCollectives> cost;
 };
 

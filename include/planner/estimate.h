@@ -19,13 +19,13 @@ enum class Rejection {
   tp_across_nodes,        ///< tp larger than (or not dividing) a node without --tp-across-nodes
   pp_not_dividing_layers,
   cp_not_dividing_seq,
-  batch_not_divisible,    ///< gbs not a multiple of mbs*dp
-  vpp_invalid,            ///< vpp needs pp > 1 and (layers/pp) % vpp == 0
-  interleave_microbatches,///< interleaved 1F1B needs microbatches % pp == 0
+  batch_not_divisible,      ///< gbs not a multiple of mbs*dp
+  vpp_invalid,              ///< vpp needs pp > 1 and (layers/pp) % vpp == 0
+  interleave_microbatches,  ///< interleaved 1F1B needs microbatches % pp == 0
   sp_without_tp,
   zero_invalid,
-  dtype_unsupported,      ///< the GPU has no tensor-core peak for this precision
-  schedule_invalid,       ///< the simulator found the schedule cannot run or complete
+  dtype_unsupported,  ///< the GPU has no tensor-core peak for this precision
+  schedule_invalid,   ///< the simulator found the schedule cannot run or complete
   out_of_memory,
   count_
 };
@@ -50,21 +50,21 @@ struct Estimate {
   double tokens_per_s = 0;
   double tflops_per_gpu = 0;  ///< model FLOPs (megatron-mfu formula) / time / GPUs
   double mfu = 0;
-  double memory_bytes = 0;    ///< most loaded stage
+  double memory_bytes = 0;  ///< most loaded stage
   double memory_limit_bytes = 0;
   MemoryBreakdown memory;
   Breakdown breakdown;
   LayerTimes layer;
   LayerCompute layer_compute;
-  double bubble_fraction = 0;      ///< bubble / iteration
+  double bubble_fraction = 0;  ///< bubble / iteration
   double exposed_comm_fraction = 0;
-  double dp_comm_total_s = 0;      ///< DP traffic before overlap (for diagnostics)
-  bool simulated = false;          ///< timed by the event-driven simulator, not the closed form
-  double closed_form_time_s = 0;   ///< the closed form's iteration time (even partition)
-  std::vector<int> partition;      ///< blocks (layers) per pipeline stage
-  Partition chunk_partition;       ///< blocks per virtual stage (model chunk), as simulated
-  bool balanced = false;           ///< the balanced partition beat the even split
-  double balanced_gain_pct = 0;    ///< iteration-time gain of the balanced over the even split
+  double dp_comm_total_s = 0;     ///< DP traffic before overlap (for diagnostics)
+  bool simulated = false;         ///< timed by the event-driven simulator, not the closed form
+  double closed_form_time_s = 0;  ///< the closed form's iteration time (even partition)
+  std::vector<int> partition;     ///< blocks (layers) per pipeline stage
+  Partition chunk_partition;      ///< blocks per virtual stage (model chunk), as simulated
+  bool balanced = false;          ///< the balanced partition beat the even split
+  double balanced_gain_pct = 0;   ///< iteration-time gain of the balanced over the even split
   std::vector<double> stage_busy_s, stage_idle_s;  ///< per stage, simulated
   std::vector<int> peak_in_flight;                 ///< per stage, simulated
   bool ok() const { return rejection == Rejection::none; }
@@ -117,7 +117,8 @@ Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 std::string rejection_message(const Estimate& e);
 
 /// True when every number of `e` a report prints is finite (and the time positive). Profile and
-/// model bounds (limits.h) keep it so; the commands check it before printing, the fuzzers assert it.
+/// model bounds (limits.h) keep it so; the commands check it before printing, the fuzzers assert
+/// it.
 bool finite_result(const Estimate& e);
 
 /// The attention kernel a plan runs: its own override, else the profile's stack.

@@ -13,7 +13,7 @@ namespace planner::limits {
 struct Range {
   double lo, hi;
   bool contains(double v) const { return v >= lo && v <= hi; }  ///< false for NaN
-  std::string text() const;                                      ///< "[0.01, 1e+05]"
+  std::string text() const;                                     ///< "[0.01, 1e+05]"
 };
 
 // ---- Inputs as a whole --------------------------------------------------------------------
@@ -25,32 +25,32 @@ inline constexpr std::size_t kInputFileBytes = 16u << 20;
 inline constexpr long long kListValues = 1 << 20;
 
 // ---- Model files (layers, widths and counts; ModelSpec, validate_model) -------------------
-inline constexpr int kLayers = 100000;     ///< decoder layers, and all blocks with encoders
-inline constexpr int kHidden = 1 << 20;    ///< hidden, and a projector's in_features
-inline constexpr int kHeads = 1 << 16;     ///< heads and kv_heads
+inline constexpr int kLayers = 100000;   ///< decoder layers, and all blocks with encoders
+inline constexpr int kHidden = 1 << 20;  ///< hidden, and a projector's in_features
+inline constexpr int kHeads = 1 << 16;   ///< heads and kv_heads
 inline constexpr int kFfn = 1 << 22;
 inline constexpr int kVocab = 1 << 24;
-inline constexpr int kSeqLen = 1 << 24;    ///< seq_len, --seq-len and an encoder's tokens
-inline constexpr int kImages = 1 << 16;    ///< an encoder's images (tiles) per sample
+inline constexpr int kSeqLen = 1 << 24;  ///< seq_len, --seq-len and an encoder's tokens
+inline constexpr int kImages = 1 << 16;  ///< an encoder's images (tiles) per sample
 
 // ---- Cluster profiles (hw_profiles/*.yaml) and --vary factors on them -------------------------
-inline constexpr Range kPeakTflops{0.1, 1e6};        ///< per precision (absent or 0: none)
+inline constexpr Range kPeakTflops{0.1, 1e6};  ///< per precision (absent or 0: none)
 inline constexpr Range kHbmGiB{0.1, 16384};
 inline constexpr Range kHbmGBps{1, 1e6};
-inline constexpr Range kEfficiency{0.01, 1};         ///< any efficiency or fraction of peak
-inline constexpr Range kBusbwGBps{0.01, 1e5};        ///< a collective's (large-message) busbw
-inline constexpr Range kCurveBusbwGBps{1e-6, 1e5};   ///< a busbw curve's points (8 B: 0.0006)
-inline constexpr Range kLatencyUs{0, 1e6};           ///< collective, hop and kernel-launch latency
-inline constexpr Range kCurveBytes{1, 1e15};         ///< message sizes of a busbw curve
-inline constexpr Range kKHalf{0, 1e6};               ///< elements
-inline constexpr Range kGemmDim{1, 1e9};             ///< m, n, k, batch of a measured GEMM
+inline constexpr Range kEfficiency{0.01, 1};        ///< any efficiency or fraction of peak
+inline constexpr Range kBusbwGBps{0.01, 1e5};       ///< a collective's (large-message) busbw
+inline constexpr Range kCurveBusbwGBps{1e-6, 1e5};  ///< a busbw curve's points (8 B: 0.0006)
+inline constexpr Range kLatencyUs{0, 1e6};          ///< collective, hop and kernel-launch latency
+inline constexpr Range kCurveBytes{1, 1e15};        ///< message sizes of a busbw curve
+inline constexpr Range kKHalf{0, 1e6};              ///< elements
+inline constexpr Range kGemmDim{1, 1e9};            ///< m, n, k, batch of a measured GEMM
 inline constexpr Range kGpuHourUsd{0, 1e6};
-inline constexpr int kSms = 100000;                  ///< streaming multiprocessors
-inline constexpr int kTileDim = 4096;                ///< a GEMM tile's m or n
-inline constexpr int kAlignment = 4096;              ///< elements
+inline constexpr int kSms = 100000;      ///< streaming multiprocessors
+inline constexpr int kTileDim = 4096;    ///< a GEMM tile's m or n
+inline constexpr int kAlignment = 4096;  ///< elements
 inline constexpr int kGpusPerNode = 1 << 16;
-inline constexpr long long kClusterGpus = 1 << 24;   ///< nodes x gpus_per_node
-inline constexpr int kNics = 4096;                   ///< software.zero3_collective_nics
+inline constexpr long long kClusterGpus = 1 << 24;  ///< nodes x gpus_per_node
+inline constexpr int kNics = 4096;                  ///< software.zero3_collective_nics
 
 // ---- Work a command may do or write -------------------------------------------------------
 /// Rows of a regression-case CSV, each a search: the public sets have 31 and 49.
@@ -66,10 +66,11 @@ inline constexpr long long kSimulatedTasks = 4'000'000;
 /// and must stay under their 10 s per input. A user's ranges past one get a message that names
 /// it. GPT-3 175B over --gpus 64-4096 (0.09 s) spans 5.4e7 plans, 4.8e5 cells, 5.4e5 plans
 /// checked one by one and 8.1e4 estimated in full.
-inline constexpr double kSearchPlans = 2e8;      ///< the plans the ranges span (most refused in bulk)
-inline constexpr double kSearchCells = 5e6;      ///< (GPU count, tp, cp, mbs, sp, pp) combinations
+inline constexpr double kSearchPlans = 2e8;  ///< the plans the ranges span (most refused in bulk)
+inline constexpr double kSearchCells = 5e6;  ///< (GPU count, tp, cp, mbs, sp, pp) combinations
 inline constexpr long long kSearchChecked = 5'000'000;  ///< plans checked one by one
-inline constexpr long long kSearchEstimates = 100'000;  ///< structurally valid plans estimated in full
+inline constexpr long long kSearchEstimates =
+    100'000;  ///< structurally valid plans estimated in full
 /// Tasks one search simulates in all when it re-ranks its best candidates (each on the even and
 /// the balanced partition): about 0.1 s. The candidates beyond it keep their closed-form time,
 /// which for the many micro-batches that exhaust it is within a fraction of a percent (the bubble

@@ -10,9 +10,9 @@ struct LayerShape {
   bool swiglu = false;
   bool attention = true;  ///< false: an MLP in_features -> ffn -> hidden (a projector)
   int in_features = 0;
-  int seq = 0;            ///< tokens per sequence that attention spans
-  int sequences = 1;      ///< sequences per training sample (image tiles for a ViT)
-  bool causal = true;     ///< causal decoder: context parallelism and causal skipping apply
+  int seq = 0;         ///< tokens per sequence that attention spans
+  int sequences = 1;   ///< sequences per training sample (image tiles for a ViT)
+  bool causal = true;  ///< causal decoder: context parallelism and causal skipping apply
   int head_dim() const { return hidden / heads; }
   double tokens_per_sample() const { return double(seq) * sequences; }
   /// Weights: QKV, projection, MLP, two norms; or the projector's two matrices.

@@ -15,7 +15,7 @@ struct KnobSpace {
   std::vector<Recompute> recompute;
   std::vector<int> sp;
   std::vector<Schedule> schedule;  ///< interleaved is implied by vpp > 1
-  std::vector<int> dp;             ///< empty: dp follows from the GPU count; else it must be one of these
+  std::vector<int> dp;  ///< empty: dp follows from the GPU count; else it must be one of these
   /// vpp values above kDenseVpp are tried only where every chunk gets the same whole number of
   /// blocks (set by default_knobs for its extra values; a user's --vpp list is tried as given).
   bool vpp_whole_chunks_only = false;
@@ -26,7 +26,8 @@ struct KnobSpace {
 inline constexpr int kDenseVpp = 8;
 
 /// Defaults: tp 1..gpus_per_node, pp every divisor of layers up to the GPU count, cp 1,
-/// vpp 1..8 and every divisor of layers above 8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp 0/1, 1F1B/interleaved.
+/// vpp 1..8 and every divisor of layers above 8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp
+/// 0/1, 1F1B/interleaved.
 KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus);
 
 enum class Objective { time, cost };
@@ -51,15 +52,15 @@ struct SearchOptions {
 struct SearchResult {
   long long evaluated = 0;
   std::array<long long, kNumRejections> rejections{};
-  std::vector<Estimate> top;   ///< best first, at most top_k
-  Estimate closest_infeasible; ///< smallest memory overshoot, when nothing fits
+  std::vector<Estimate> top;    ///< best first, at most top_k
+  Estimate closest_infeasible;  ///< smallest memory overshoot, when nothing fits
   bool any_memory_rejection = false;
   double search_time_s = 0;
-  int simulated = 0;                      ///< candidates re-ranked by the simulator
+  int simulated = 0;  ///< candidates re-ranked by the simulator
   /// Candidates ranked by their closed form alone: the search's simulation budget
   /// (limits::kSearchSimulatedTasks) was spent before them.
   int closed_form_only = 0;
-  double max_closed_form_gap_pct = 0;     ///< largest |closed form - simulated| among them
+  double max_closed_form_gap_pct = 0;  ///< largest |closed form - simulated| among them
   PlotSample feasible;  ///< closed-form points of the ranked plans, when plot_points > 0
 };
 

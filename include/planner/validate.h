@@ -1,9 +1,8 @@
 #pragma once
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "planner/cost/communication.h"
 #include "planner/cost/compute.h"
@@ -18,7 +17,7 @@ struct WorkCollective {
   double bytes = 0;  ///< nccl-tests size S
   int ranks = 1;
   Pass pass = Pass::forward;
-  int count = 0;     ///< per layer in this pass (recompute included)
+  int count = 0;           ///< per layer in this pass (recompute included)
   double predicted_s = 0;  ///< each
 };
 
@@ -30,12 +29,12 @@ struct Workload {
   std::string model;
   LayerShape shape;
   LayerConfig config;
-  int layers = 1;        ///< layers to run (--layers; default the stage's)
-  int stage_layers = 1;  ///< layers of the plan's most loaded stage
-  std::vector<Kernel> kernels;      ///< execution order; recompute re-runs included
-  std::vector<bool> is_recompute;   ///< per kernel: a forward re-run during backward
+  int layers = 1;                  ///< layers to run (--layers; default the stage's)
+  int stage_layers = 1;            ///< layers of the plan's most loaded stage
+  std::vector<Kernel> kernels;     ///< execution order; recompute re-runs included
+  std::vector<bool> is_recompute;  ///< per kernel: a forward re-run during backward
   std::vector<WorkCollective> collectives;
-  WorkCollective dp;                ///< once per iteration (bytes 0 when dp = 1)
+  WorkCollective dp;  ///< once per iteration (bytes 0 when dp = 1)
 };
 
 /// Throws InputError for a plan the cost model rejects (with the reason).

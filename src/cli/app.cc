@@ -1,12 +1,12 @@
 // The planner's command line as a function: main() calls it, and so do the fuzzers.
 #include "cli/app.h"
 
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
-
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
 #include "planner/error.h"
@@ -26,7 +26,9 @@ int run(int argc, const char* const* argv) {
   app.add_flag("-v,--verbose", verbose, "log details on stderr");
   app.add_flag("-q,--quiet", quiet, "log only errors");
   app.parse_complete_callback([&] {
-    spdlog::set_level(quiet ? spdlog::level::err : verbose ? spdlog::level::debug : spdlog::level::warn);
+    spdlog::set_level(quiet     ? spdlog::level::err
+                      : verbose ? spdlog::level::debug
+                                : spdlog::level::warn);
   });
   int rc = 0;
   add_suggest(app, &rc);

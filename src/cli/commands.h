@@ -1,6 +1,5 @@
 #pragma once
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "cli/common.h"

@@ -6,7 +6,6 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
-
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/file.h"
@@ -43,8 +42,8 @@ CLI::Validator integer_in(long long lo, long long hi) {
           return v >= lo && v <= hi ? "" : "must be from " + range + ", got " + text;
         const std::optional<double> x = whole_number(text);
         if (x && std::isfinite(*x) && *x == std::floor(*x) && std::fabs(*x) < 1e18)
-          return "expected an integer from " + range + ", got '" + text + "' (write it in digits: " +
-                 std::to_string(static_cast<long long>(*x)) + ")";
+          return "expected an integer from " + range + ", got '" + text +
+                 "' (write it in digits: " + std::to_string(static_cast<long long>(*x)) + ")";
         return "expected an integer from " + range + ", got '" + text + "'";
       },
       "INT in " + range, "integer_in");
@@ -63,7 +62,8 @@ CLI::Validator number_in(double lo, double hi, bool lo_open) {
 }
 
 void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example) {
-  s->add_option("--model", a.model, "model YAML (configs/models/) or Hugging Face config.json")->required();
+  s->add_option("--model", a.model, "model YAML (configs/models/) or Hugging Face config.json")
+      ->required();
   s->add_option("--cluster", a.cluster, "cluster profile YAML (hw_profiles/)")->required();
   s->add_option("--gpus", a.gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
   s->add_option("--plan", a.plan, "e.g. \"" + plan_example + "\"")->required();
@@ -102,8 +102,7 @@ std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c) {
   std::vector<int> out;
   for (int g : io::parse_int_set(text, "--gpus")) {
     if (range && (g <= 0 || g % c.gpus_per_node != 0)) continue;  // a range keeps whole nodes
-    if (g <= 0)
-      throw InputError("", 0, "--gpus", "must be positive, got " + std::to_string(g));
+    if (g <= 0) throw InputError("", 0, "--gpus", "must be positive, got " + std::to_string(g));
     if (g % c.gpus_per_node != 0)
       throw InputError("", 0, "--gpus",
                        std::to_string(g) + " is not a multiple of gpus_per_node=" +
@@ -114,7 +113,8 @@ std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c) {
                            " GPUs of " + c.file + " (raise its nodes)");
     out.push_back(g);
   }
-  if (out.empty()) throw InputError("", 0, "--gpus", "'" + text + "' holds no whole-node GPU count");
+  if (out.empty())
+    throw InputError("", 0, "--gpus", "'" + text + "' holds no whole-node GPU count");
   return out;
 }
 
@@ -151,7 +151,8 @@ void check_trace_size(const Plan& p) {
                        events, events * limits::kTraceEventBytes / kMB, limits::kTraceEvents));
 }
 
-void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o, const std::string& path) {
+void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o,
+                 const std::string& path) {
   check_trace_size(e.plan);
   io::OutputFile out(path);  // before the simulation: an unwritable path fails at once
   SimResult sim;
@@ -164,8 +165,8 @@ Plan complete_plan(const std::string& plan, const std::string& gpus_text, const 
                    int global_batch, const Inputs& in) {
   Plan p = parse_plan(plan, "--plan");
   const long long gpus = !gpus_text.empty() ? parse_gpus(gpus_text, in.cluster).back()
-                   : p.dp > 0         ? p.gpus()
-                                      : in.cluster.total_gpus();
+                         : p.dp > 0         ? p.gpus()
+                                            : in.cluster.total_gpus();
   if (!dtype.empty()) p.dtype = parse_dtype(dtype);
   const long long model_parallel = 1LL * p.tp * p.pp * p.cp;
   if (p.dp == 0) {
@@ -175,8 +176,9 @@ Plan complete_plan(const std::string& plan, const std::string& gpus_text, const 
                            std::to_string(gpus) + " GPUs");
     p.dp = static_cast<int>(gpus / model_parallel);
   } else if (p.gpus() != gpus) {
-    throw InputError("", 0, "--plan",
-                     "dp*tp*pp*cp = " + std::to_string(p.gpus()) + " but --gpus is " + std::to_string(gpus));
+    throw InputError(
+        "", 0, "--plan",
+        "dp*tp*pp*cp = " + std::to_string(p.gpus()) + " but --gpus is " + std::to_string(gpus));
   }
   if (p.gbs == 0) p.gbs = global_batch;
   if (p.gbs <= 0)

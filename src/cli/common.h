@@ -47,7 +47,8 @@ std::optional<AttentionKernel> parse_attention(const std::string& text);
 /// Simulates `e`'s plan on its partition again with a trace and streams it to `path` atomically.
 /// Throws InputError before any work when the trace would exceed limits::kTraceEvents (see
 /// check_trace_size).
-void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o, const std::string& path);
+void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o,
+                 const std::string& path);
 
 /// Throws InputError when `e` has a number that is not finite (see finite_result): no report
 /// ever prints inf or nan.

@@ -174,7 +174,8 @@ int run_compare(const CompareArgs& a) {
                      "compare needs two columns or more: --cluster twice or more, or --vary");
   if (a.clusters.size() + a.vary.size() > limits::kCompareColumns)
     throw InputError("", 0, "--vary",
-                     std::to_string(a.clusters.size() + a.vary.size()) + " columns (--cluster and --vary), over the limit of " +
+                     std::to_string(a.clusters.size() + a.vary.size()) +
+                         " columns (--cluster and --vary), over the limit of " +
                          std::to_string(limits::kCompareColumns));
   Inputs in = load_inputs(a.model, a.clusters.front());
   OutputArgs seq;
@@ -214,7 +215,8 @@ void add_compare(CLI::App& app, int* rc) {
                 "\"cluster=hw_profiles/dgx-h100-80gb.yaml\", \"zero=3\" (repeatable; see README)");
   s->add_option("--gpus", a->gpus,
                 "GPUs (default: dp*tp*pp*cp of the plan, else all of the first cluster)");
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")->check(integer_in(1, kMaxGlobalBatch));
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")
+      ->check(integer_in(1, kMaxGlobalBatch));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_option("--seq-len", a->seq_len, "sequence length in tokens (default: the model's)")
       ->check(integer_in(1, limits::kSeqLen));

@@ -67,8 +67,9 @@ void emit_top_plan(const Inputs& in, const SearchResult& r, const std::string& f
       std::cerr << "planner: plan 1 is not expressible (" << first_refusal << "); emitting plan "
                 << rank + 1 << "\n";
     o.reasons = true;
-    const emit::EmitRequest req = emit::prepare(f, in.model_file, in.model_bytes, in.model,
-                                                in.cluster_file, in.cluster_bytes, in.cluster, p, o);
+    const emit::EmitRequest req =
+        emit::prepare(f, in.model_file, in.model_bytes, in.model, in.cluster_file, in.cluster_bytes,
+                      in.cluster, p, o);
     io::write_file_set(out, emit::emit_files(f, req));
     std::cerr << "planner: wrote " << emit::to_string(f) << " launch files for plan " << rank + 1
               << " to " << out << "\n";

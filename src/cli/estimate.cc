@@ -24,12 +24,19 @@ int run_estimate(const EstimateArgs& a) {
   if (!a.trace.empty()) check_trace_size(p);  // before any work
   const EstimateOptions o = estimate_options(a);
   const Estimate e = refine(in.model, in.cluster, p, o);
-  if (e.rejection == Rejection::out_of_memory) throw InputError("", 0, "--plan", rejection_message(e));
+  if (e.rejection == Rejection::out_of_memory)
+    throw InputError("", 0, "--plan", rejection_message(e));
   if (!e.ok())
-    throw InputError("", 0, "--plan", e.reason + " (model " + in.model_file + ", cluster " + in.cluster_file + ")");
+    throw InputError("", 0, "--plan",
+                     e.reason + " (model " + in.model_file + ", cluster " + in.cluster_file + ")");
   require_finite(e);
   if (!a.trace.empty()) write_trace(in, e, o, a.trace);
-  RunContext ctx{in.model_file, in.cluster_file, &in.model, &in.cluster, static_cast<int>(p.gpus()), p.gbs,
+  RunContext ctx{in.model_file,
+                 in.cluster_file,
+                 &in.model,
+                 &in.cluster,
+                 static_cast<int>(p.gpus()),
+                 p.gbs,
                  a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")
     std::cout << io::dump_json(estimate_json(ctx, e), 2) << "\n";
@@ -46,10 +53,12 @@ void add_estimate(CLI::App& app, int* rc) {
   CLI::App* s = app.add_subcommand("estimate", "one plan's full breakdown and diagnostics");
   add_plan_options(s, *a, "tp=8,pp=8,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1");
   add_limit_options(s, *a);
-  s->add_option("--train-tokens", a->train_tokens, "report days and GPU-hours for this many tokens");
+  s->add_option("--train-tokens", a->train_tokens,
+                "report days and GPU-hours for this many tokens");
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   s->add_option("--trace", a->trace, "write the simulated iteration as a Chrome trace (Perfetto)");
-  s->add_option("--attention", a->attention, "flash or unfused (default: the profile's software.attention)");
+  s->add_option("--attention", a->attention,
+                "flash or unfused (default: the profile's software.attention)");
   add_output_options(s, a->extra, "the time breakdown and memory per GPU against capacity");
   s->callback([a, rc] { *rc = run_estimate(*a); });
 }

@@ -20,12 +20,17 @@ double peak_memory(const Inputs& in, const Plan& p) {
 
 /// Single-knob changes to the closest plan, with the memory each would need.
 std::string remedies(const Inputs& in, const Plan& base) {
-  struct Variant { std::string what; Plan plan; };
+  struct Variant {
+    std::string what;
+    Plan plan;
+  };
   std::vector<Variant> v;
   Plan p = base;
-  if (base.dp > 1 && base.zero < (base.pp > 1 ? 1 : 3)) p.zero = base.pp > 1 ? 1 : 3, v.push_back({"zero=" + std::to_string(p.zero), p});
+  if (base.dp > 1 && base.zero < (base.pp > 1 ? 1 : 3))
+    p.zero = base.pp > 1 ? 1 : 3, v.push_back({"zero=" + std::to_string(p.zero), p});
   p = base;
-  if (base.recompute != Recompute::full) p.recompute = Recompute::full, v.push_back({"recompute=full", p});
+  if (base.recompute != Recompute::full)
+    p.recompute = Recompute::full, v.push_back({"recompute=full", p});
   p = base;
   if (base.tp > 1 && !base.sp) p.sp = true, v.push_back({"sp=1", p});
   p = base;
@@ -33,7 +38,8 @@ std::string remedies(const Inputs& in, const Plan& base) {
   std::string out;
   for (const Variant& x : v) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "\n  %-16s -> %.1f GiB", x.what.c_str(), peak_memory(in, x.plan) / kGiB);
+    std::snprintf(buf, sizeof buf, "\n  %-16s -> %.1f GiB", x.what.c_str(),
+                  peak_memory(in, x.plan) / kGiB);
     out += buf;
   }
   return out;
@@ -46,22 +52,25 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
   if (r.any_memory_rejection) {
     const Estimate& e = r.closest_infeasible;
     char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "\nthe closest plan needs %.1f GiB per GPU of %.1f GiB (%.1f GiB over):\n  --plan \"%s\"",
-                  e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB,
-                  (e.memory_bytes - e.memory_limit_bytes) / kGiB, to_plan_string(e.plan).c_str());
+    std::snprintf(
+        buf, sizeof buf,
+        "\nthe closest plan needs %.1f GiB per GPU of %.1f GiB (%.1f GiB over):\n  --plan \"%s\"",
+        e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB,
+        (e.memory_bytes - e.memory_limit_bytes) / kGiB, to_plan_string(e.plan).c_str());
     msg += buf;
     const std::string fixes = remedies(in, e.plan);
     if (!fixes.empty()) msg += "\none change at a time from there:" + fixes;
     // Weights, gradients and Adam states alone, spread perfectly over every GPU.
     const double states = in.model.total_params() *
                           (kWeightBytesPerParam + kGradBytesPerParam + kOptimizerBytesPerParam);
-    std::snprintf(buf, sizeof buf,
-                  "\nweights, gradients and optimizer states alone take %.0f GiB: at least %.0f GPUs "
-                  "of %.0f GiB before activations",
-                  states / kGiB, std::ceil(states / e.memory_limit_bytes), e.memory_limit_bytes / kGiB);
+    std::snprintf(
+        buf, sizeof buf,
+        "\nweights, gradients and optimizer states alone take %.0f GiB: at least %.0f GPUs "
+        "of %.0f GiB before activations",
+        states / kGiB, std::ceil(states / e.memory_limit_bytes), e.memory_limit_bytes / kGiB);
     msg += buf;
-    msg += "\nor more GPUs (--gpus), GPUs with more memory, or wider knob ranges (--pp, --tp, --zero)";
+    msg +=
+        "\nor more GPUs (--gpus), GPUs with more memory, or wider knob ranges (--pp, --tp, --zero)";
   }
   throw InputError("", 0, "", msg);
 }

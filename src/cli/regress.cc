@@ -1,3 +1,5 @@
+#include "planner/regress.h"
+
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -6,7 +8,6 @@
 #include "planner/error.h"
 #include "planner/io/json.h"
 #include "planner/limits.h"
-#include "planner/regress.h"
 #include "planner/report/format.h"
 #include "planner/report/report.h"
 
@@ -25,25 +26,31 @@ void print_table(const RegressionReport& rep) {
   for (const RegressionRow& r : rep.rows) {
     const RegressionCase& c = *r.c;
     if (r.unsupported) {
-      std::printf("  %-15s %-13s unsupported: %s\n", c.id.c_str(), c.cluster.c_str(), r.unsupported->c_str());
+      std::printf("  %-15s %-13s unsupported: %s\n", c.id.c_str(), c.cluster.c_str(),
+                  r.unsupported->c_str());
       continue;
     }
-    const double meas_tf = r.predicted_tflops_per_gpu * r.estimate.iteration_time_s / r.measured_iter_time_s;
+    const double meas_tf =
+        r.predicted_tflops_per_gpu * r.estimate.iteration_time_s / r.measured_iter_time_s;
     std::printf("  %-15s %-13s %10.3f %10.3f %9.1f %9.1f %+8.1f  --plan \"%s\"\n", c.id.c_str(),
                 c.cluster.c_str(), r.estimate.iteration_time_s, r.measured_iter_time_s,
-                r.predicted_tflops_per_gpu, meas_tf, r.error_pct, to_plan_string(r.estimate.plan).c_str());
+                r.predicted_tflops_per_gpu, meas_tf, r.error_pct,
+                to_plan_string(r.estimate.plan).c_str());
   }
   std::printf("# %d of %zu rows modelled: mean absolute error %.2f%%, max %.2f%%\n", rep.supported,
               rep.rows.size(), rep.mean_abs_error_pct, rep.max_abs_error_pct);
   double sum = 0, worst = 0;
   for (const RegressionRow& r : rep.rows) {
     if (r.unsupported) continue;
-    const double gap = 100.0 * std::fabs(r.estimate.closed_form_time_s / r.estimate.iteration_time_s - 1);
+    const double gap =
+        100.0 * std::fabs(r.estimate.closed_form_time_s / r.estimate.iteration_time_s - 1);
     sum += gap, worst = std::max(worst, gap);
   }
   if (rep.supported > 0)
-    std::printf("# closed form against the pipeline simulator on the chosen plans: mean %.2f%%, max %.2f%%\n",
-                sum / rep.supported, worst);
+    std::printf(
+        "# closed form against the pipeline simulator on the chosen plans: mean %.2f%%, max "
+        "%.2f%%\n",
+        sum / rep.supported, worst);
 }
 
 nlohmann::json to_json(const RegressionReport& rep) {
@@ -82,14 +89,21 @@ int explain(const RegressionReport& rep, const std::string& id, const std::strin
       std::printf("unsupported: %s\n", r.unsupported->c_str());
       return 0;
     }
-    const RunContext ctx{"row " + c.id, profiles + "/" + c.cluster + ".yaml", &c.model,
-                         &r.cluster, c.num_gpus, c.gbs, 0};
+    const RunContext ctx{"row " + c.id,
+                         profiles + "/" + c.cluster + ".yaml",
+                         &c.model,
+                         &r.cluster,
+                         c.num_gpus,
+                         c.gbs,
+                         0};
     print_estimate_text(std::cout, ctx, r.estimate);
     std::printf("\nmeasured   %.3f s per iteration", r.measured_iter_time_s);
     if (c.measured_tflops_per_gpu)
-      std::printf(" (from %.1f TFLOP/s per GPU, %s)", *c.measured_tflops_per_gpu, c.flops_formula.c_str());
-    std::printf("\npredicted  %.3f s per iteration, %.1f TFLOP/s per GPU by the same formula: %+.1f%%\n",
-                r.estimate.iteration_time_s, r.predicted_tflops_per_gpu, r.error_pct);
+      std::printf(" (from %.1f TFLOP/s per GPU, %s)", *c.measured_tflops_per_gpu,
+                  c.flops_formula.c_str());
+    std::printf(
+        "\npredicted  %.3f s per iteration, %.1f TFLOP/s per GPU by the same formula: %+.1f%%\n",
+        r.estimate.iteration_time_s, r.predicted_tflops_per_gpu, r.error_pct);
     return 0;
   }
   throw InputError("", 0, "--explain", "no row with id '" + id + "'");
@@ -106,13 +120,15 @@ int run_regress(const RegressArgs& a) {
   // The gate: a check that modelled nothing, or skipped rows unasked, has not checked the model.
   const int rows = static_cast<int>(rep.rows.size());
   if (rep.supported == 0) {
-    std::cerr << fmt("planner: regress modelled none of the %d rows (each says why in the output)\n", rows);
+    std::cerr << fmt(
+        "planner: regress modelled none of the %d rows (each says why in the output)\n", rows);
     return 1;
   }
   if (rep.supported < rows && !a.allow_unsupported) {
-    std::cerr << fmt("planner: regress modelled %d of %d rows; %d unsupported (listed in the "
-                     "output; --allow-unsupported accepts that)\n",
-                     rep.supported, rows, rows - rep.supported);
+    std::cerr << fmt(
+        "planner: regress modelled %d of %d rows; %d unsupported (listed in the "
+        "output; --allow-unsupported accepts that)\n",
+        rep.supported, rows, rows - rep.supported);
     return 1;
   }
   if (a.tolerance >= 0 && !(rep.mean_abs_error_pct <= a.tolerance)) {  // NaN fails too
@@ -128,7 +144,8 @@ int run_regress(const RegressArgs& a) {
 void add_regress(CLI::App& app, int* rc) {
   auto a = std::make_shared<RegressArgs>();
   CLI::App* s = app.add_subcommand("regress", "check the cost model against measured runs");
-  s->add_option("--cases", a->cases, "regression cases CSV (the format of published-runs.csv)")->required();
+  s->add_option("--cases", a->cases, "regression cases CSV (the format of published-runs.csv)")
+      ->required();
   s->add_option("--profiles", a->profiles, "folder of cluster profiles (default hw_profiles)");
   s->add_option("--tolerance", a->tolerance, "exit 1 when the mean absolute error (%) exceeds this")
       ->check(number_in(0, 1000));

@@ -1,6 +1,6 @@
-#include <iostream>
-
 #include <spdlog/spdlog.h>
+
+#include <iostream>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -42,23 +42,32 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
   ints(a.mbs, "--mbs", k.mbs);
   ints(a.zero, "--zero", k.zero);
   ints(a.sp, "--sp", k.sp);
-  for (auto [v, name] : {std::pair{&k.tp, "--tp"}, {&k.pp, "--pp"}, {&k.cp, "--cp"},
-                         {&k.vpp, "--vpp"}, {&k.mbs, "--mbs"}})
+  for (auto [v, name] : {std::pair{&k.tp, "--tp"},
+                         {&k.pp, "--pp"},
+                         {&k.cp, "--cp"},
+                         {&k.vpp, "--vpp"},
+                         {&k.mbs, "--mbs"}})
     if (v->front() <= 0) throw InputError("", 0, name, "values must be positive");
   if (k.zero.back() > 3) throw InputError("", 0, "--zero", "ZeRO stages are 0, 1, 2 and 3");
   if (k.sp.back() > 1) throw InputError("", 0, "--sp", "expected 0 and/or 1");
   if (!a.recompute.empty()) {
     k.recompute.clear();
-    for (const auto& w : io::parse_word_set(a.recompute, "--recompute", {"none", "selective", "full"}))
-      k.recompute.push_back(w == "none" ? Recompute::none
-                                        : w == "selective" ? Recompute::selective : Recompute::full);
+    for (const auto& w :
+         io::parse_word_set(a.recompute, "--recompute", {"none", "selective", "full"}))
+      k.recompute.push_back(w == "none"        ? Recompute::none
+                            : w == "selective" ? Recompute::selective
+                                               : Recompute::full);
   }
   if (!a.schedule.empty()) {
     k.schedule.clear();
-    for (const auto& w : io::parse_word_set(a.schedule, "--schedule", {"1f1b", "gpipe", "interleaved", "zb-h1"}))
-      k.schedule.push_back(w == "zb-h1" ? Schedule::zb_h1 : w == "gpipe" ? Schedule::gpipe
-                                        : w == "1f1b" ? Schedule::one_f_one_b : Schedule::interleaved);
-    const bool interleave = std::find(k.schedule.begin(), k.schedule.end(), Schedule::interleaved) != k.schedule.end();
+    for (const auto& w :
+         io::parse_word_set(a.schedule, "--schedule", {"1f1b", "gpipe", "interleaved", "zb-h1"}))
+      k.schedule.push_back(w == "zb-h1"   ? Schedule::zb_h1
+                           : w == "gpipe" ? Schedule::gpipe
+                           : w == "1f1b"  ? Schedule::one_f_one_b
+                                          : Schedule::interleaved);
+    const bool interleave =
+        std::find(k.schedule.begin(), k.schedule.end(), Schedule::interleaved) != k.schedule.end();
     if (!interleave && a.vpp.empty()) k.vpp = {1};
   }
   return k;
@@ -100,8 +109,13 @@ int run_suggest(const SuggestArgs& a) {
   if (r.top.empty()) throw_no_fit(ranked, r);
   for (const Estimate& e : r.top) require_finite(e);
 
-  RunContext ctx{ranked.model_file, ranked.cluster_file, &ranked.model, &ranked.cluster, so.gpus.back(),
-                 a.global_batch, a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
+  RunContext ctx{ranked.model_file,
+                 ranked.cluster_file,
+                 &ranked.model,
+                 &ranked.cluster,
+                 so.gpus.back(),
+                 a.global_batch,
+                 a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")
     std::cout << io::dump_json(suggest_json(ctx, r), 2) << "\n";
   else if (a.format == "csv")
@@ -118,11 +132,15 @@ int run_suggest(const SuggestArgs& a) {
 
 void add_suggest(CLI::App& app, int* rc) {
   auto a = std::make_shared<SuggestArgs>();
-  CLI::App* s = app.add_subcommand("suggest", "search every parallel plan and rank the feasible ones");
-  s->add_option("--model", a->model, "model YAML (configs/models/) or Hugging Face config.json")->required();
+  CLI::App* s =
+      app.add_subcommand("suggest", "search every parallel plan and rank the feasible ones");
+  s->add_option("--model", a->model, "model YAML (configs/models/) or Hugging Face config.json")
+      ->required();
   s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
   s->add_option("--gpus", a->gpus, "GPUs to use: a count or a set/range of counts (default: all)");
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences")->check(integer_in(1, kMaxGlobalBatch))->required();
+  s->add_option("--global-batch", a->global_batch, "global batch in sequences")
+      ->check(integer_in(1, kMaxGlobalBatch))
+      ->required();
   s->add_option("--tp", a->tp, "tensor-parallel sizes, e.g. 8 or 1-8");
   s->add_option("--pp", a->pp, "pipeline-parallel sizes, e.g. 1-64");
   s->add_option("--cp", a->cp, "context-parallel sizes (default 1)");
@@ -131,19 +149,25 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--zero", a->zero, "ZeRO stages, e.g. 0,1");
   s->add_option("--recompute", a->recompute, "none,selective,full");
   s->add_option("--sp", a->sp, "sequence parallelism 0,1");
-  s->add_option("--schedule", a->schedule, "1f1b,gpipe,interleaved,zb-h1 (default 1f1b and interleaved)");
-  s->add_option("--attention", a->attention, "flash or unfused (default: the profile's software.attention)");
+  s->add_option("--schedule", a->schedule,
+                "1f1b,gpipe,interleaved,zb-h1 (default 1f1b and interleaved)");
+  s->add_option("--attention", a->attention,
+                "flash or unfused (default: the profile's software.attention)");
   s->add_option("--trace", a->trace, "write the top plan's simulated iteration as a Chrome trace");
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
-  s->add_option("--top", a->top, "plans to list (default 10, at most 1000)")->check(integer_in(1, 1000));
+  s->add_option("--top", a->top, "plans to list (default 10, at most 1000)")
+      ->check(integer_in(1, 1000));
   s->add_option("--objective", a->objective, "rank by iteration time or by GPU-seconds")
       ->check(CLI::IsMember({"time", "cost"}));
-  s->add_option("--train-tokens", a->train_tokens, "report days and GPU-hours for this many tokens (e.g. 300B)");
+  s->add_option("--train-tokens", a->train_tokens,
+                "report days and GPU-hours for this many tokens (e.g. 300B)");
   add_limit_options(s, *a);
-  s->add_option("--format", a->format, "table, json or csv")->check(CLI::IsMember({"table", "json", "csv"}));
+  s->add_option("--format", a->format, "table, json or csv")
+      ->check(CLI::IsMember({"table", "json", "csv"}));
   s->add_option("--emit", a->emit, "write the top plan's launch files: megatron or deepspeed");
   s->add_option("--out", a->out, "directory for --emit's files (created if needed)");
-  add_output_options(s, a->extra, "model TFLOP/s per GPU against memory per GPU of every feasible plan");
+  add_output_options(s, a->extra,
+                     "model TFLOP/s per GPU against memory per GPU of every feasible plan");
   s->callback([a, rc] { *rc = run_suggest(*a); });
 }
 

@@ -1,3 +1,5 @@
+#include "planner/validate.h"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -11,7 +13,6 @@
 #include "planner/io/json.h"
 #include "planner/io/output.h"
 #include "planner/limits.h"
-#include "planner/validate.h"
 
 namespace planner::cli {
 namespace {
@@ -31,7 +32,8 @@ std::string find_runner(const std::string& given) {
   for (const auto& p : {self.parent_path() / "planner-validate", beside})
     if (!ec && std::filesystem::exists(p)) return p.string();
   throw InputError("", 0, "",
-                   "planner validate needs the CUDA build: planner-validate was not found next to planner (it is "
+                   "planner validate needs the CUDA build: planner-validate was not found next to "
+                   "planner (it is "
                    "built when CMake finds the CUDA toolkit, cuBLAS and NCCL; see calibrate/). "
                    "--workload-out writes the work to run elsewhere, --measured reads its results");
 }
@@ -47,14 +49,16 @@ nlohmann::json run_on_gpu(const ValidateArgs& a, const Workload& w) {
   if (ec) throw InputError(dir.string(), 0, "", "cannot create the work folder: " + ec.message());
   const std::string work = (dir / "workload.json").string(), out = (dir / "measured.json").string();
   io::write_file_atomically(work, io::dump_json(workload_json(w), 2) + "\n");
-  const std::string cmd = "'" + runner + "' --workload '" + work + "' --out '" + out + "' --iters " +
-                          std::to_string(a.iters);
+  const std::string cmd = "'" + runner + "' --workload '" + work + "' --out '" + out +
+                          "' --iters " + std::to_string(a.iters);
   const int status = std::system(cmd.c_str());
   if (status != 0 || !std::filesystem::exists(out, ec)) {
     std::filesystem::remove_all(dir, ec);
     throw InputError("", 0, "",
-                     "planner validate: the GPU runner failed (" + runner + ", exit " + std::to_string(WEXITSTATUS(status)) +
-                         (status == 0 ? "; it wrote no results" : "") + "): on a machine without a GPU it says so above");
+                     "planner validate: the GPU runner failed (" + runner + ", exit " +
+                         std::to_string(WEXITSTATUS(status)) +
+                         (status == 0 ? "; it wrote no results" : "") +
+                         "): on a machine without a GPU it says so above");
   }
   const std::string text = io::read_file(out);
   std::filesystem::remove_all(dir, ec);
@@ -75,14 +79,16 @@ int run_validate(const ValidateArgs& a) {
   } else {
     results = run_on_gpu(a, w);
   }
-  const Measured m = parse_measured(results, w, a.measured.empty() ? "planner-validate" : a.measured);
+  const Measured m =
+      parse_measured(results, w, a.measured.empty() ? "planner-validate" : a.measured);
   const ValidationReport r = compare(w, m);
   if (a.format == "json")
     std::cout << io::dump_json(validation_json(w, r), 2) << "\n";
   else
     print_validation(std::cout, w, r);
   if (!a.update_profile.empty())
-    io::write_file_atomically(a.update_profile, update_profile_text(in.cluster_bytes, w, m, in.cluster));
+    io::write_file_atomically(a.update_profile,
+                              update_profile_text(in.cluster_bytes, w, m, in.cluster));
   return 0;
 }
 
@@ -90,16 +96,21 @@ int run_validate(const ValidateArgs& a) {
 
 void add_validate(CLI::App& app, int* rc) {
   auto a = std::make_shared<ValidateArgs>();
-  CLI::App* s = app.add_subcommand("validate", "run a plan's kernels on the local GPUs and compare with the prediction");
+  CLI::App* s = app.add_subcommand(
+      "validate", "run a plan's kernels on the local GPUs and compare with the prediction");
   add_plan_options(s, *a, "tp=8,pp=1,dp=8,mbs=4,gbs=1536,zero=1,sp=1");
   s->add_option("--layers", a->layers, "layers to run (default: the plan's most loaded stage)")
       ->check(integer_in(1, limits::kLayers));
-  s->add_option("--iters", a->iters, "timed repetitions (median reported)")->check(integer_in(1, 100000));
+  s->add_option("--iters", a->iters, "timed repetitions (median reported)")
+      ->check(integer_in(1, 100000));
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  s->add_option("--update-profile", a->update_profile, "write the profile with the measured GEMM (and attention) efficiencies here");
-  s->add_option("--runner", a->runner, "the CUDA runner (default: planner-validate beside planner)");
+  s->add_option("--update-profile", a->update_profile,
+                "write the profile with the measured GEMM (and attention) efficiencies here");
+  s->add_option("--runner", a->runner,
+                "the CUDA runner (default: planner-validate beside planner)");
   s->add_option("--workload-out", a->workload_out, "write the work to run as JSON (no GPU needed)");
-  s->add_option("--measured", a->measured, "compare with a runner's saved results instead of running");
+  s->add_option("--measured", a->measured,
+                "compare with a runner's saved results instead of running");
   s->callback([a, rc] { *rc = run_validate(*a); });
 }
 

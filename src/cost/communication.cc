@@ -9,11 +9,14 @@ namespace planner {
 double bus_factor(Collective c, int n) {
   assert(n >= 1);
   switch (c) {
-    case Collective::allreduce: return 2.0 * (n - 1) / n;
+    case Collective::allreduce:
+      return 2.0 * (n - 1) / n;
     case Collective::allgather:
     case Collective::reduce_scatter:
-    case Collective::alltoall: return double(n - 1) / n;
-    case Collective::sendrecv: return 1.0;
+    case Collective::alltoall:
+      return double(n - 1) / n;
+    case Collective::sendrecv:
+      return 1.0;
   }
   return 1.0;
 }
@@ -22,7 +25,8 @@ GroupLayout group_layout(int size, int stride, int gpus_per_node) {
   assert(size >= 1 && stride >= 1 && gpus_per_node >= 1);
   GroupLayout g;
   g.ranks = size;
-  g.ranks_per_node = stride >= gpus_per_node ? 1 : std::min(size, std::max(1, gpus_per_node / stride));
+  g.ranks_per_node =
+      stride >= gpus_per_node ? 1 : std::min(size, std::max(1, gpus_per_node / stride));
   g.nodes = (size + g.ranks_per_node - 1) / g.ranks_per_node;
   return g;
 }
@@ -39,8 +43,9 @@ double tier_busbw_Bps(const CollectiveCost& cost, double bytes) {
   if (c.empty()) return cost.busbw_Bps;
   if (bytes <= c.front().first) return c.front().second;
   if (bytes >= c.back().first) return c.back().second;
-  auto hi = std::upper_bound(c.begin(), c.end(), bytes,
-                             [](double b, const std::pair<double, double>& p) { return b < p.first; });
+  auto hi =
+      std::upper_bound(c.begin(), c.end(), bytes,
+                       [](double b, const std::pair<double, double>& p) { return b < p.first; });
   auto lo = hi - 1;
   const double x = std::log(bytes / lo->first) / std::log(hi->first / lo->first);
   return lo->second + x * (hi->second - lo->second);

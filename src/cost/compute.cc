@@ -14,9 +14,12 @@ namespace {
 /// Bytes per element of GEMM operands and outputs in each precision.
 double element_bytes(Dtype d) {
   switch (d) {
-    case Dtype::fp8: return 1;
-    case Dtype::tf32: return 4;
-    default: return 2;
+    case Dtype::fp8:
+      return 1;
+    case Dtype::tf32:
+      return 4;
+    default:
+      return 2;
   }
 }
 
@@ -72,8 +75,8 @@ double gemm_efficiency(const Gpu& gpu, const GemmShape& g) {
       best = std::max(best, t.relative_efficiency * quantization * mainloop);
     }
   }
-  const bool all_aligned = aligned(g.m, gm.alignment) && aligned(g.n, gm.alignment) &&
-                           aligned(g.k, gm.alignment);
+  const bool all_aligned =
+      aligned(g.m, gm.alignment) && aligned(g.n, gm.alignment) && aligned(g.k, gm.alignment);
   return gm.max_efficiency * best * (all_aligned ? 1.0 : gm.misaligned_factor);
 }
 
@@ -127,7 +130,8 @@ void add_gemms(const Gpu& gpu, Dtype dt, const Shard& s, bool attention, std::ve
                                      {"proj", linear_shapes(s.tokens, s.attn_in, s.h)}});
   }
   for (const auto& [name, l] : linears) {
-    for (auto [pass, g] : {std::pair{Pass::forward, l.fwd}, {Pass::backward_data, l.bwd_data},
+    for (auto [pass, g] : {std::pair{Pass::forward, l.fwd},
+                           {Pass::backward_data, l.bwd_data},
                            {Pass::backward_weight, l.bwd_weight}})
       out.push_back({name, KernelClass::gemm, pass, g, 0, g.flops(), gemm_time_s(gpu, dt, g)});
   }
@@ -152,10 +156,20 @@ void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConf
       out.push_back({gemms[i].first, attn, i < 2 ? Pass::forward : Pass::backward_data, g, 0,
                      g.flops(), gemm_time_s(gpu, cfg.dtype, g)});
     }
-    out.push_back({"softmax_dropout", attn, Pass::forward, {}, elems * kSoftmaxDropoutFwdBytes, 0,
+    out.push_back({"softmax_dropout",
+                   attn,
+                   Pass::forward,
+                   {},
+                   elems * kSoftmaxDropoutFwdBytes,
+                   0,
                    elems * kSoftmaxDropoutFwdBytes / bw});
-    out.push_back({"softmax_dropout", attn, Pass::backward_data, {}, elems * kSoftmaxDropoutBwdBytes,
-                   0, elems * kSoftmaxDropoutBwdBytes / bw});
+    out.push_back({"softmax_dropout",
+                   attn,
+                   Pass::backward_data,
+                   {},
+                   elems * kSoftmaxDropoutBwdBytes,
+                   0,
+                   elems * kSoftmaxDropoutBwdBytes / bw});
     return;
   }
   const double causal = l.causal && c.software.causal_attention_skip ? 0.5 : 1.0;
@@ -183,7 +197,8 @@ void add_elementwise(const LayerShape& l, const Shard& s, const ClusterProfile& 
   out.push_back({"norm_residual", ew, Pass::forward, {}, norm, 0, norm / bw + norm_launch});
   out.push_back({"activation", ew, Pass::forward, {}, act, 0, act / bw + launch});
   const double f = kBackwardElementwiseFactor;
-  out.push_back({"norm_residual", ew, Pass::backward_data, {}, f * norm, 0, f * norm / bw + norm_launch});
+  out.push_back(
+      {"norm_residual", ew, Pass::backward_data, {}, f * norm, 0, f * norm / bw + norm_launch});
   out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
 }
 
@@ -218,13 +233,19 @@ LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const L
       case KernelClass::gemm: {
         (fwd ? out.fwd_gemm_s : out.bwd_gemm_s) += k.time_s;
         LinearTimes& lt = out.linear[linear_index(k.name)];
-        (fwd ? lt.fwd_s : k.pass == Pass::backward_data ? lt.bwd_data_s : lt.bwd_weight_s) += k.time_s;
+        (fwd                             ? lt.fwd_s
+         : k.pass == Pass::backward_data ? lt.bwd_data_s
+                                         : lt.bwd_weight_s) += k.time_s;
         if (k.pass == Pass::backward_weight) out.bwd_weight_s += k.time_s;
         if (fwd) out.min_shard_dim = std::min({out.min_shard_dim, k.gemm.n, k.gemm.k});
         break;
       }
-      case KernelClass::attention: (fwd ? out.fwd_attn_s : out.bwd_attn_s) += k.time_s; break;
-      case KernelClass::elementwise: (fwd ? out.fwd_elementwise_s : out.bwd_elementwise_s) += k.time_s; break;
+      case KernelClass::attention:
+        (fwd ? out.fwd_attn_s : out.bwd_attn_s) += k.time_s;
+        break;
+      case KernelClass::elementwise:
+        (fwd ? out.fwd_elementwise_s : out.bwd_elementwise_s) += k.time_s;
+        break;
     }
   }
   return out;
@@ -243,7 +264,8 @@ HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const Laye
   HeadCompute h;
   h.embed_fwd_s = tokens * m.hidden * 4.0 / bw + gpu.gemm.launch_s;
   h.embed_bwd_s = tokens * m.hidden * kEmbeddingBwdBytesPerElement / bw + gpu.gemm.launch_s;
-  h.logits_fwd_s = gemm_time_s(gpu, cfg.dtype, logits.fwd) + logit_elems * kCrossEntropyFwdBytes / bw;
+  h.logits_fwd_s =
+      gemm_time_s(gpu, cfg.dtype, logits.fwd) + logit_elems * kCrossEntropyFwdBytes / bw;
   h.logits_bwd_s = gemm_time_s(gpu, cfg.dtype, logits.bwd_data) +
                    gemm_time_s(gpu, cfg.dtype, logits.bwd_weight) +
                    logit_elems * kCrossEntropyBwdBytes / bw;

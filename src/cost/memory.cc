@@ -34,16 +34,18 @@ double activation_bytes_per_layer(const LayerShape& l, int mbs, int tp, int cp, 
   return non_tp / outside_tp + (tp_part + core) / t;
 }
 
-double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp,
-                                  Recompute r, AttentionKernel attn) {
+double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp, Recompute r,
+                                  AttentionKernel attn) {
   return activation_bytes_per_layer(m.decoder_shape(), mbs, tp, cp, sp, r, attn);
 }
 
 double microbatches_in_flight(const Plan& p) {
   const int m = p.microbatches();
   switch (p.schedule) {
-    case Schedule::gpipe: return m;
-    case Schedule::one_f_one_b: return std::min(p.pp, m);
+    case Schedule::gpipe:
+      return m;
+    case Schedule::one_f_one_b:
+      return std::min(p.pp, m);
     case Schedule::interleaved:
       return std::min<double>(m, p.pp + double(p.pp - 1) / p.vpp);
     case Schedule::zb_h1:  // activations stay until the deferred weight gradient: p on every stage
@@ -53,9 +55,11 @@ double microbatches_in_flight(const Plan& p) {
 }
 
 double in_flight_on(const Plan& p, int stage) {
-  if (p.schedule == Schedule::gpipe || p.schedule == Schedule::zb_h1) return microbatches_in_flight(p);
+  if (p.schedule == Schedule::gpipe || p.schedule == Schedule::zb_h1)
+    return microbatches_in_flight(p);
   if (p.schedule == Schedule::one_f_one_b) return std::min(p.pp - stage, p.microbatches());
-  return std::max(1.0, microbatches_in_flight(p) - stage);  // interleaved: Korthikanti's first stage
+  return std::max(1.0,
+                  microbatches_in_flight(p) - stage);  // interleaved: Korthikanti's first stage
 }
 
 double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage) {
@@ -90,7 +94,8 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Plan& p, const Gpu& gpu
   // ZeRO-3 gathers per submodule: the current and the prefetched largest matrix.
   load.zero3_gather = 2.0 * double(m.hidden) * m.ffn * (m.swiglu ? 2.0 : 1.0) / p.tp;
   const double layers = double(m.layers) / p.pp;
-  load.act_per_mb = activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn) * layers;
+  load.act_per_mb =
+      activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn) * layers;
   // Backward working set: one layer's full activations at a time, the recomputed layer under full
   // recompute, or the activation gradients of the layer being back-propagated otherwise.
   load.once_bytes = activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn);

@@ -9,11 +9,16 @@ namespace planner {
 
 const char* to_string(TaskKind k) {
   switch (k) {
-    case TaskKind::forward: return "F";
-    case TaskKind::backward: return "B";
-    case TaskKind::backward_input: return "B";
-    case TaskKind::backward_weight: return "W";
-    case TaskKind::transfer: return "P2P";
+    case TaskKind::forward:
+      return "F";
+    case TaskKind::backward:
+      return "B";
+    case TaskKind::backward_input:
+      return "B";
+    case TaskKind::backward_weight:
+      return "W";
+    case TaskKind::transfer:
+      return "P2P";
   }
   return "?";
 }
@@ -65,7 +70,8 @@ void interleaved(int p, int v, int s, int m, std::vector<Op>& ops) {
     ops.push_back({TaskKind::forward, chunk_of(warm + k, true), mb_of(warm + k)});
     ops.push_back({TaskKind::backward, chunk_of(k, false), mb_of(k)});
   }
-  for (int k = steady; k < total; ++k) ops.push_back({TaskKind::backward, chunk_of(k, false), mb_of(k)});
+  for (int k = steady; k < total; ++k)
+    ops.push_back({TaskKind::backward, chunk_of(k, false), mb_of(k)});
 }
 
 /// Buffers reused across calls: the search simulates dozens of plans, each with up to
@@ -77,9 +83,12 @@ struct Scratch {
 };
 
 std::string check(const SimInput& in) {
-  if (in.pp < 1 || in.vpp < 1 || in.microbatches < 1) return "pp, vpp and microbatches must be positive";
-  if (static_cast<int>(in.chunks.size()) != in.pp * in.vpp) return "one cost per virtual stage is needed";
-  if (in.vpp > 1 && in.schedule != Schedule::interleaved) return "vpp > 1 needs the interleaved schedule";
+  if (in.pp < 1 || in.vpp < 1 || in.microbatches < 1)
+    return "pp, vpp and microbatches must be positive";
+  if (static_cast<int>(in.chunks.size()) != in.pp * in.vpp)
+    return "one cost per virtual stage is needed";
+  if (in.vpp > 1 && in.schedule != Schedule::interleaved)
+    return "vpp > 1 needs the interleaved schedule";
   if (1LL * in.pp * in.vpp * in.microbatches > limits::kSimulatedTasks)
     return "pp x vpp x micro-batches = " + std::to_string(1LL * in.pp * in.vpp * in.microbatches) +
            " tasks to simulate, over the limit of " + std::to_string(limits::kSimulatedTasks) +
@@ -105,14 +114,19 @@ SimResult simulate(const SimInput& in) {
   ops.reserve(size_t(p) * m * v * (zb ? 3 : 2));
   scratch.begin.assign(1, 0);
   for (int s = 0; s < p; ++s) {
-    if (in.schedule == Schedule::gpipe) gpipe(m, ops);
-    else if (in.schedule == Schedule::interleaved) interleaved(p, v, s, m, ops);
-    else one_f_one_b(p, s, m, zb, ops);
+    if (in.schedule == Schedule::gpipe)
+      gpipe(m, ops);
+    else if (in.schedule == Schedule::interleaved)
+      interleaved(p, v, s, m, ops);
+    else
+      one_f_one_b(p, s, m, zb, ops);
     scratch.begin.push_back(ops.size());
   }
   auto& finish = scratch.finish;
   for (int k = 0; k < (zb ? 3 : 2); ++k) finish[k].assign(size_t(V) * m, -1.0);
-  auto slot = [&](TaskKind k) { return k == TaskKind::forward ? 0 : k == TaskKind::backward_weight ? 2 : 1; };
+  auto slot = [&](TaskKind k) {
+    return k == TaskKind::forward ? 0 : k == TaskKind::backward_weight ? 2 : 1;
+  };
   std::vector<size_t> cursor(scratch.begin.begin(), scratch.begin.end() - 1);
   std::vector<double> free_at(p, 0.0);
   std::vector<int> in_flight(p, 0);
@@ -153,24 +167,29 @@ SimResult simulate(const SimInput& in) {
       free_at[s] = start + dur;
       r.busy_s[s] += dur;
       finish[slot(op.kind)][size_t(vs) * m + op.mb] = free_at[s];
-      if (op.kind == TaskKind::forward) r.peak_in_flight[s] = std::max(r.peak_in_flight[s], ++in_flight[s]);
+      if (op.kind == TaskKind::forward)
+        r.peak_in_flight[s] = std::max(r.peak_in_flight[s], ++in_flight[s]);
       if (op.kind == (zb ? TaskKind::backward_weight : TaskKind::backward)) --in_flight[s];
       if (in.record_trace) {
-        const bool received = in.p2p_s > 0 && ((op.kind == TaskKind::forward && vs > 0) ||
-                                               (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs < V - 1));
-        if (received) r.trace.push_back({s, op.chunk, op.mb, TaskKind::transfer, ready - in.p2p_s, ready});
+        const bool received =
+            in.p2p_s > 0 &&
+            ((op.kind == TaskKind::forward && vs > 0) ||
+             (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs < V - 1));
+        if (received)
+          r.trace.push_back({s, op.chunk, op.mb, TaskKind::transfer, ready - in.p2p_s, ready});
         r.trace.push_back({s, op.chunk, op.mb, op.kind, start, free_at[s]});
       }
       if (op.kind == TaskKind::forward && vs + 1 < V) wake((vs + 1) % p);
-      if (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs > 0) wake((vs - 1) % p);
+      if (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs > 0)
+        wake((vs - 1) % p);
     }
   }
   for (int s = 0; s < p; ++s)
     if (cursor[s] < scratch.begin[s + 1]) {
       const Op op = ops[cursor[s]];
-      r.error = "the schedule cannot complete: stage " + std::to_string(s) + " waits forever for its " +
-                to_string(op.kind) + " of micro-batch " + std::to_string(op.mb) + " (chunk " +
-                std::to_string(op.chunk) + ")";
+      r.error = "the schedule cannot complete: stage " + std::to_string(s) +
+                " waits forever for its " + to_string(op.kind) + " of micro-batch " +
+                std::to_string(op.mb) + " (chunk " + std::to_string(op.chunk) + ")";
       return r;
     }
   r.end_s = free_at;

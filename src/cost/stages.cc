@@ -49,7 +49,9 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
     // of each stays exposed, and the GEMM slows beside the rest. Its userbuffers map the peers'
     // memory over NVLink, inside a node: a TP group across nodes stays exposed.
     const double tail = 1.0 / p.tp, slow = c.software.overlap_compute_slowdown;
-    auto beside = [&](double t, double gemm_s) { return exposed_after_overlap(t, gemm_s, tail, slow); };
+    auto beside = [&](double t, double gemm_s) {
+      return exposed_after_overlap(t, gemm_s, tail, slow);
+    };
     const auto& g = lc.linear;
     fwd_tp = beside(ag, g[kFc1].fwd_s) + beside(rs, g[kFc2].fwd_s);
     bwd_tp = beside(ag, g[kFc2].bwd_data_s) + beside(rs, g[kFc1].bwd_weight_s);
@@ -61,7 +63,8 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
   double cp_fwd = 0;
   if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
     const double kv = 2.0 * 2.0 * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
-    const double ring = (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c.gpus_per_node));
+    const double ring =
+        (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c.gpus_per_node));
     cp_fwd = std::max(0.0, ring - lc.fwd_attn_s);
   }
   double recompute = 0, recompute_comm = 0;
@@ -82,7 +85,8 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
   b.act_bytes = activation_bytes_per_layer(l, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn);
   b.full_act_bytes = activation_bytes_per_layer(l, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn);
   const double up = double(l.ffn) * (l.swiglu ? 2.0 : 1.0);
-  b.largest_matrix = (l.attention ? l.hidden * up : std::max(l.in_features * up, up * l.hidden)) / p.tp;
+  b.largest_matrix =
+      (l.attention ? l.hidden * up : std::max(l.in_features * up, up * l.hidden)) / p.tp;
   return b;
 }
 
@@ -100,7 +104,8 @@ PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     const LayerShape& l = layout.shapes[k];
     const LayerCompute layer = lc ? (*lc)[k] : layer_compute(l, c, cfg);
     pc.shape.push_back(block_cost(l, c, p, layer, attn));
-    widest = std::max(widest, 2.0 * p.mbs * l.sequences * (double(l.seq) / (l.causal ? p.cp : 1)) * l.hidden);
+    widest = std::max(
+        widest, 2.0 * p.mbs * l.sequences * (double(l.seq) / (l.causal ? p.cp : 1)) * l.hidden);
   }
   const HeadCompute head = cached_head ? *cached_head : head_compute(m, c, cfg);
   pc.embed_s = head.embed_fwd_s + head.embed_bwd_s;
@@ -108,7 +113,8 @@ PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   pc.embed_params = double(m.vocab) * m.hidden / p.tp;
   // The last stage holds the output layer: its own weights when untied, a copy of the embedding
   // when tied and pipelined (Megatron-LM keeps both copies and all-reduces their gradients).
-  pc.output_params = (!m.tied_embeddings || p.pp > 1 ? double(m.vocab) * m.hidden / p.tp : 0.0) + m.hidden;
+  pc.output_params =
+      (!m.tied_embeddings || p.pp > 1 ? double(m.vocab) * m.hidden / p.tp : 0.0) + m.hidden;
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
   pc.embed_act_bytes = sbh / p.tp;  // embedding dropout mask, Korthikanti's (sbh L / t)(p / L)
   // Korthikanti's final norm and output-GEMM input with fp32 logits, 4sbh/t (1 + v/h), plus the
@@ -119,9 +125,11 @@ PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   // replicated activation before it computes (Narayanan et al. 2021, s.4.1). With it, the slice is
   // the sequence shard the next layer takes as it is.
   if (p.pp > 1) {
-    pc.p2p_s = collective_time_s(c, Collective::sendrecv, widest / p.tp, pp_pair(p, c.gpus_per_node));
+    pc.p2p_s =
+        collective_time_s(c, Collective::sendrecv, widest / p.tp, pp_pair(p, c.gpus_per_node));
     if (p.tp > 1 && !p.sp)
-      pc.p2p_gather_s = collective_time_s(c, Collective::allgather, widest, tp_group(p, c.gpus_per_node));
+      pc.p2p_gather_s =
+          collective_time_s(c, Collective::allgather, widest, tp_group(p, c.gpus_per_node));
   }
   return pc;
 }
@@ -170,7 +178,8 @@ void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
     }
     // The receiver's all-gather of what crossed a boundary: the input (forward) of every chunk
     // but the first, the output gradient (backward) of every chunk but the last.
-    const double fwd_gather = vs > 0 ? pc.p2p_gather_s : 0.0, bwd_gather = vs < V - 1 ? pc.p2p_gather_s : 0.0;
+    const double fwd_gather = vs > 0 ? pc.p2p_gather_s : 0.0,
+                 bwd_gather = vs < V - 1 ? pc.p2p_gather_s : 0.0;
     cc.fwd_s += fwd_gather, cc.bwd_s += bwd_gather;
     st.chunk_tp_s[vs] += fwd_gather + bwd_gather;
     if (b0 <= layout.first_decoder && layout.first_decoder < b1) {

@@ -18,7 +18,8 @@ std::vector<Zero3Step> zero3_block_steps(const LayerShape& l, const LayerCompute
            {g[kFc1].fwd_s, h * up / t},
            {g[kFc2].fwd_s, f * h / t}};
   } else {
-    fwd = {{g[kFc1].fwd_s + lc.fwd_elementwise_s, l.in_features * up / t}, {g[kFc2].fwd_s, f * h / t}};
+    fwd = {{g[kFc1].fwd_s + lc.fwd_elementwise_s, l.in_features * up / t},
+           {g[kFc2].fwd_s, f * h / t}};
   }
   if (!backward) return fwd;
   std::vector<Zero3Step> out;
@@ -28,7 +29,8 @@ std::vector<Zero3Step> zero3_block_steps(const LayerShape& l, const LayerCompute
     s.grad_params = params;
     out.push_back(s);
   };
-  const double core = lc.bwd_attn_s + lc.bwd_elementwise_s + (r == Recompute::selective ? lc.fwd_attn_s : 0.0);
+  const double core =
+      lc.bwd_attn_s + lc.bwd_elementwise_s + (r == Recompute::selective ? lc.fwd_attn_s : 0.0);
   if (l.attention) {
     linear(kFc2, fwd[4].params, 0);
     linear(kFc1, fwd[3].params, 0);
@@ -108,7 +110,8 @@ Zero3Pass zero3_pass(const std::vector<Zero3Step>& block, int blocks, const Zero
       ahead += step(next).params;
     }
     const double c = step(i).compute_s;
-    const double beside = std::min(comm.busy_within(start, start + c * (1 + slowdown)), c * (1 + slowdown));
+    const double beside =
+        std::min(comm.busy_within(start, start + c * (1 + slowdown)), c * (1 + slowdown));
     t = start + c + beside * slowdown / (1 + slowdown);
     if (const double g = step(i).grad_params; g > 0) {
       // DeepSpeed reduces the bucket when the next gradient would overflow it.
@@ -116,7 +119,7 @@ Zero3Pass zero3_pass(const std::vector<Zero3Step>& block, int blocks, const Zero
       bucket_params += g, bucket_s += step(i).scatter_s;
     }
   }
-  flush();                                           // the epilogue reduces what is left
+  flush();                                              // the epilogue reduces what is left
   pass.time_s = t + std::max(0.0, comm.free_at() - t);  // and the last scatters drain
   return pass;
 }

@@ -126,8 +126,8 @@ std::string header(const EmitRequest& r, const std::string& framework_name) {
   h +=
       fmt("# world      %d GPUs = %d nodes x %d; tp %d x pp %d x dp %d x cp %d; %d micro-batches "
           "of %d per iteration\n",
-          int(p.gpus()), nodes_of(p, r.cluster), gpus_per_node_of(p, r.cluster), p.tp, p.pp, p.dp, p.cp,
-          p.microbatches(), p.mbs);
+          int(p.gpus()), nodes_of(p, r.cluster), gpus_per_node_of(p, r.cluster), p.tp, p.pp, p.dp,
+          p.cp, p.microbatches(), p.mbs);
   h +=
       fmt("# predicted  iteration %.4f s, %.0f tokens/s, %.1f model TFLOP/s per GPU (MFU %.1f%%)\n",
           e.iteration_time_s, e.tokens_per_s, e.tflops_per_gpu, 100 * e.mfu);
@@ -169,8 +169,8 @@ void check_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p) {
   if (world > c.total_gpus())
     refuse(fmt("tp*pp*dp*cp = %lld GPUs exceeds the cluster's %d", world, c.total_gpus()));
   if (world > c.gpus_per_node && world % c.gpus_per_node != 0)
-    refuse(
-        fmt("tp*pp*dp*cp = %lld GPUs is not a whole number of %d-GPU nodes", world, c.gpus_per_node));
+    refuse(fmt("tp*pp*dp*cp = %lld GPUs is not a whole number of %d-GPU nodes", world,
+               c.gpus_per_node));
   if (p.gbs % (1LL * p.mbs * p.dp) != 0)
     refuse(
         fmt("gbs=%d is not mbs x dp x gradient-accumulation steps: mbs*dp = %d does not "

@@ -71,8 +71,9 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
                       "software.overlap_tp_comm: true; Transformer Engine userbuffers (before TE "
                       "1.9 bootstrapped through an MPI process group)"});
   else if (s.overlap_tp_comm && p.tp > 1)
-    g.notes.push_back(p.sp ? "TP group spans nodes: no --tp-comm-overlap (its userbuffers work inside a node)"
-                           : "sp=0: no --tp-comm-overlap (it needs sequence parallelism)");
+    g.notes.push_back(
+        p.sp ? "TP group spans nodes: no --tp-comm-overlap (its userbuffers work inside a node)"
+             : "sp=0: no --tp-comm-overlap (it needs sequence parallelism)");
   if (p.dp == 1) {
     g.notes.push_back("dp=1: no data-parallel communication to overlap");
     return g;
@@ -230,9 +231,10 @@ std::string usage_lines(const char* what) {
 
 /// Both scripts stop on the first error and need a Megatron-LM checkout at the recorded commit.
 std::string strict_mode_and_checkout() {
-  return fmt("set -euo pipefail\n: \"${MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM "
-             "checkout at commit %s}\"\n\n",
-             kCommit);
+  return fmt(
+      "set -euo pipefail\n: \"${MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM "
+      "checkout at commit %s}\"\n\n",
+      kCommit);
 }
 
 /// torchrun on pretrain_gpt.py with the script's argument arrays; `runner` is exec or srun.
@@ -277,7 +279,8 @@ std::string torchrun_script(const EmitRequest& r, const std::string& head,
 /// Slurm job names: letters, digits, '.', '_' and '-' only.
 std::string slurm_job_name(std::string name) {
   for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') ch = '_';
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-')
+      ch = '_';
   return name.empty() ? std::string("planner") : name;
 }
 

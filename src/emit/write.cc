@@ -23,7 +23,8 @@ EmitRequest prepare(Framework f, const std::string& model_file, const std::strin
                     const std::string& cluster_bytes, const ClusterProfile& cluster,
                     const Plan& plan, const EstimateOptions& o) {
   // Names and paths land in shell comments and directives: one line each, nothing to execute.
-  for (const auto& [text, option] : {std::pair{&model_file, "--model"}, {&cluster_file, "--cluster"}})
+  for (const auto& [text, option] :
+       {std::pair{&model_file, "--model"}, {&cluster_file, "--cluster"}})
     for (char ch : *text)
       if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
         throw InputError("", 0, option, "the path must not contain control characters");
@@ -40,7 +41,8 @@ EmitRequest prepare(Framework f, const std::string& model_file, const std::strin
   r.estimate = simulate_plan(r.model, r.cluster, plan, o);
   if (!r.estimate.ok()) throw InputError("", 0, "--plan", rejection_message(r.estimate));
   if (!finite_result(r.estimate))
-    throw InputError("", 0, "--plan", "the prediction is not a finite number: no launch file written");
+    throw InputError("", 0, "--plan",
+                     "the prediction is not a finite number: no launch file written");
   return r;
 }
 

@@ -11,10 +11,32 @@ namespace planner {
 namespace {
 
 /// The exact columns of shared/data/published-runs.csv, in order.
-const std::vector<std::string> kColumns = {
-    "id",  "source", "cluster", "num_gpus", "layers", "hidden", "heads", "kv_heads", "ffn",
-    "swiglu", "vocab", "seq", "tp", "pp", "dp", "cp", "sp", "vpp", "mbs", "gbs", "zero",
-    "recompute", "precision", "measured_iter_time_s", "measured_tflops_per_gpu", "flops_formula"};
+const std::vector<std::string> kColumns = {"id",
+                                           "source",
+                                           "cluster",
+                                           "num_gpus",
+                                           "layers",
+                                           "hidden",
+                                           "heads",
+                                           "kv_heads",
+                                           "ffn",
+                                           "swiglu",
+                                           "vocab",
+                                           "seq",
+                                           "tp",
+                                           "pp",
+                                           "dp",
+                                           "cp",
+                                           "sp",
+                                           "vpp",
+                                           "mbs",
+                                           "gbs",
+                                           "zero",
+                                           "recompute",
+                                           "precision",
+                                           "measured_iter_time_s",
+                                           "measured_tflops_per_gpu",
+                                           "flops_formula"};
 
 /// RFC 4180 fields: commas inside double quotes, "" for a quote. Returns false on an open quote.
 bool split_csv(const std::string& line, std::vector<std::string>& out) {
@@ -24,9 +46,12 @@ bool split_csv(const std::string& line, std::vector<std::string>& out) {
   for (size_t i = 0; i < line.size(); ++i) {
     const char ch = line[i];
     if (quoted) {
-      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') f += '"', ++i;
-      else if (ch == '"') quoted = false;
-      else f += ch;
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"')
+        f += '"', ++i;
+      else if (ch == '"')
+        quoted = false;
+      else
+        f += ch;
     } else if (ch == '"') {
       quoted = true;
     } else if (ch == ',') {
@@ -64,8 +89,8 @@ class Row {
       if (used == f_[col].size() && v >= min && v <= kMaxKnob) return v;
     } catch (const std::exception&) {
     }
-    fail(col, "expected an integer from " + std::to_string(min) + " to " + std::to_string(kMaxKnob) +
-                  ", got '" + f_[col] + "'");
+    fail(col, "expected an integer from " + std::to_string(min) + " to " +
+                  std::to_string(kMaxKnob) + ", got '" + f_[col] + "'");
   }
   std::optional<int> maybe(int col, int min = 1) const {
     return empty(col) ? std::nullopt : std::optional<int>(integer(col, min));
@@ -82,7 +107,8 @@ constexpr size_t kMaxProfileName = 128;
 bool is_profile_name(const std::string& name) {
   if (name.empty() || name.size() > kMaxProfileName || name[0] == '.') return false;
   for (char ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-') return false;
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '_' && ch != '-')
+      return false;
   return true;
 }
 
@@ -120,21 +146,30 @@ RegressionCase read_case(const Row& r, int line) {
   c.cp = r.maybe(col("cp")), c.vpp = r.maybe(col("vpp")), c.mbs = r.maybe(col("mbs"));
   c.sp = r.maybe(col("sp"), 0), c.zero = r.maybe(col("zero"), 0);
   if (c.sp && *c.sp > 1) r.fail(col("sp"), "expected 0 or 1, got '" + r.text(col("sp")) + "'");
-  if (c.zero && *c.zero > 3) r.fail(col("zero"), "expected 0, 1, 2 or 3, got '" + r.text(col("zero")) + "'");
+  if (c.zero && *c.zero > 3)
+    r.fail(col("zero"), "expected 0, 1, 2 or 3, got '" + r.text(col("zero")) + "'");
   c.gbs = r.integer(col("gbs"));
   const std::string& rc = r.text(col("recompute"));
-  if (rc == "none") c.recompute = Recompute::none;
-  else if (rc == "selective") c.recompute = Recompute::selective;
-  else if (rc == "full") c.recompute = Recompute::full;
-  else if (!rc.empty()) r.fail(col("recompute"), "expected none, selective or full, got '" + rc + "'");
+  if (rc == "none")
+    c.recompute = Recompute::none;
+  else if (rc == "selective")
+    c.recompute = Recompute::selective;
+  else if (rc == "full")
+    c.recompute = Recompute::full;
+  else if (!rc.empty())
+    r.fail(col("recompute"), "expected none, selective or full, got '" + rc + "'");
   c.precision = r.text(col("precision"));
-  if (!r.empty(col("measured_iter_time_s"))) c.measured_iter_time_s = r.number(col("measured_iter_time_s"));
-  if (!r.empty(col("measured_tflops_per_gpu"))) c.measured_tflops_per_gpu = r.number(col("measured_tflops_per_gpu"));
+  if (!r.empty(col("measured_iter_time_s")))
+    c.measured_iter_time_s = r.number(col("measured_iter_time_s"));
+  if (!r.empty(col("measured_tflops_per_gpu")))
+    c.measured_tflops_per_gpu = r.number(col("measured_tflops_per_gpu"));
   c.flops_formula = r.text(col("flops_formula"));
   if (!c.measured_iter_time_s && !c.measured_tflops_per_gpu)
-    r.fail(col("measured_iter_time_s"), "neither measured_iter_time_s nor measured_tflops_per_gpu is given");
+    r.fail(col("measured_iter_time_s"),
+           "neither measured_iter_time_s nor measured_tflops_per_gpu is given");
   if (c.measured_tflops_per_gpu && !formula_flops(c.flops_formula, m, 1))
-    r.fail(col("flops_formula"), "unknown formula '" + c.flops_formula + "' (megatron-hfu, megatron-mfu)");
+    r.fail(col("flops_formula"),
+           "unknown formula '" + c.flops_formula + "' (megatron-hfu, megatron-mfu)");
   return c;
 }
 
@@ -158,11 +193,13 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
     if (line.empty() || line == "\r") continue;
     if (!split_csv(line, fields)) throw InputError(file, n, "", "unterminated quote");
     if (fields.size() != kColumns.size())
-      throw InputError(file, n, "", "expected " + std::to_string(kColumns.size()) + " columns, found " +
-                                        std::to_string(fields.size()));
+      throw InputError(file, n, "",
+                       "expected " + std::to_string(kColumns.size()) + " columns, found " +
+                           std::to_string(fields.size()));
     if (cases.size() == limits::kCaseRows)
-      throw InputError(file, n, "", "more than " + std::to_string(limits::kCaseRows) +
-                                        " rows (each is a search); split the file");
+      throw InputError(file, n, "",
+                       "more than " + std::to_string(limits::kCaseRows) +
+                           " rows (each is a search); split the file");
     cases.push_back(read_case(Row(fields, file, n), n));
   }
   if (cases.empty()) throw InputError(file, 0, "", "no rows");

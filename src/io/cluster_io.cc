@@ -43,7 +43,8 @@ bool element(const YAML::Node& n, double& out) {
 /// gpu.gemm.measured: [[m, n, k, batch, dtype, efficiency], ...] from planner validate.
 std::vector<MeasuredGemm> read_measured(const YamlReader& r) {
   const YAML::Node list = r.node("measured");
-  if (!list.IsSequence()) r.fail("measured", "expected a list of [m, n, k, batch, dtype, efficiency]");
+  if (!list.IsSequence())
+    r.fail("measured", "expected a list of [m, n, k, batch, dtype, efficiency]");
   std::vector<MeasuredGemm> out;
   for (const auto& e : list) {
     MeasuredGemm x;
@@ -53,11 +54,14 @@ std::vector<MeasuredGemm> read_measured(const YamlReader& r) {
     if (ok) {
       const std::string d = e[4].Scalar();
       ok = d == "bf16" || d == "fp16" || d == "fp8" || d == "tf32";
-      x.dtype = d == "fp16" ? Dtype::fp16 : d == "fp8" ? Dtype::fp8 : d == "tf32" ? Dtype::tf32 : Dtype::bf16;
+      x.dtype = d == "fp16"   ? Dtype::fp16
+                : d == "fp8"  ? Dtype::fp8
+                : d == "tf32" ? Dtype::tf32
+                              : Dtype::bf16;
     }
     const Range& dim = limits::kGemmDim;
-    if (!ok || !dim.contains(x.m) || !dim.contains(x.n) || !dim.contains(x.k) || !dim.contains(x.batch) ||
-        !limits::kEfficiency.contains(x.efficiency))
+    if (!ok || !dim.contains(x.m) || !dim.contains(x.n) || !dim.contains(x.k) ||
+        !dim.contains(x.batch) || !limits::kEfficiency.contains(x.efficiency))
       throw InputError(r.file(), e.Mark().line + 1, r.path("measured"),
                        "expected [m, n, k, batch, dtype, efficiency] with m, n, k and batch in " +
                            dim.text() + " and efficiency in " + limits::kEfficiency.text());
@@ -106,7 +110,8 @@ Gpu read_gpu(const YamlReader& r) {
   for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32}) {
     const std::string key = to_string(d);
     const bool none = !peak.has(key) || peak.get_double(key) == 0;  // no tensor-core support
-    g.peak_flops[static_cast<int>(d)] = none ? 0.0 : in_range(peak, key, limits::kPeakTflops) * kTera;
+    g.peak_flops[static_cast<int>(d)] =
+        none ? 0.0 : in_range(peak, key, limits::kPeakTflops) * kTera;
   }
   g.hbm_bytes = in_range(r, "hbm_GiB", limits::kHbmGiB) * kGiB;
   g.hbm_Bps = in_range(r, "hbm_bandwidth_GBps", limits::kHbmGBps) * kGB;
@@ -127,13 +132,14 @@ CollectiveCost read_collective(const YamlReader& r) {
   double last = 0;
   for (const auto& p : curve) {
     double bytes = 0, busbw = 0;
-    const bool ok = p.IsSequence() && p.size() == 2 && element(p[0], bytes) && element(p[1], busbw) &&
-                    bytes > last && limits::kCurveBytes.contains(bytes) &&
+    const bool ok = p.IsSequence() && p.size() == 2 && element(p[0], bytes) &&
+                    element(p[1], busbw) && bytes > last && limits::kCurveBytes.contains(bytes) &&
                     limits::kCurveBusbwGBps.contains(busbw);
     if (!ok)
       throw InputError(r.file(), p.Mark().line + 1, r.path("curve"),
                        "expected [bytes, busbw_GBps] pairs with ascending bytes in " +
-                           limits::kCurveBytes.text() + " and busbw in " + limits::kCurveBusbwGBps.text());
+                           limits::kCurveBytes.text() + " and busbw in " +
+                           limits::kCurveBusbwGBps.text());
     last = bytes;
     c.curve.emplace_back(bytes, busbw * kGB);
   }
@@ -154,11 +160,13 @@ NetworkTier read_tier(const YamlReader& r) {
 }
 
 SoftwareStack read_software(const YamlReader& r) {
-  r.check_keys({"attention", "flash_efficiency", "flash_backward_efficiency", "overlap_grad_reduce", "overlap_param_gather",
-                "overlap_tp_comm", "causal_attention_skip", "zero3_collective_nics", "overlap_compute_slowdown"});
+  r.check_keys({"attention", "flash_efficiency", "flash_backward_efficiency", "overlap_grad_reduce",
+                "overlap_param_gather", "overlap_tp_comm", "causal_attention_skip",
+                "zero3_collective_nics", "overlap_compute_slowdown"});
   SoftwareStack s;
   const std::string attn = r.get_string("attention");
-  if (attn != "flash" && attn != "unfused") r.fail("attention", "expected flash or unfused, got '" + attn + "'");
+  if (attn != "flash" && attn != "unfused")
+    r.fail("attention", "expected flash or unfused, got '" + attn + "'");
   s.attention = attn == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
   s.flash_efficiency = in_range(r, "flash_efficiency", limits::kEfficiency);
   // Optional (profiles written before these keys existed): the defaults' sources are in cluster.h.

@@ -26,7 +26,8 @@ struct Fd {
 std::string read_file(const std::string& path) {
   if (path.empty()) throw InputError("", 0, "", "an empty file name");
   const Fd f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) throw InputError(path, 0, "", std::string("cannot open file: ") + std::strerror(errno));
+  if (f.fd < 0)
+    throw InputError(path, 0, "", std::string("cannot open file: ") + std::strerror(errno));
   struct stat st {};
   if (::fstat(f.fd, &st) == 0 && S_ISDIR(st.st_mode))
     throw InputError(path, 0, "", "is a folder, not a file");
@@ -40,9 +41,9 @@ std::string read_file(const std::string& path) {
       throw InputError(path, 0, "", std::string("cannot read file: ") + std::strerror(errno));
     }
     if (out.size() + static_cast<size_t>(n) > limits::kInputFileBytes)
-      throw InputError(path, 0, "", "larger than the limit of " +
-                                        std::to_string(limits::kInputFileBytes >> 20) +
-                                        " MiB for an input file");
+      throw InputError(path, 0, "",
+                       "larger than the limit of " + std::to_string(limits::kInputFileBytes >> 20) +
+                           " MiB for an input file");
     out.append(buf, static_cast<size_t>(n));
   }
   return out;

@@ -33,7 +33,8 @@ class Checker : public nlohmann::json_sax<json> {
     position_ = position;
     overflow_ = e.id == 406;
     const std::string what = e.what();
-    const size_t colon = what.rfind(": ");  // "[json.exception.parse_error.101] parse error at ...: "
+    const size_t colon =
+        what.rfind(": ");  // "[json.exception.parse_error.101] parse error at ...: "
     message_ = colon == std::string::npos || overflow_ ? what.substr(what.find(']') + 2)
                                                        : what.substr(colon + 2);
     return false;
@@ -66,8 +67,10 @@ int line_too_deep(const std::string& text) {
     const char ch = text[i];
     if (ch == '\n') ++line;
     if (in_string) {
-      if (ch == '\\') ++i;
-      else if (ch == '"') in_string = false;
+      if (ch == '\\')
+        ++i;
+      else if (ch == '"')
+        in_string = false;
     } else if (ch == '"') {
       in_string = true;
     } else if (ch == '[' || ch == '{') {
@@ -95,8 +98,9 @@ json parse_json(const std::string& text, const std::string& file) {
   Checker check;
   if (!json::sax_parse(text, &check)) {
     if (check.too_deep)
-      throw InputError(file, line_too_deep(text), "",
-                       "invalid JSON: nested deeper than " + std::to_string(kJsonMaxDepth) + " levels");
+      throw InputError(
+          file, line_too_deep(text), "",
+          "invalid JSON: nested deeper than " + std::to_string(kJsonMaxDepth) + " levels");
     const int line = line_at(text, check.position_);
     if (check.overflow_)
       throw InputError(file, line, check.key_, "number out of range (" + check.message_ + ")");

@@ -38,8 +38,10 @@ std::vector<int> parse_int_set(const std::string& text, const std::string& optio
     const int lo = to_int(part.substr(0, dash), option);
     const int hi = dash == std::string::npos ? lo : to_int(part.substr(dash + 1), option);
     if (lo < 0 || hi < lo)
-      throw InputError("", 0, option, "expected non-negative values and ranges lo-hi, got '" + part + "'");
-    if (hi > kMaxKnob) throw InputError("", 0, option, "values must be at most " + std::to_string(kMaxKnob));
+      throw InputError("", 0, option,
+                       "expected non-negative values and ranges lo-hi, got '" + part + "'");
+    if (hi > kMaxKnob)
+      throw InputError("", 0, option, "values must be at most " + std::to_string(kMaxKnob));
     count += 1LL + hi - lo;
     if (count > limits::kListValues)
       throw InputError("", 0, option,
@@ -77,11 +79,22 @@ double parse_count(const std::string& text, const std::string& option) {
   std::string num = text;
   if (!num.empty()) {
     switch (num.back()) {
-      case 'K': case 'k': scale = 1e3; break;
-      case 'M': scale = 1e6; break;
-      case 'B': case 'G': scale = 1e9; break;
-      case 'T': scale = 1e12; break;
-      default: break;
+      case 'K':
+      case 'k':
+        scale = 1e3;
+        break;
+      case 'M':
+        scale = 1e6;
+        break;
+      case 'B':
+      case 'G':
+        scale = 1e9;
+        break;
+      case 'T':
+        scale = 1e12;
+        break;
+      default:
+        break;
     }
     if (scale != 1) num.pop_back();
   }
@@ -91,7 +104,8 @@ double parse_count(const std::string& text, const std::string& option) {
     if (used != num.size() || !(v > 0) || !std::isfinite(v)) throw std::invalid_argument(text);
     return v;
   } catch (const std::exception&) {
-    throw InputError("", 0, option, "expected a positive count such as 300B or 1e12, got '" + text + "'");
+    throw InputError("", 0, option,
+                     "expected a positive count such as 300B or 1e12, got '" + text + "'");
   }
 }
 

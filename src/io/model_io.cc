@@ -8,8 +8,9 @@
 namespace planner::io {
 namespace {
 
-const std::vector<std::string> kModelKeys = {"name",  "layers", "hidden", "heads",   "kv_heads",
-                                             "ffn",   "swiglu", "vocab",  "seq_len", "tied_embeddings"};
+const std::vector<std::string> kModelKeys = {
+    "name", "layers", "hidden", "heads",   "kv_heads",
+    "ffn",  "swiglu", "vocab",  "seq_len", "tied_embeddings"};
 
 /// The decoder's keys; in a `components:` list they sit beside `type: decoder`.
 ModelSpec read_decoder(const YamlReader& r, bool in_list) {
@@ -49,7 +50,8 @@ Component read_encoder(const YamlReader& r, ComponentType type) {
   LayerShape& s = c.shape;
   s.causal = false;
   if (type == ComponentType::vit) {
-    r.check_keys({"type", "name", "layers", "hidden", "heads", "ffn", "tokens", "images", "swiglu"});
+    r.check_keys(
+        {"type", "name", "layers", "hidden", "heads", "ffn", "tokens", "images", "swiglu"});
     s.heads = positive_int(r, "heads");
     s.kv_heads = s.heads;
     s.swiglu = r.has("swiglu") && r.get_bool("swiglu");
@@ -65,7 +67,8 @@ Component read_encoder(const YamlReader& r, ComponentType type) {
   s.seq = positive_int(r, "tokens");
   s.sequences = r.has("images") ? positive_int(r, "images") : 1;
   if (s.attention && s.hidden % s.heads != 0)
-    r.fail("heads", "hidden " + std::to_string(s.hidden) + " is not divisible by heads " + std::to_string(s.heads));
+    r.fail("heads", "hidden " + std::to_string(s.hidden) + " is not divisible by heads " +
+                        std::to_string(s.heads));
   return c;
 }
 
@@ -103,7 +106,8 @@ ModelSpec read_components(const YamlReader& r) {
     }
     if (type != "vit" && type != "projector")
       c.fail("type", "unknown component type '" + type + "' (expected vit, projector or decoder)");
-    encoders.push_back(read_encoder(c, type == "vit" ? ComponentType::vit : ComponentType::projector));
+    encoders.push_back(
+        read_encoder(c, type == "vit" ? ComponentType::vit : ComponentType::projector));
   }
   r.fail("components", "no decoder component (it must be the last one)");
 }

@@ -166,12 +166,14 @@ std::string joined(const std::vector<std::string>& names) {
 
 /// A new folder: filled under a temporary name beside it, then renamed into place in one step.
 /// Until then its files and the folder itself are in the signal handler's tables.
-std::vector<std::string> write_new_folder(const fs::path& root, const std::vector<NamedContent>& files) {
+std::vector<std::string> write_new_folder(const fs::path& root,
+                                          const std::vector<NamedContent>& files) {
   std::error_code ec;
   if (root.has_parent_path()) fs::create_directories(root.parent_path(), ec);
   const std::string temp = temporary_beside(root.string());
   if (::mkdir(temp.c_str(), 0777) != 0)
-    throw InputError("", 0, "--out", "cannot create directory " + root.string() + ": " + errno_text());
+    throw InputError("", 0, "--out",
+                     "cannot create directory " + root.string() + ": " + errno_text());
   int dir_slot = hold(g_dirs, temp);
   std::vector<std::string> paths;
   paths.reserve(files.size());  // never reallocated: the handler holds pointers into them
@@ -189,7 +191,8 @@ std::vector<std::string> write_new_folder(const fs::path& root, const std::vecto
         throw InputError((root / f.name).string(), 0, "", "cannot write: " + errno_text());
     }
     if (::rename(temp.c_str(), root.c_str()) != 0)
-      throw InputError("", 0, "--out", "cannot create directory " + root.string() + ": " + errno_text());
+      throw InputError("", 0, "--out",
+                       "cannot create directory " + root.string() + ": " + errno_text());
   } catch (...) {
     release_all();
     fs::remove_all(temp, ec);
@@ -208,12 +211,14 @@ std::string keep_old_version(const std::string& target) {
   const std::string backup = temporary_beside(target) + ".old";
   if (::link(target.c_str(), backup.c_str()) == 0) return backup;
   if (fs::copy_file(target, backup, ec)) return backup;
-  throw InputError(target, 0, "", "cannot keep the old version while replacing it: " + ec.message());
+  throw InputError(target, 0, "",
+                   "cannot keep the old version while replacing it: " + ec.message());
 }
 
 }  // namespace
 
-std::vector<std::string> write_file_set(const std::string& dir, const std::vector<NamedContent>& files) {
+std::vector<std::string> write_file_set(const std::string& dir,
+                                        const std::vector<NamedContent>& files) {
   fs::path root(dir);
   if (root.filename().empty() && root.has_parent_path()) root = root.parent_path();  // "out/"
   std::error_code ec;
@@ -253,8 +258,9 @@ std::vector<std::string> write_file_set(const std::string& dir, const std::vecto
   std::vector<std::string> left_new, old;
   for (size_t j = 0; j < files.size(); ++j) {
     const std::string& target = temps[j]->path_;
-    const bool put_back = j >= i || (backups[j].empty() ? ::unlink(target.c_str()) == 0
-                                                        : ::rename(backups[j].c_str(), target.c_str()) == 0);
+    const bool put_back =
+        j >= i || (backups[j].empty() ? ::unlink(target.c_str()) == 0
+                                      : ::rename(backups[j].c_str(), target.c_str()) == 0);
     if (j >= i && !backups[j].empty()) ::unlink(backups[j].c_str());
     (put_back ? old : left_new).push_back(files[j].name);
   }

@@ -10,7 +10,9 @@
 
 namespace planner::io {
 
-YAML::Node load_yaml_file(const std::string& path) { return parse_yaml_text(read_file(path), path); }
+YAML::Node load_yaml_file(const std::string& path) {
+  return parse_yaml_text(read_file(path), path);
+}
 
 YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
   YAML::Node doc;
@@ -30,8 +32,9 @@ YAML::Node parse_yaml_text(const std::string& text, const std::string& file) {
 YamlReader::YamlReader(YAML::Node node, std::string file, std::string prefix)
     : node_(std::move(node)), file_(std::move(file)), prefix_(std::move(prefix)) {
   if (!node_.IsMap())
-    throw InputError(file_, line(), prefix_, prefix_.empty() ? "expected a mapping of keys"
-                                                             : "expected a mapping of keys here");
+    throw InputError(
+        file_, line(), prefix_,
+        prefix_.empty() ? "expected a mapping of keys" : "expected a mapping of keys here");
 }
 
 std::string YamlReader::path(const std::string& key) const {
@@ -63,8 +66,9 @@ void YamlReader::check_keys(const std::vector<std::string>& allowed) const {
     for (const auto& a : allowed) ok = ok || a == key;
     if (ok) continue;
     const std::string near = nearest_word(key, allowed);
-    throw InputError(file_, it->first.Mark().line + 1, path(key),
-                     "unknown key" + (near.empty() ? std::string() : ", did you mean '" + near + "'?"));
+    throw InputError(
+        file_, it->first.Mark().line + 1, path(key),
+        "unknown key" + (near.empty() ? std::string() : ", did you mean '" + near + "'?"));
   }
 }
 

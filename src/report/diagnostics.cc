@@ -1,8 +1,8 @@
-#include "planner/report/format.h"
 #include "planner/report/diagnostics.h"
 
 #include <cstdio>
 
+#include "planner/report/format.h"
 #include "planner/units.h"
 
 namespace planner {
@@ -14,14 +14,15 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
   const double ratio = comm > 0 ? b.compute_s / (2 * comm) : 1e9;
   d.push_back({"compute_vs_comm", ratio < 1 ? "warning" : "info",
                fmt("T_comp = %.3f s against 2 x T_comm = %.3f s (exposed TP %.3f, PP %.3f, DP "
-                   "%.3f s; ratio %.2f)", b.compute_s, 2 * comm, b.tp_comm_s, b.pp_comm_s,
-                   b.dp_comm_s, ratio),
+                   "%.3f s; ratio %.2f)",
+                   b.compute_s, 2 * comm, b.tp_comm_s, b.pp_comm_s, b.dp_comm_s, ratio),
                ratio < 1 ? "communication-bound: lower tp, raise mbs, or keep TP inside NVLink"
                          : "compute dominates; no change needed"});
   if (p.microbatches() < p.pp)
     d.push_back({"microbatches_below_stages", "warning",
                  fmt("%d micro-batches for %d pipeline stages: stages idle and schedules that "
-                     "expect at least pp in flight can hang", p.microbatches(), p.pp),
+                     "expect at least pp in flight can hang",
+                     p.microbatches(), p.pp),
                  "raise the global batch or lower mbs or pp so that microbatches >= pp"});
   d.push_back({"bubble_share", e.bubble_fraction > kBubbleWarnFraction ? "warning" : "info",
                fmt("pipeline bubble is %.1f%% of the iteration", 100 * e.bubble_fraction),
@@ -32,7 +33,8 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
   if (e.layer_compute.min_shard_dim < kTensorCoreMinShard)
     d.push_back({"small_tensor_shards", "warning",
                  fmt("the smallest GEMM shard dimension is %.0f (< %.0f): tensor cores are "
-                     "under-used", e.layer_compute.min_shard_dim, kTensorCoreMinShard),
+                     "under-used",
+                     e.layer_compute.min_shard_dim, kTensorCoreMinShard),
                  "lower tp so that hidden/tp and ffn/tp stay at least 256"});
   const double headroom = e.memory_limit_bytes - e.memory_bytes;
   const bool tight = headroom < kMemoryHeadroomWarnFraction * e.memory_limit_bytes;

@@ -36,8 +36,10 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
     line(out, "pipeline stages         %s layers%s\n", compact_list(e.partition).c_str(),
          e.balanced ? " (balanced partition)" : " (even split)");
     if (e.simulated)
-      line(out, "                        simulated %.4f s, closed form %.4f s; balanced partition gains "
-           "%.1f%% over the even split\n", e.iteration_time_s, e.closed_form_time_s, e.balanced_gain_pct);
+      line(out,
+           "                        simulated %.4f s, closed form %.4f s; balanced partition gains "
+           "%.1f%% over the even split\n",
+           e.iteration_time_s, e.closed_form_time_s, e.balanced_gain_pct);
     if (!e.peak_in_flight.empty())
       line(out, "                        peak micro-batches in flight per stage: %s\n",
            compact_list(e.peak_in_flight).c_str());
@@ -55,8 +57,8 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   line(out, "  backward compute %9.3f ms  comm %8.3f ms  (recompute included)\n",
        e.layer.bwd_compute_s / kMs, e.layer.bwd_comm_s / kMs);
   const LayerCompute& lc = e.layer_compute;
-  line(out, "  forward  = GEMMs %.3f + attention %.3f + element-wise %.3f ms\n", lc.fwd_gemm_s / kMs,
-       lc.fwd_attn_s / kMs, lc.fwd_elementwise_s / kMs);
+  line(out, "  forward  = GEMMs %.3f + attention %.3f + element-wise %.3f ms\n",
+       lc.fwd_gemm_s / kMs, lc.fwd_attn_s / kMs, lc.fwd_elementwise_s / kMs);
   line(out, "  backward = GEMMs %.3f + attention %.3f + element-wise %.3f ms (before recompute)\n",
        lc.bwd_gemm_s / kMs, lc.bwd_attn_s / kMs, lc.bwd_elementwise_s / kMs);
   const MemoryBreakdown& mem = e.memory;

@@ -1,8 +1,8 @@
-#include "planner/report/format.h"
 #include "planner/report/html.h"
 
 #include <cstdio>
 
+#include "planner/report/format.h"
 #include "planner/report/svg.h"
 #include "planner/units.h"
 

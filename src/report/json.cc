@@ -12,8 +12,12 @@ json context_json(const RunContext& ctx) {
   const ClusterProfile& c = *ctx.cluster;
   json j = {{"planner_version", PLANNER_VERSION},
             {"model", {{"file", ctx.model_file}, {"name", m.name}, {"params", m.total_params()}}},
-            {"cluster", {{"file", ctx.cluster_file}, {"name", c.name}, {"gpu", c.gpu.name},
-                         {"gpus_per_node", c.gpus_per_node}, {"hbm_bytes", c.gpu.hbm_bytes}}},
+            {"cluster",
+             {{"file", ctx.cluster_file},
+              {"name", c.name},
+              {"gpu", c.gpu.name},
+              {"gpus_per_node", c.gpus_per_node},
+              {"hbm_bytes", c.gpu.hbm_bytes}}},
             {"gpus", ctx.gpus},
             {"global_batch", ctx.global_batch},
             {"seq_len", m.seq_len}};
@@ -22,8 +26,10 @@ json context_json(const RunContext& ctx) {
 }
 
 json memory_json(const MemoryBreakdown& mem) {
-  return {{"weights_bytes", mem.weights}, {"grads_bytes", mem.grads},
-          {"optimizer_bytes", mem.optimizer}, {"activations_bytes", mem.activations},
+  return {{"weights_bytes", mem.weights},
+          {"grads_bytes", mem.grads},
+          {"optimizer_bytes", mem.optimizer},
+          {"activations_bytes", mem.activations},
           {"reserve_bytes", mem.reserve}};
 }
 
@@ -32,29 +38,44 @@ json memory_json(const MemoryBreakdown& mem) {
 json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens) {
   const Plan& p = e.plan;
   const Breakdown& b = e.breakdown;
-  json j = {
-      {"plan", {{"dp", p.dp}, {"tp", p.tp}, {"pp", p.pp}, {"cp", p.cp}, {"vpp", p.vpp},
-                {"mbs", p.mbs}, {"gbs", p.gbs}, {"zero", p.zero},
-                {"recompute", to_string(p.recompute)}, {"sp", p.sp ? 1 : 0},
-                {"schedule", to_string(p.schedule)}, {"dtype", to_string(p.dtype)}}},
-      {"plan_string", to_plan_string(p)},
-      {"iteration_time_s", e.iteration_time_s},
-      {"tokens_per_s", e.tokens_per_s},
-      {"tflops_per_gpu", e.tflops_per_gpu},
-      {"mfu", e.mfu},
-      {"memory_bytes_per_gpu", e.memory_bytes},
-      {"memory", memory_json(e.memory)},
-      {"bubble_fraction", e.bubble_fraction},
-      {"exposed_comm_fraction", e.exposed_comm_fraction},
-      {"breakdown", {{"compute_s", b.compute_s}, {"tp_comm_s", b.tp_comm_s},
-                     {"pp_comm_s", b.pp_comm_s}, {"dp_comm_s", b.dp_comm_s},
-                     {"bubble_s", b.bubble_s}, {"optimizer_s", b.optimizer_s}}}};
+  json j = {{"plan",
+             {{"dp", p.dp},
+              {"tp", p.tp},
+              {"pp", p.pp},
+              {"cp", p.cp},
+              {"vpp", p.vpp},
+              {"mbs", p.mbs},
+              {"gbs", p.gbs},
+              {"zero", p.zero},
+              {"recompute", to_string(p.recompute)},
+              {"sp", p.sp ? 1 : 0},
+              {"schedule", to_string(p.schedule)},
+              {"dtype", to_string(p.dtype)}}},
+            {"plan_string", to_plan_string(p)},
+            {"iteration_time_s", e.iteration_time_s},
+            {"tokens_per_s", e.tokens_per_s},
+            {"tflops_per_gpu", e.tflops_per_gpu},
+            {"mfu", e.mfu},
+            {"memory_bytes_per_gpu", e.memory_bytes},
+            {"memory", memory_json(e.memory)},
+            {"bubble_fraction", e.bubble_fraction},
+            {"exposed_comm_fraction", e.exposed_comm_fraction},
+            {"breakdown",
+             {{"compute_s", b.compute_s},
+              {"tp_comm_s", b.tp_comm_s},
+              {"pp_comm_s", b.pp_comm_s},
+              {"dp_comm_s", b.dp_comm_s},
+              {"bubble_s", b.bubble_s},
+              {"optimizer_s", b.optimizer_s}}}};
   if (!e.partition.empty())
-    j["partition"] = {{"stages", e.partition}, {"balanced", e.balanced},
+    j["partition"] = {{"stages", e.partition},
+                      {"balanced", e.balanced},
                       {"balanced_gain_pct", e.balanced_gain_pct}};
   if (e.simulated) {
-    j["pipeline"] = {{"simulated", true}, {"closed_form_iteration_time_s", e.closed_form_time_s},
-                     {"stage_busy_s", e.stage_busy_s}, {"stage_idle_s", e.stage_idle_s},
+    j["pipeline"] = {{"simulated", true},
+                     {"closed_form_iteration_time_s", e.closed_form_time_s},
+                     {"stage_busy_s", e.stage_busy_s},
+                     {"stage_idle_s", e.stage_idle_s},
                      {"peak_microbatches_in_flight", e.peak_in_flight}};
   }
   if (train_tokens > 0) {
@@ -88,12 +109,14 @@ json estimate_json(const RunContext& ctx, const Estimate& e) {
   j["schema_version"] = kJsonSchemaVersion;
   j["context"] = context_json(ctx);
   j["model_params"] = ctx.model->total_params();
-  j["layer"] = {{"fwd_compute_s", e.layer.fwd_compute_s}, {"bwd_compute_s", e.layer.bwd_compute_s},
-                {"fwd_comm_s", e.layer.fwd_comm_s}, {"bwd_comm_s", e.layer.bwd_comm_s}};
+  j["layer"] = {{"fwd_compute_s", e.layer.fwd_compute_s},
+                {"bwd_compute_s", e.layer.bwd_compute_s},
+                {"fwd_comm_s", e.layer.fwd_comm_s},
+                {"bwd_comm_s", e.layer.bwd_comm_s}};
   json diags = json::array();
   for (const Diagnostic& d : diagnose(*ctx.model, *ctx.cluster, e))
-    diags.push_back({{"id", d.id}, {"severity", d.severity}, {"message", d.message},
-                     {"remedy", d.remedy}});
+    diags.push_back(
+        {{"id", d.id}, {"severity", d.severity}, {"message", d.message}, {"remedy", d.remedy}});
   j["diagnostics"] = diags;
   return j;
 }

@@ -32,8 +32,8 @@ std::string compact_list(const std::vector<int>& v) {
 }
 
 std::string counts_line(const SearchResult& r) {
-  std::string line = with_commas(r.evaluated) + " plans: " +
-                     with_commas(r.rejections[int(Rejection::none)]) + " ranked";
+  std::string line = with_commas(r.evaluated) +
+                     " plans: " + with_commas(r.rejections[int(Rejection::none)]) + " ranked";
   for (int i = 1; i < kNumRejections; ++i)
     if (r.rejections[i] > 0)
       line += ", " + with_commas(r.rejections[i]) + " " + to_string(static_cast<Rejection>(i));
@@ -54,7 +54,8 @@ void print_context(std::ostream& out, const RunContext& ctx) {
                 m.seq_len);
   out << buf;
   for (const Component& comp : m.encoders) {
-    std::snprintf(buf, sizeof buf, "#         + %s %s: %d layer(s), hidden %d, %d tokens x %d per sample\n",
+    std::snprintf(buf, sizeof buf,
+                  "#         + %s %s: %d layer(s), hidden %d, %d tokens x %d per sample\n",
                   to_string(comp.type), comp.name.c_str(), comp.layers, comp.shape.hidden,
                   comp.shape.seq, comp.shape.sequences);
     out << buf;
@@ -87,9 +88,10 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
     out << buf;
   }
   if (r.closed_form_only > 0)
-    out << fmt("# %d more by the closed form alone: the search's simulation budget (%.0e tasks) "
-               "was spent\n",
-               r.closed_form_only, limits::kSearchSimulatedTasks);
+    out << fmt(
+        "# %d more by the closed form alone: the search's simulation budget (%.0e tasks) "
+        "was spent\n",
+        r.closed_form_only, limits::kSearchSimulatedTasks);
   out << "#\n";
   out << "# rank    dp  tp  pp vpp mbs zero recompute sp   iter_s TFLOP/s   MFU%   mem_GiB "
          "bubble% comm% layers/stage";
@@ -130,8 +132,8 @@ void print_suggest_csv(std::ostream& out, const SearchResult& r) {
                   "%.6g,%.6g,%.6g,",
                   ++rank, p.dp, p.tp, p.pp, p.cp, p.vpp, p.mbs, p.gbs, p.zero,
                   to_string(p.recompute), p.sp ? 1 : 0, to_string(p.schedule), e.iteration_time_s,
-                  e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes, b.compute_s,
-                  b.tp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s, b.optimizer_s);
+                  e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes, b.compute_s, b.tp_comm_s,
+                  b.pp_comm_s, b.dp_comm_s, b.bubble_s, b.optimizer_s);
     out << buf << '"' << to_plan_string(p) << "\"\n";
   }
 }

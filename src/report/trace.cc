@@ -27,21 +27,32 @@ void write_chrome_trace(const SimResult& sim, const Plan& p,
   out(",\"traceEvents\":[");
   const int stages = static_cast<int>(sim.busy_s.size());
   for (int s = 0; s < stages; ++s) {
-    event({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 2 * s},
+    event({{"name", "thread_name"},
+           {"ph", "M"},
+           {"pid", 0},
+           {"tid", 2 * s},
            {"args", {{"name", "stage " + std::to_string(s) + " compute"}}}});
-    event({{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", 2 * s + 1},
+    event({{"name", "thread_name"},
+           {"ph", "M"},
+           {"pid", 0},
+           {"tid", 2 * s + 1},
            {"args", {{"name", "stage " + std::to_string(s) + " receive"}}}});
-    event({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", 0}, {"tid", 2 * s},
+    event({{"name", "thread_sort_index"},
+           {"ph", "M"},
+           {"pid", 0},
+           {"tid", 2 * s},
            {"args", {{"sort_index", 2 * s}}}});
   }
-  event({{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
+  event({{"name", "process_name"},
+         {"ph", "M"},
+         {"pid", 0},
          {"args", {{"name", "planner: " + to_plan_string(p)}}}});
   for (const SimTask& t : sim.trace) {
     const bool transfer = t.kind == TaskKind::transfer;
     const char* category = t.kind == TaskKind::forward           ? "forward"
-                           : transfer                             ? "transfer"
+                           : transfer                            ? "transfer"
                            : t.kind == TaskKind::backward_weight ? "weight-gradient"
-                                                                  : "backward";
+                                                                 : "backward";
     std::string name = std::string(to_string(t.kind)) + " mb" + std::to_string(t.microbatch);
     if (p.vpp > 1) name += " c" + std::to_string(t.chunk);
     event({{"name", name},

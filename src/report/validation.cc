@@ -6,10 +6,10 @@
 #include <sstream>
 #include <tuple>
 
-#include "planner/report/format.h"
 #include "planner/error.h"
-#include "planner/validate.h"
+#include "planner/report/format.h"
 #include "planner/units.h"
+#include "planner/validate.h"
 
 namespace planner {
 namespace {
@@ -18,7 +18,8 @@ void row(std::ostream& out, const ValidationReport& r, const char* name, const C
          const ComponentTimes& m) {
   line(out, "  %-14s %9.3f %9.3f %+7.1f   %9.3f %9.3f %+7.1f   %9.3f %9.3f %+7.1f\n", name,
        p.fwd_s / kMs, m.fwd_s / kMs, r.diff_pct(p.fwd_s, m.fwd_s), p.bwd_s / kMs, m.bwd_s / kMs,
-       r.diff_pct(p.bwd_s, m.bwd_s), p.total() / kMs, m.total() / kMs, r.diff_pct(p.total(), m.total()));
+       r.diff_pct(p.bwd_s, m.bwd_s), p.total() / kMs, m.total() / kMs,
+       r.diff_pct(p.total(), m.total()));
 }
 
 /// One line of YAML comment from whatever the runner reported: control characters become spaces.
@@ -35,33 +36,45 @@ void print_validation(std::ostream& out, const Workload& w, const ValidationRepo
   out << "# plan    --plan \"" << to_plan_string(w.plan) << "\"\n";
   line(out, "# one rank's stage: %d layers (ran %d), %d micro-batches; communication %s\n#\n",
        r.stage_layers, r.layers, r.microbatches,
-       r.communication_measured ? "measured with NCCL" : "from the profile (fewer local GPUs than tp)");
+       r.communication_measured ? "measured with NCCL"
+                                : "from the profile (fewer local GPUs than tp)");
   out << "# one layer, one micro-batch (ms), kernels timed in isolation against the kernel-level\n"
-         "# prediction (the profile's sustained_efficiency applies to whole iterations, not here)\n";
-  out << "# component        fwd_pred  fwd_meas   diff%    bwd_pred  bwd_meas   diff%    tot_pred  tot_meas   diff%\n";
+         "# prediction (the profile's sustained_efficiency applies to whole iterations, not "
+         "here)\n";
+  out << "# component        fwd_pred  fwd_meas   diff%    bwd_pred  bwd_meas   diff%    tot_pred  "
+         "tot_meas   diff%\n";
   for (size_t c = 0; c < r.components.size(); ++c)
     row(out, r, r.components[c].c_str(), r.predicted[c], r.measured[c]);
   row(out, r, "compute", r.predicted_compute(), r.measured_compute());
   row(out, r, "layer", r.predicted_layer, r.measured_layer);
   if (!r.attention_source.empty()) {
     line(out, "# attention measured with %s;\n", r.attention_source.c_str());
-    line(out, "# planner-validate's own (untuned, correctness-checked) flash kernels took %.3f ms forward, "
-              "%.3f ms backward (not in the totals)\n", r.own_attention.fwd_s / kMs, r.own_attention.bwd_s / kMs);
+    line(out,
+         "# planner-validate's own (untuned, correctness-checked) flash kernels took %.3f ms "
+         "forward, "
+         "%.3f ms backward (not in the totals)\n",
+         r.own_attention.fwd_s / kMs, r.own_attention.bwd_s / kMs);
   }
   const double k = double(r.stage_layers) * r.microbatches;
   line(out, "# per micro-batch (x %d layers): predicted %.2f ms, measured %.2f ms (%+.1f%%)\n",
        r.stage_layers, r.predicted_layer.total() * r.stage_layers / kMs,
        r.measured_layer.total() * r.stage_layers / kMs,
        r.diff_pct(r.predicted_layer.total(), r.measured_layer.total()));
-  line(out, "# per iteration of compute and TP communication (x %d micro-batches): predicted %.3f s, measured %.3f s\n",
+  line(out,
+       "# per iteration of compute and TP communication (x %d micro-batches): predicted %.3f s, "
+       "measured %.3f s\n",
        r.microbatches, r.predicted_layer.total() * k, r.measured_layer.total() * k);
   if (w.dp.bytes > 0) {
     if (r.dp_measured_s >= 0)
-      line(out, "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted %.3f s, measured %.3f s (%+.1f%%)\n",
+      line(out,
+           "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted "
+           "%.3f s, measured %.3f s (%+.1f%%)\n",
            to_string(w.dp.coll), w.dp.bytes / 1e6, w.dp.ranks, r.dp_predicted_s, r.dp_measured_s,
            r.diff_pct(r.dp_predicted_s, r.dp_measured_s));
     else
-      line(out, "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted %.3f s, not measured (fewer local GPUs than dp)\n",
+      line(out,
+           "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted "
+           "%.3f s, not measured (fewer local GPUs than dp)\n",
            to_string(w.dp.coll), w.dp.bytes / 1e6, w.dp.ranks, r.dp_predicted_s);
   }
 }
@@ -69,13 +82,17 @@ void print_validation(std::ostream& out, const Workload& w, const ValidationRepo
 nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
   using nlohmann::json;
   auto times = [&](const ComponentTimes& p, const ComponentTimes& m) {
-    return json{{"fwd_predicted_s", p.fwd_s}, {"fwd_measured_s", m.fwd_s},
-                {"bwd_predicted_s", p.bwd_s}, {"bwd_measured_s", m.bwd_s},
-                {"total_predicted_s", p.total()}, {"total_measured_s", m.total()},
+    return json{{"fwd_predicted_s", p.fwd_s},
+                {"fwd_measured_s", m.fwd_s},
+                {"bwd_predicted_s", p.bwd_s},
+                {"bwd_measured_s", m.bwd_s},
+                {"total_predicted_s", p.total()},
+                {"total_measured_s", m.total()},
                 {"total_diff_pct", r.diff_pct(p.total(), m.total())}};
   };
   json comps = json::object();
-  for (size_t c = 0; c < r.components.size(); ++c) comps[r.components[c]] = times(r.predicted[c], r.measured[c]);
+  for (size_t c = 0; c < r.components.size(); ++c)
+    comps[r.components[c]] = times(r.predicted[c], r.measured[c]);
   return {{"schema_version", 1},
           {"plan", to_plan_string(w.plan)},
           {"model", w.model},
@@ -85,13 +102,15 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
           {"microbatches", r.microbatches},
           {"layer", times(r.predicted_layer, r.measured_layer)},
           {"compute", times(r.predicted_compute(), r.measured_compute())},
-          {"dp_reduction", {{"predicted_s", r.dp_predicted_s},
-                            {"measured_s", r.dp_measured_s >= 0 ? json(r.dp_measured_s) : json(nullptr)}}},
+          {"dp_reduction",
+           {{"predicted_s", r.dp_predicted_s},
+            {"measured_s", r.dp_measured_s >= 0 ? json(r.dp_measured_s) : json(nullptr)}}},
           {"components", comps},
-          {"attention_reference", r.attention_source.empty() ? json(nullptr)
-                                  : json{{"source", r.attention_source},
-                                         {"own_kernel_fwd_s", r.own_attention.fwd_s},
-                                         {"own_kernel_bwd_s", r.own_attention.bwd_s}}}};
+          {"attention_reference", r.attention_source.empty()
+                                      ? json(nullptr)
+                                      : json{{"source", r.attention_source},
+                                             {"own_kernel_fwd_s", r.own_attention.fwd_s},
+                                             {"own_kernel_bwd_s", r.own_attention.bwd_s}}}};
 }
 
 std::string update_profile_text(const std::string& text, const Workload& w, const Measured& m,
@@ -108,12 +127,14 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
         << ": [m, n, k, batch, dtype, efficiency]\n";
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const Kernel& k = w.kernels[i];
-    if (k.cls != KernelClass::gemm || !seen.insert({k.gemm.m, k.gemm.n, k.gemm.k, k.gemm.batch}).second)
+    if (k.cls != KernelClass::gemm ||
+        !seen.insert({k.gemm.m, k.gemm.n, k.gemm.k, k.gemm.batch}).second)
       continue;
     const double eff = k.flops / (m.kernel_s[i] * peak);
     char buf[160];
-    std::snprintf(buf, sizeof buf, "      - [%.0f, %.0f, %.0f, %.0f, %s, %.4f]\n", k.gemm.m, k.gemm.n,
-                  k.gemm.k, k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
+    std::snprintf(buf, sizeof buf, "      - [%.0f, %.0f, %.0f, %.0f, %s, %.4f]\n", k.gemm.m,
+                  k.gemm.n, k.gemm.k, k.gemm.batch, to_string(w.plan.dtype),
+                  std::clamp(eff, 1e-4, 1.0));
     block << buf;
   }
   // With an attention reference (a production fused kernel timed at the workload's shapes), its
@@ -128,12 +149,15 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
     flops[bwd] += k.flops, seconds[bwd] += std::max(t - c.gpu.gemm.launch_s, 0.5 * t);
   }
   // Only a fused kernel's rate is a flash efficiency (unfused attention is GEMMs and softmax).
-  const bool attention = w.config.attention == AttentionKernel::flash && seconds[0] > 0 && seconds[1] > 0;
+  const bool attention =
+      w.config.attention == AttentionKernel::flash && seconds[0] > 0 && seconds[1] > 0;
   const std::string source = comment_text(m.attention_reference_source);
   auto efficiency_line = [&](const char* key, int bwd) {
     char value[32];
-    std::snprintf(value, sizeof value, "%.4f", std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
-    return std::string("  ") + key + ": " + value + "  # planner validate: " + source + ", " + date + "\n";
+    std::snprintf(value, sizeof value, "%.4f",
+                  std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
+    return std::string("  ") + key + ": " + value + "  # planner validate: " + source + ", " +
+           date + "\n";
   };
   // Drop an earlier measured block, then insert the new one right after "  gemm:".
   std::istringstream in(text);
@@ -149,13 +173,15 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
     }
     if (attention && l.rfind("  flash_backward_efficiency:", 0) == 0) continue;
     if (attention && l.rfind("  flash_efficiency:", 0) == 0) {
-      out << efficiency_line("flash_efficiency", 0) << efficiency_line("flash_backward_efficiency", 1);
+      out << efficiency_line("flash_efficiency", 0)
+          << efficiency_line("flash_backward_efficiency", 1);
       continue;
     }
     out << l << "\n";
     if (!inserted && l.rfind("  gemm:", 0) == 0) out << block.str(), inserted = true;
   }
-  if (!inserted) throw InputError("", 0, "--update-profile", "the profile has no gpu.gemm section to update");
+  if (!inserted)
+    throw InputError("", 0, "--update-profile", "the profile has no gpu.gemm section to update");
   return out.str();
 }
 

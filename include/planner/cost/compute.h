@@ -41,12 +41,12 @@ enum LinearIndex { kQkv, kProj, kFc1, kFc2, kNumLinears };
 /// What one transformer layer costs one rank for one micro-batch (seconds and FLOPs).
 struct LayerCompute {
   std::array<LinearTimes, kNumLinears> linear{};  ///< per linear layer, within the GEMM sums
-  double fwd_gemm_s = 0, bwd_gemm_s = 0;       ///< QKV, projection, MLP
-  double bwd_weight_s = 0;                     ///< the weight-gradient GEMMs within bwd_gemm_s
-  double fwd_attn_s = 0, bwd_attn_s = 0;       ///< attention core: flash, or GEMMs + softmax
+  double fwd_gemm_s = 0, bwd_gemm_s = 0;          ///< QKV, projection, MLP
+  double bwd_weight_s = 0;                        ///< the weight-gradient GEMMs within bwd_gemm_s
+  double fwd_attn_s = 0, bwd_attn_s = 0;          ///< attention core: flash, or GEMMs + softmax
   double fwd_elementwise_s = 0, bwd_elementwise_s = 0;  ///< norms, activation, dropout, residual
-  double fwd_flops = 0, bwd_flops = 0;         ///< executed FLOPs on this rank
-  double min_shard_dim = 0;                    ///< smallest m/n/k among the sharded GEMMs
+  double fwd_flops = 0, bwd_flops = 0;                  ///< executed FLOPs on this rank
+  double min_shard_dim = 0;                             ///< smallest m/n/k among the sharded GEMMs
   double fwd_s() const { return fwd_gemm_s + fwd_attn_s + fwd_elementwise_s; }
   double bwd_s() const { return bwd_gemm_s + bwd_attn_s + bwd_elementwise_s; }
 };
@@ -70,18 +70,20 @@ enum class Pass { forward, backward_data, backward_weight };
 
 /// One kernel of a layer as the cost model times it (and as `planner validate` runs it).
 struct Kernel {
-  const char* name;   ///< qkv, proj, fc1, fc2, scores, context, softmax_dropout, flash_attention, ...
+  const char*
+      name;  ///< qkv, proj, fc1, fc2, scores, context, softmax_dropout, flash_attention, ...
   KernelClass cls;
   Pass pass;
-  GemmShape gemm;     ///< GEMMs and attention: the (batched) problem shape
-  double bytes = 0;   ///< element-wise: HBM traffic
+  GemmShape gemm;    ///< GEMMs and attention: the (batched) problem shape
+  double bytes = 0;  ///< element-wise: HBM traffic
   double flops = 0;
   double time_s = 0;  ///< predicted, sustained efficiency included
 };
 
 /// Every kernel of one block for one micro-batch on one rank, forward and backward (no
 /// recompute, no communication). layer_compute() is their sum.
-std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg);
+std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
+                                  const LayerConfig& cfg);
 
 /// One block of any shape (decoder layer, ViT layer, projector MLP).
 LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg);

@@ -28,8 +28,8 @@ inline constexpr double kFragmentationFraction = 0.05;
 double activation_bytes_per_layer(const LayerShape& l, int mbs, int tp, int cp, bool sp,
                                   Recompute r, AttentionKernel attn);
 /// The decoder's layer.
-double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp,
-                                  Recompute r, AttentionKernel attn);
+double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp, Recompute r,
+                                  AttentionKernel attn);
 
 /// Micro-batches whose activations the first stage holds at peak (1F1B: min(pp, m);
 /// interleaved: times 1 + (p-1)/(p v); GPipe: all m).
@@ -37,10 +37,10 @@ double microbatches_in_flight(const Plan& p);
 
 /// What one pipeline stage holds on one rank, before ZeRO sharding.
 struct StageLoad {
-  double params = 0;             ///< weights on this rank
-  double act_per_mb = 0;         ///< activations stored per micro-batch in flight (all chunks)
-  double once_bytes = 0;         ///< held for one micro-batch at a time: backward working set, logits
-  double zero3_gather = 0;       ///< parameters gathered at once under ZeRO-3 (current + prefetch)
+  double params = 0;        ///< weights on this rank
+  double act_per_mb = 0;    ///< activations stored per micro-batch in flight (all chunks)
+  double once_bytes = 0;    ///< held for one micro-batch at a time: backward working set, logits
+  double zero3_gather = 0;  ///< parameters gathered at once under ZeRO-3 (current + prefetch)
 };
 
 struct MemoryBreakdown {

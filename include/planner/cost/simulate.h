@@ -23,7 +23,13 @@ struct SimInput {
   bool record_trace = false;
 };
 
-enum class TaskKind : unsigned char { forward, backward, backward_input, backward_weight, transfer };
+enum class TaskKind : unsigned char {
+  forward,
+  backward,
+  backward_input,
+  backward_weight,
+  transfer
+};
 const char* to_string(TaskKind k);
 
 struct SimTask {
@@ -33,13 +39,13 @@ struct SimTask {
 };
 
 struct SimResult {
-  std::string error;               ///< non-empty when the schedule cannot run or complete
-  double makespan_s = 0;           ///< last task's end
-  std::vector<double> end_s;       ///< per stage, when its last task ends
-  std::vector<double> busy_s;      ///< per stage
-  std::vector<double> idle_s;      ///< per stage: makespan - busy
-  std::vector<int> peak_in_flight; ///< per stage: micro-batches whose activations it holds at once
-  std::vector<SimTask> trace;      ///< every task, when record_trace
+  std::string error;                ///< non-empty when the schedule cannot run or complete
+  double makespan_s = 0;            ///< last task's end
+  std::vector<double> end_s;        ///< per stage, when its last task ends
+  std::vector<double> busy_s;       ///< per stage
+  std::vector<double> idle_s;       ///< per stage: makespan - busy
+  std::vector<int> peak_in_flight;  ///< per stage: micro-batches whose activations it holds at once
+  std::vector<SimTask> trace;       ///< every task, when record_trace
   bool ok() const { return error.empty(); }
 };
 

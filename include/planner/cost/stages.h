@@ -26,10 +26,10 @@ struct BlockCost {
   double fwd_s = 0, bwd_s = 0;  ///< compute plus exposed TP/CP communication; bwd has recompute
   double bwd_weight_s = 0;      ///< weight-gradient GEMMs (what ZB-H1 defers)
   double compute_s = 0, tp_comm_s = 0;
-  double params = 0;            ///< per rank, before ZeRO
-  double act_bytes = 0;         ///< stored per micro-batch
-  double full_act_bytes = 0;    ///< without recompute: the backward working set
-  double largest_matrix = 0;    ///< parameters, gathered at once under ZeRO-3
+  double params = 0;          ///< per rank, before ZeRO
+  double act_bytes = 0;       ///< stored per micro-batch
+  double full_act_bytes = 0;  ///< without recompute: the backward working set
+  double largest_matrix = 0;  ///< parameters, gathered at once under ZeRO-3
   LayerCompute compute;
   LayerTimes times;
 };
@@ -38,12 +38,12 @@ struct BlockCost {
 /// (with the last block).
 struct PlanCosts {
   std::vector<BlockCost> shape;
-  double embed_s = 0, logits_s = 0;         ///< forward + backward per micro-batch
+  double embed_s = 0, logits_s = 0;  ///< forward + backward per micro-batch
   double embed_params = 0, output_params = 0;
-  double embed_act_bytes = 0;               ///< per micro-batch on the first decoder stage
-  double logits_bytes = 0;                  ///< one micro-batch at a time on the last stage
-  double p2p_s = 0;                         ///< one activation transfer between stages
-  double p2p_gather_s = 0;                  ///< the receiver's TP all-gather of it (no SP)
+  double embed_act_bytes = 0;  ///< per micro-batch on the first decoder stage
+  double logits_bytes = 0;     ///< one micro-batch at a time on the last stage
+  double p2p_s = 0;            ///< one activation transfer between stages
+  double p2p_gather_s = 0;     ///< the receiver's TP all-gather of it (no SP)
 };
 
 /// `lc` and `head` may carry precomputed layer_compute() per shape and head_compute() (the
@@ -59,7 +59,7 @@ Partition even_partition(int blocks, int virtual_stages);
 
 /// Per-virtual-stage costs and per-physical-stage loads of a partition.
 struct Stages {
-  std::vector<ChunkCost> chunks;      ///< per virtual stage, one micro-batch
+  std::vector<ChunkCost> chunks;  ///< per virtual stage, one micro-batch
   std::vector<double> chunk_compute_s, chunk_tp_s;
   std::vector<StageLoad> load;        ///< per physical stage
   std::vector<int> blocks_per_stage;  ///< per physical stage (sum of its chunks)

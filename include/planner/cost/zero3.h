@@ -18,8 +18,8 @@ inline constexpr double kZero3ReduceBucketParams = 5e8;
 /// whose gradients it reduce-scatters after (backward only).
 struct Zero3Step {
   double compute_s = 0;
-  double params = 0;     ///< elements gathered before the step (0: a module without weights)
-  double gather_s = 0;   ///< time of that gather on the wire
+  double params = 0;       ///< elements gathered before the step (0: a module without weights)
+  double gather_s = 0;     ///< time of that gather on the wire
   double grad_params = 0;  ///< elements whose gradient it hands to the reduce bucket when it ends
   double scatter_s = 0;    ///< their reduce-scatter's time on the wire (no latency)
 };

@@ -1,9 +1,8 @@
 #pragma once
 /// Strict JSON for every JSON file the planner and its GPU programs read (Hugging Face configs,
 /// the validate runner's workload and results, calibration samples).
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace planner::io {
 

@@ -11,7 +11,7 @@
 namespace planner::io {
 
 struct NamedContent {
-  std::string name;      ///< file name inside the folder
+  std::string name;  ///< file name inside the folder
   std::string contents;
   bool executable = false;
 };
@@ -46,12 +46,14 @@ class OutputFile {
 };
 
 /// Writes `content` to `path` atomically (see OutputFile).
-void write_file_atomically(const std::string& path, std::string_view content, bool executable = false);
+void write_file_atomically(const std::string& path, std::string_view content,
+                           bool executable = false);
 
 /// Writes `files` into `dir` as one set: a new folder is filled under a temporary name and renamed
 /// into place; into an existing folder each file is renamed over its old version, and if one
 /// rename fails those already renamed are put back. Throws InputError saying what was and was not
 /// replaced (normally: nothing). Returns the paths written, in order.
-std::vector<std::string> write_file_set(const std::string& dir, const std::vector<NamedContent>& files);
+std::vector<std::string> write_file_set(const std::string& dir,
+                                        const std::vector<NamedContent>& files);
 
 }  // namespace planner::io

@@ -1,8 +1,8 @@
 #pragma once
+#include <yaml-cpp/yaml.h>
+
 #include <string>
 #include <vector>
-
-#include <yaml-cpp/yaml.h>
 
 namespace planner::io {
 

@@ -1,8 +1,7 @@
 #pragma once
 #include <iosfwd>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "planner/report/diagnostics.h"
 #include "planner/search.h"
