@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it (.ci/run; the README's second command):
+#   0. every C++ and CUDA source formatted as .clang-format says (clang-format --dry-run);
 #   1. the plain build (GCC, with the CUDA programs where nvcc is found) and its tests;
 #   2. the sanitizer build (clang, -fsanitize=address,undefined, libstdc++ assertions; every
 #      report fatal) and the same tests in it, plus each fuzzer over its committed corpus;
@@ -8,6 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { printf '\n==== %s\n' "$*"; }
+
+stage "format check (.clang-format)"
+sources=()
+while IFS= read -r f; do sources+=("$f"); done < <(git ls-files '*.cc' '*.h' '*.cu' '*.cuh' 2>/dev/null ||
+  find src include calibrate tests fuzz bench -name '*.cc' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh')
+clang-format --dry-run --Werror "${sources[@]}"
+echo "${#sources[@]} files formatted"
 
 stage "plain build and tests"
 cmake -S . -B build -G Ninja
