@@ -206,10 +206,13 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   Breakdown& b = e.breakdown;
   b.compute_s = mb * tt.compute;
   b.tp_comm_s = mb * tt.tp;
-  // The closed form serialises the transfers; the simulator overlaps them with other stages'
-  // work, so there the idle time of the critical stage is split into transfers and bubble.
+  // The idle time of the critical stage, split into transfers and bubble. The closed form
+  // serialises the transfers (m of them per stage) and charges the rest to fill and drain; the
+  // simulator overlaps them with other stages' work and measures how long the stage waited for
+  // an input in transfer: the rest is the bubble (interleaved plans keep theirs, about
+  // (p - 1) / (v m) of the pipeline).
   const double idle = std::max(0.0, pipe - b.compute_s - b.tp_comm_s);
-  b.pp_comm_s = std::min(idle, mb * tt.p2p);
+  b.pp_comm_s = std::min(idle, simulated ? sim.transfer_wait_s[tt.critical] : mb * tt.p2p);
   b.bubble_s = idle - b.pp_comm_s;
   b.dp_comm_s = dp.exposed;
   b.optimizer_s = optimizer_step_s(c.gpu, params_rank / (p.zero >= 1 ? p.dp : 1));

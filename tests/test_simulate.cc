@@ -109,3 +109,44 @@ TEST_CASE("ZB-H1 holds p micro-batches on every stage until their weight gradien
   const SimResult r = simulate(uniform(Schedule::zb_h1, 4, 1, 8, 1, 2, 1));
   CHECK(r.peak_in_flight == std::vector<int>{4, 4, 4, 4});
 }
+
+TEST_CASE("idle time split into waiting for a transfer and waiting for work") {
+  // p = 2, one micro-batch, t_f = 1, t_b = 2, transfers of 0.5 s. Stage 1 idles 1.5 s before its
+  // forward (0.5 s of it the activation in flight) and 2.5 s after its backward; stage 0 idles
+  // 4 s between its forward and its backward, 0.5 s of it the gradient in flight.
+  SimInput in = uniform(Schedule::one_f_one_b, 2, 1, 1, 1, 2);
+  in.p2p_s = 0.5;
+  const SimResult r = simulate(in);
+  REQUIRE(r.ok());
+  CHECK(r.makespan_s == doctest::Approx(7));
+  for (int s = 0; s < 2; ++s) {
+    CHECK(r.idle_s[s] == doctest::Approx(4));
+    CHECK(r.transfer_wait_s[s] == doctest::Approx(0.5));
+  }
+}
+
+TEST_CASE("interleaved stages keep their bubble when transfers are free or cheap") {
+  for (int p : {2, 4, 8})
+    for (int v : {2, 4, 12})
+      for (int m : {p, 6 * p}) {
+        CAPTURE(p);
+        CAPTURE(v);
+        CAPTURE(m);
+        SimInput in = uniform(Schedule::interleaved, p, v, m, 1.0, 2.0);
+        const SimResult r = simulate(in);
+        REQUIRE(r.ok());
+        for (int s = 0; s < p; ++s) {
+          CHECK(r.transfer_wait_s[s] == 0);
+          CHECK(r.idle_s[s] == doctest::Approx((p - 1) * 3.0 / v));  // (p - 1)(t_f + t_b) / v
+        }
+        in.p2p_s = 0.01;  // transfers waited for never take more than their own time
+        const SimResult t = simulate(in);
+        REQUIRE(t.ok());
+        for (int s = 0; s < p; ++s) {
+          CHECK(t.transfer_wait_s[s] >= 0);
+          CHECK(t.transfer_wait_s[s] <= t.idle_s[s] + 1e-12);
+          CHECK(t.transfer_wait_s[s] <= 2.0 * v * m * in.p2p_s + 1e-12);
+          CHECK(t.idle_s[s] - t.transfer_wait_s[s] >= (p - 1) * 3.0 / v - 1e-9);
+        }
+      }
+}

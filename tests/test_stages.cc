@@ -190,6 +190,28 @@ TEST_CASE("the simulated breakdown adds up to the iteration") {
         doctest::Approx(e.iteration_time_s));
 }
 
+TEST_CASE("an interleaved plan reports its bubble, about (p - 1) / (v m) of the pipeline") {
+  // The README's rank-1 GPT-3 175B plan: pp = 8, vpp = 12, 48 micro-batches. The bubble used to
+  // be charged to PP transfers first and showed as 0.
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
+  const Plan p = parse_plan(
+      "tp=4,pp=8,dp=32,cp=1,vpp=12,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1,"
+      "schedule=interleaved,dtype=bf16",
+      "test");
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  const Estimate e = simulate_plan(m, c, p);
+  REQUIRE(e.ok());
+  const Breakdown& b = e.breakdown;
+  const double busy = b.compute_s + b.tp_comm_s;
+  const double expect = 7.0 / (12 * 48);  // 1.2%
+  CHECK(b.bubble_s / busy > 0.8 * expect);
+  CHECK(b.bubble_s / busy < 1.5 * expect);
+  CHECK(b.pp_comm_s < b.bubble_s);  // transfers overlap other stages' work
+  const Estimate closed = estimate(m, c, p);
+  REQUIRE(closed.ok());
+  CHECK(closed.breakdown.bubble_s / busy == doctest::Approx(expect).epsilon(0.1));
+}
+
 TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   // GPT-3 175B under ZeRO-3, one micro-batch of 4 per GPU (Narayanan 2021 Table 2): the gathers
   // and scatters are a little shorter than the compute, but one module of prefetch cannot hide

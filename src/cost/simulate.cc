@@ -131,6 +131,7 @@ SimResult simulate(const SimInput& in) {
   std::vector<double> free_at(p, 0.0);
   std::vector<int> in_flight(p, 0);
   r.busy_s.assign(p, 0.0);
+  r.transfer_wait_s.assign(p, 0.0);
   r.peak_in_flight.assign(p, 0);
   std::vector<int> work;
   std::vector<char> queued(p, 1);
@@ -164,6 +165,13 @@ SimResult simulate(const SimInput& in) {
         dur = zb ? cc.bwd_s - cc.bwd_weight_s : cc.bwd_s;
       }
       const double start = std::max(free_at[s], ready);
+      const bool received =
+          in.p2p_s > 0 &&
+          ((op.kind == TaskKind::forward && vs > 0) ||
+           (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs < V - 1));
+      // Idle over [free_at, start]; the input was in flight over [ready - p2p, ready].
+      if (received && ready > free_at[s])
+        r.transfer_wait_s[s] += std::min(in.p2p_s, ready - free_at[s]);
       free_at[s] = start + dur;
       r.busy_s[s] += dur;
       finish[slot(op.kind)][size_t(vs) * m + op.mb] = free_at[s];
@@ -171,10 +179,6 @@ SimResult simulate(const SimInput& in) {
         r.peak_in_flight[s] = std::max(r.peak_in_flight[s], ++in_flight[s]);
       if (op.kind == (zb ? TaskKind::backward_weight : TaskKind::backward)) --in_flight[s];
       if (in.record_trace) {
-        const bool received =
-            in.p2p_s > 0 &&
-            ((op.kind == TaskKind::forward && vs > 0) ||
-             (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs < V - 1));
         if (received)
           r.trace.push_back({s, op.chunk, op.mb, TaskKind::transfer, ready - in.p2p_s, ready});
         r.trace.push_back({s, op.chunk, op.mb, op.kind, start, free_at[s]});

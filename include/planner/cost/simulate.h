@@ -39,11 +39,14 @@ struct SimTask {
 };
 
 struct SimResult {
-  std::string error;                ///< non-empty when the schedule cannot run or complete
-  double makespan_s = 0;            ///< last task's end
-  std::vector<double> end_s;        ///< per stage, when its last task ends
-  std::vector<double> busy_s;       ///< per stage
-  std::vector<double> idle_s;       ///< per stage: makespan - busy
+  std::string error;           ///< non-empty when the schedule cannot run or complete
+  double makespan_s = 0;       ///< last task's end
+  std::vector<double> end_s;   ///< per stage, when its last task ends
+  std::vector<double> busy_s;  ///< per stage
+  std::vector<double> idle_s;  ///< per stage: makespan - busy
+  /// Per stage, the part of idle_s spent waiting for an input that its neighbour had finished
+  /// but that was still being transferred; the rest of idle_s is waiting for work (the bubble).
+  std::vector<double> transfer_wait_s;
   std::vector<int> peak_in_flight;  ///< per stage: micro-batches whose activations it holds at once
   std::vector<SimTask> trace;       ///< every task, when record_trace
   bool ok() const { return error.empty(); }
