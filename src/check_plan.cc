@@ -131,9 +131,10 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   if (p.sp && p.tp == 1)
     return fail(Rejection::sp_without_tp, reason,
                 [&] { return std::string("sequence parallelism needs tp > 1"); });
-  if (p.zero > 0 && p.dp == 1)
-    return fail(Rejection::zero_invalid, reason,
-                [&] { return std::string("ZeRO shards over data parallelism; dp=1"); });
+  if (p.zero > 0 && p.weight_replicas() == 1)
+    return fail(Rejection::zero_invalid, reason, [&] {
+      return std::string("ZeRO shards over the data- and context-parallel ranks; dp x cp = 1");
+    });
   if (p.zero >= 2 && p.pp > 1)
     return fail(Rejection::zero_invalid, reason, [&] {
       return std::string("ZeRO-" + str(p.zero) +

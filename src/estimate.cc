@@ -75,7 +75,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks) {
   DpCost d;
   const GroupLayout dpg = dp_group(p, c.gpus_per_node);
-  const double bucket = std::min(1.0, ddp_bucket_params(p.dp) / params_rank);
+  const double bucket = std::min(1.0, ddp_bucket_params(int(p.weight_replicas())) / params_rank);
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
   const double param_bytes = params_rank * kWeightBytesPerParam;
   const SoftwareStack& sw = c.software;
@@ -215,7 +215,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   b.pp_comm_s = std::min(idle, simulated ? sim.transfer_wait_s[tt.critical] : mb * tt.p2p);
   b.bubble_s = idle - b.pp_comm_s;
   b.dp_comm_s = dp.exposed;
-  b.optimizer_s = optimizer_step_s(c.gpu, params_rank / (p.zero >= 1 ? p.dp : 1));
+  b.optimizer_s = optimizer_step_s(c.gpu, params_rank / (p.zero >= 1 ? p.weight_replicas() : 1));
   e.dp_comm_total_s = dp.total;
 
   e.iteration_time_s = pipe + b.dp_comm_s + b.optimizer_s;

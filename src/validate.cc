@@ -76,8 +76,8 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   for (int s = 0; s < p.pp; ++s) params = std::max(params, stage_params_per_rank(m, p, s));
   w.dp = {"dp_gradients",
           p.zero >= 1 ? Collective::reduce_scatter : Collective::allreduce,
-          p.dp > 1 ? params * grad_wire_bytes(p.dtype) : 0.0,
-          p.dp,
+          p.weight_replicas() > 1 ? params * grad_wire_bytes(p.dtype) : 0.0,
+          int(p.weight_replicas()),
           Pass::backward_weight,
           1,
           0};

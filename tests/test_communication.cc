@@ -34,6 +34,12 @@ TEST_CASE("rank layout: TP innermost, then CP, DP, PP") {
   p.tp = 2, p.dp = 64;
   const GroupLayout dp2 = dp_group(p, 8);  // stride 2: 4 DP ranks per node, 16 nodes
   CHECK((dp2.ranks_per_node == 4 && dp2.nodes == 16));
+  // Context-parallel ranks hold the same weights: the gradient and ZeRO group is dp x cp.
+  p.tp = 2, p.cp = 2, p.dp = 4;
+  const GroupLayout dp3 = dp_group(p, 8);
+  CHECK((dp3.ranks == 8 && dp3.ranks_per_node == 4 && dp3.nodes == 2));
+  p.dp = 1;
+  CHECK(dp_group(p, 8).ranks == 2);
 }
 
 TEST_CASE("inside a node: alpha + S f / busbw") {

@@ -212,6 +212,33 @@ TEST_CASE("an interleaved plan reports its bubble, about (p - 1) / (v m) of the 
   CHECK(closed.breakdown.bubble_s / busy == doctest::Approx(expect).epsilon(0.1));
 }
 
+TEST_CASE("context parallelism: gradients reduced and ZeRO shards over dp x cp") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-8b.yaml");
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  // tp=4, cp=2, dp=1 with ZeRO-1 was refused ("ZeRO shards over data parallelism; dp=1").
+  const Plan one = parse_plan("tp=4,pp=1,dp=1,cp=2,mbs=1,gbs=8,zero=1,sp=1", "test");
+  std::string why;
+  CHECK(check_plan(m, c, one, {}, &why) == Rejection::none);
+  CHECK(why.empty());
+  const Plan no_zero = parse_plan("tp=4,pp=1,dp=1,cp=2,mbs=1,gbs=8,zero=0,sp=1", "test");
+  const Estimate e0 = estimate(m, c, no_zero), e1 = estimate(m, c, one);
+  REQUIRE(e0.ok());
+  REQUIRE(e1.ok());
+  CHECK(e0.dp_comm_total_s > 0);  // the gradients are all-reduced over the 2 CP ranks
+  CHECK(e0.breakdown.dp_comm_s > 0);
+  CHECK(e1.memory.optimizer == doctest::Approx(e0.memory.optimizer / 2));
+  // dp x cp = 2 the other way round: the same shards, the same group size.
+  const Plan dp2 = parse_plan("tp=4,pp=1,dp=2,cp=1,mbs=1,gbs=8,zero=1,sp=1", "test");
+  const Estimate e2 = estimate(m, c, dp2);
+  REQUIRE(e2.ok());
+  CHECK(e2.memory.optimizer == doctest::Approx(e1.memory.optimizer));
+  CHECK(e2.memory.weights == doctest::Approx(e1.memory.weights));
+  CHECK(e2.dp_comm_total_s == doctest::Approx(e1.dp_comm_total_s));  // same bytes, same group
+  const Plan neither = parse_plan("tp=4,pp=1,dp=1,cp=1,mbs=1,gbs=8,zero=1,sp=1", "test");
+  CHECK(check_plan(m, c, neither, {}, &why) == Rejection::zero_invalid);
+  CHECK(why == "ZeRO shards over the data- and context-parallel ranks; dp x cp = 1");
+}
+
 TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   // GPT-3 175B under ZeRO-3, one micro-batch of 4 per GPU (Narayanan 2021 Table 2): the gathers
   // and scatters are a little shorter than the compute, but one module of prefetch cannot hide

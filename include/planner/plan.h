@@ -34,6 +34,10 @@ struct Plan {
 
   /// Products in 64 bits: knob values are bounded (kMaxKnob) but their product is not.
   long long gpus() const { return 1LL * dp * tp * pp * cp; }
+  /// The ranks that hold the same weights: data and context parallel together. Gradients are
+  /// reduced and ZeRO shards over them, as Megatron-LM's data-parallel group with context
+  /// parallelism does.
+  long long weight_replicas() const { return 1LL * dp * cp; }
   int microbatches() const {
     const long long d = 1LL * mbs * dp;
     return d > 0 ? static_cast<int>(gbs / d) : 0;

@@ -26,7 +26,7 @@ std::string remedies(const Inputs& in, const Plan& base) {
   };
   std::vector<Variant> v;
   Plan p = base;
-  if (base.dp > 1 && base.zero < (base.pp > 1 ? 1 : 3))
+  if (base.weight_replicas() > 1 && base.zero < (base.pp > 1 ? 1 : 3))
     p.zero = base.pp > 1 ? 1 : 3, v.push_back({"zero=" + std::to_string(p.zero), p});
   p = base;
   if (base.recompute != Recompute::full)

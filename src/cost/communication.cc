@@ -33,7 +33,7 @@ GroupLayout group_layout(int size, int stride, int gpus_per_node) {
 
 GroupLayout tp_group(const Plan& p, int gpn) { return group_layout(p.tp, 1, gpn); }
 GroupLayout cp_group(const Plan& p, int gpn) { return group_layout(p.cp, p.tp, gpn); }
-GroupLayout dp_group(const Plan& p, int gpn) { return group_layout(p.dp, p.tp * p.cp, gpn); }
+GroupLayout dp_group(const Plan& p, int gpn) { return group_layout(p.dp * p.cp, p.tp, gpn); }
 GroupLayout pp_pair(const Plan& p, int gpn) {
   return p.pp > 1 ? group_layout(2, p.tp * p.cp * p.dp, gpn) : GroupLayout{};
 }

@@ -76,9 +76,9 @@ double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage) {
 
 MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double in_flight) {
   MemoryBreakdown mem;
-  mem.weights = load.params * kWeightBytesPerParam / (p.zero >= 3 ? p.dp : 1);
-  mem.grads = load.params * kGradBytesPerParam / (p.zero >= 2 ? p.dp : 1);
-  mem.optimizer = load.params * kOptimizerBytesPerParam / (p.zero >= 1 ? p.dp : 1);
+  mem.weights = load.params * kWeightBytesPerParam / (p.zero >= 3 ? p.weight_replicas() : 1);
+  mem.grads = load.params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
+  mem.optimizer = load.params * kOptimizerBytesPerParam / (p.zero >= 1 ? p.weight_replicas() : 1);
   if (p.zero >= 3) mem.weights += load.zero3_gather * kWeightBytesPerParam;
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;
   const double used = mem.weights + mem.grads + mem.optimizer + mem.activations;

@@ -52,7 +52,9 @@ ArgGroup memory_group(const Plan& p) {
   }
   if (p.recompute == Recompute::none) g.notes.push_back("recompute=none: no recomputation flags");
   if (p.zero == 1)
-    g.args.push_back({"--use-distributed-optimizer", "", "zero=1: optimizer states over dp"});
+    g.args.push_back(
+        {"--use-distributed-optimizer", "",
+         p.cp > 1 ? "zero=1: optimizer states over dp x cp" : "zero=1: optimizer states over dp"});
   else
     g.notes.push_back("zero=0: no distributed optimizer");
   return g;
@@ -74,8 +76,8 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
     g.notes.push_back(
         p.sp ? "TP group spans nodes: no --tp-comm-overlap (its userbuffers work inside a node)"
              : "sp=0: no --tp-comm-overlap (it needs sequence parallelism)");
-  if (p.dp == 1) {
-    g.notes.push_back("dp=1: no data-parallel communication to overlap");
+  if (p.weight_replicas() == 1) {
+    g.notes.push_back("dp x cp = 1: no gradient reduction to overlap");
     return g;
   }
   if (s.overlap_grad_reduce)

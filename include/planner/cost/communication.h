@@ -22,6 +22,7 @@ GroupLayout group_layout(int size, int stride, int gpus_per_node);
 /// Rank order TP innermost, then CP, then DP, then PP (Megatron-LM's default).
 GroupLayout tp_group(const Plan& p, int gpus_per_node);
 GroupLayout cp_group(const Plan& p, int gpus_per_node);
+/// The gradient-reduction and ZeRO group: the dp x cp ranks that hold the same weights.
 GroupLayout dp_group(const Plan& p, int gpus_per_node);
 /// Two neighbouring pipeline stages (a send/recv pair).
 GroupLayout pp_pair(const Plan& p, int gpus_per_node);
