@@ -48,6 +48,8 @@ void plan_model_file(std::string_view bytes, const std::string& name);
 
 /// True when `text` holds "nan" or "inf" as a word of its own ("[info]" is not one).
 bool has_nonfinite_word(std::string_view text);
+/// "nan" or "inf" anywhere in `text`, in any case (a word of it or not).
+bool holds_nan_or_inf(std::string_view text);
 
 /// The plan "tp=1,pp=1,dp=D,mbs=1,gbs=D" (every layer on one stage, one micro-batch per rank).
 planner::Plan simple_plan(int dp);
