@@ -129,7 +129,7 @@ namespace {
 struct StageTimes {
   std::vector<double> t;
   int critical = 0;
-  double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, p2p = 0;
+  double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, cp = 0, p2p = 0;
 };
 
 StageTimes stage_times(const Stages& st, const PlanCosts& pc, const Plan& p) {
@@ -145,7 +145,7 @@ StageTimes stage_times(const Stages& st, const PlanCosts& pc, const Plan& p) {
   for (size_t vs = r.critical; vs < st.chunks.size(); vs += p.pp) {
     r.fwd += st.chunks[vs].fwd_s, r.bwd += st.chunks[vs].bwd_s,
         r.weight += st.chunks[vs].bwd_weight_s;
-    r.compute += st.chunk_compute_s[vs], r.tp += st.chunk_tp_s[vs];
+    r.compute += st.chunk_compute_s[vs], r.tp += st.chunk_tp_s[vs], r.cp += st.chunk_cp_s[vs];
   }
   return r;
 }
@@ -206,12 +206,13 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   Breakdown& b = e.breakdown;
   b.compute_s = mb * tt.compute;
   b.tp_comm_s = mb * tt.tp;
+  b.cp_comm_s = mb * tt.cp;
   // The idle time of the critical stage, split into transfers and bubble. The closed form
   // serialises the transfers (m of them per stage) and charges the rest to fill and drain; the
   // simulator overlaps them with other stages' work and measures how long the stage waited for
   // an input in transfer: the rest is the bubble (interleaved plans keep theirs, about
   // (p - 1) / (v m) of the pipeline).
-  const double idle = std::max(0.0, pipe - b.compute_s - b.tp_comm_s);
+  const double idle = std::max(0.0, pipe - b.compute_s - b.tp_comm_s - b.cp_comm_s);
   b.pp_comm_s = std::min(idle, simulated ? sim.transfer_wait_s[tt.critical] : mb * tt.p2p);
   b.bubble_s = idle - b.pp_comm_s;
   b.dp_comm_s = dp.exposed;
@@ -230,7 +231,8 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   e.tflops_per_gpu = model_flops_per_iteration(m, p.gbs) / e.iteration_time_s / gpus / kTera;
   e.mfu = e.tflops_per_gpu * kTera / c.gpu.peak_flops[static_cast<int>(p.dtype)];
   e.bubble_fraction = b.bubble_s / e.iteration_time_s;
-  e.exposed_comm_fraction = (b.tp_comm_s + b.pp_comm_s + b.dp_comm_s) / e.iteration_time_s;
+  e.exposed_comm_fraction =
+      (b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s) / e.iteration_time_s;
   return e;
 }
 
@@ -269,32 +271,14 @@ bool finite_result(const Estimate& e) {
   const Breakdown& b = e.breakdown;
   const MemoryBreakdown& mem = e.memory;
   const LayerTimes& l = e.layer;
-  for (double v : {e.iteration_time_s,
-                   e.tokens_per_s,
-                   e.tflops_per_gpu,
-                   e.mfu,
-                   e.memory_bytes,
-                   e.memory_limit_bytes,
-                   mem.weights,
-                   mem.grads,
-                   mem.optimizer,
-                   mem.activations,
-                   mem.reserve,
-                   b.compute_s,
-                   b.tp_comm_s,
-                   b.pp_comm_s,
-                   b.dp_comm_s,
-                   b.bubble_s,
-                   b.optimizer_s,
-                   l.fwd_compute_s,
-                   l.bwd_compute_s,
-                   l.fwd_comm_s,
-                   l.bwd_comm_s,
-                   e.bubble_fraction,
-                   e.exposed_comm_fraction,
-                   e.dp_comm_total_s,
-                   e.closed_form_time_s,
-                   e.balanced_gain_pct})
+  for (double v :
+       {e.iteration_time_s, e.tokens_per_s,       e.tflops_per_gpu,   e.mfu,
+        e.memory_bytes,     e.memory_limit_bytes, mem.weights,        mem.grads,
+        mem.optimizer,      mem.activations,      mem.reserve,        b.compute_s,
+        b.tp_comm_s,        b.cp_comm_s,          b.pp_comm_s,        b.dp_comm_s,
+        b.bubble_s,         b.optimizer_s,        l.fwd_compute_s,    l.bwd_compute_s,
+        l.fwd_comm_s,       l.bwd_comm_s,         e.bubble_fraction,  e.exposed_comm_fraction,
+        e.dp_comm_total_s,  e.closed_form_time_s, e.balanced_gain_pct})
     if (!std::isfinite(v)) return false;
   for (const auto* list : {&e.stage_busy_s, &e.stage_idle_s})
     for (double v : *list)

@@ -52,7 +52,7 @@ TEST_CASE("suggest --format json carries the documented keys") {
                         "memory_bytes_per_gpu", "train_days", "train_gpu_hours"})
     CHECK(p.contains(k));
   for (const char* k :
-       {"compute_s", "tp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"})
+       {"compute_s", "tp_comm_s", "cp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"})
     CHECK(p["breakdown"].contains(k));
 }
 

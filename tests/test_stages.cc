@@ -186,7 +186,8 @@ TEST_CASE("the simulated breakdown adds up to the iteration") {
   const Estimate e = simulate_plan(m, a100(), plan(1, 24, 8, 8, 4096));
   REQUIRE(e.ok());
   const Breakdown& b = e.breakdown;
-  CHECK(b.compute_s + b.tp_comm_s + b.pp_comm_s + b.dp_comm_s + b.bubble_s + b.optimizer_s ==
+  CHECK(b.compute_s + b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s + b.bubble_s +
+            b.optimizer_s ==
         doctest::Approx(e.iteration_time_s));
 }
 
@@ -237,6 +238,33 @@ TEST_CASE("context parallelism: gradients reduced and ZeRO shards over dp x cp")
   const Plan neither = parse_plan("tp=4,pp=1,dp=1,cp=1,mbs=1,gbs=8,zero=1,sp=1", "test");
   CHECK(check_plan(m, c, neither, {}, &why) == Rejection::zero_invalid);
   CHECK(why == "ZeRO shards over the data- and context-parallel ranks; dp x cp = 1");
+}
+
+TEST_CASE("the CP exchange is a breakdown term of its own, not TP communication") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-1.3b.yaml");
+  ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  for (CollectiveCost& k : c.intra.cost) {  // NVLink 1000 times slower: the K,V ring shows
+    k.busbw_Bps /= 1000;
+    for (auto& point : k.curve) point.second /= 1000;
+  }
+  for (const char* text : {"tp=1,pp=1,dp=1,cp=2,mbs=1,gbs=4,zero=0,recompute=selective",
+                           "tp=1,pp=2,dp=1,cp=2,mbs=1,gbs=4,zero=0,recompute=full"}) {
+    CAPTURE(text);
+    const Plan p = parse_plan(text, "test");
+    for (const Estimate& e : {estimate(m, c, p), simulate_plan(m, c, p)}) {
+      REQUIRE(e.ok());
+      const Breakdown& b = e.breakdown;
+      CHECK(b.cp_comm_s > 0);
+      if (p.pp == 1) CHECK(b.tp_comm_s == 0);  // tp = 1 and no stage boundary: no TP collective
+      CHECK(b.compute_s + b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s + b.bubble_s +
+                b.optimizer_s ==
+            doctest::Approx(e.iteration_time_s));
+      // One layer's communication is the TP and the CP parts together.
+      CHECK(e.layer.fwd_comm_s + e.layer.bwd_comm_s > 0);
+    }
+  }
+  const Plan none = parse_plan("tp=1,pp=1,dp=2,cp=1,mbs=1,gbs=4,zero=0", "test");
+  CHECK(estimate(m, c, none).breakdown.cp_comm_s == 0);
 }
 
 TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {

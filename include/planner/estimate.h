@@ -35,7 +35,8 @@ const char* to_string(Rejection r);
 /// Where one iteration's time goes, seconds on the critical path.
 struct Breakdown {
   double compute_s = 0;    ///< forward, backward and recompute work of the critical stage
-  double tp_comm_s = 0;    ///< exposed TP (and CP) collectives
+  double tp_comm_s = 0;    ///< exposed TP collectives
+  double cp_comm_s = 0;    ///< exposed CP exchange (ring attention's K,V send/receive)
   double pp_comm_s = 0;    ///< exposed stage-to-stage transfers
   double dp_comm_s = 0;    ///< exposed DP reduction and ZeRO gathers
   double bubble_s = 0;     ///< pipeline fill and drain

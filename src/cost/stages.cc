@@ -80,7 +80,8 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
   b.bwd_s = b.times.bwd_compute_s + b.times.bwd_comm_s;
   b.bwd_weight_s = lc.bwd_weight_s;
   b.compute_s = b.times.fwd_compute_s + b.times.bwd_compute_s;
-  b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s;
+  b.cp_comm_s = 3 * cp_fwd + (p.recompute == Recompute::full ? cp_fwd : 0.0);
+  b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s;
   b.params = l.params() / p.tp;
   b.act_bytes = activation_bytes_per_layer(l, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn);
   b.full_act_bytes = activation_bytes_per_layer(l, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn);
@@ -154,6 +155,7 @@ void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
   st.chunks.assign(V, ChunkCost{});
   st.chunk_compute_s.assign(V, 0.0);
   st.chunk_tp_s.assign(V, 0.0);
+  st.chunk_cp_s.assign(V, 0.0);
   st.load.assign(p.pp, StageLoad{});
   st.blocks_per_stage.assign(p.pp, 0);
   thread_local std::vector<double> largest;
@@ -171,6 +173,7 @@ void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
       cc.fwd_s += n * bc.fwd_s, cc.bwd_s += n * bc.bwd_s, cc.bwd_weight_s += n * bc.bwd_weight_s;
       st.chunk_compute_s[vs] += n * bc.compute_s;
       st.chunk_tp_s[vs] += n * bc.tp_comm_s;
+      st.chunk_cp_s[vs] += n * bc.cp_comm_s;
       ld.params += n * bc.params;
       ld.act_per_mb += n * bc.act_bytes;
       ld.once_bytes = std::max(ld.once_bytes, bc.full_act_bytes);

@@ -47,6 +47,7 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   out << "\ntime breakdown (critical path)\n";
   share(out, "compute", b.compute_s, t);
   share(out, "TP communication", b.tp_comm_s, t);
+  if (e.plan.cp > 1) share(out, "CP communication", b.cp_comm_s, t);
   share(out, "PP communication", b.pp_comm_s, t);
   share(out, "DP communication", b.dp_comm_s, t);
   share(out, "pipeline bubble", b.bubble_s, t);

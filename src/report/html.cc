@@ -116,9 +116,10 @@ std::string plans_table(const std::vector<Estimate>& plans, double train_tokens)
 
 std::string breakdown_table(const std::vector<Estimate>& plans) {
   std::string out = "<div class=\"scroll\">\n<table id=\"breakdown\">\n";
-  out += row({"rank", "iter s", "compute", "TP comm", "PP comm", "DP comm", "bubble", "optimizer",
-              "weights GiB", "grads GiB", "optimizer GiB", "activations GiB", "reserve GiB"},
-             true);
+  out += row(
+      {"rank", "iter s", "compute", "TP comm", "CP comm", "PP comm", "DP comm", "bubble",
+       "optimizer", "weights GiB", "grads GiB", "optimizer GiB", "activations GiB", "reserve GiB"},
+      true);
   int rank = 0;
   for (const Estimate& e : plans) {
     const Breakdown& b = e.breakdown;
@@ -127,8 +128,8 @@ std::string breakdown_table(const std::vector<Estimate>& plans) {
     const MemoryBreakdown& m = e.memory;
     ++rank;
     out += row({std::to_string(rank), fmt("%.3f", t), share(b.compute_s), share(b.tp_comm_s),
-                share(b.pp_comm_s), share(b.dp_comm_s), share(b.bubble_s), share(b.optimizer_s),
-                fmt("%.2f", m.weights / kGiB), fmt("%.2f", m.grads / kGiB),
+                share(b.cp_comm_s), share(b.pp_comm_s), share(b.dp_comm_s), share(b.bubble_s),
+                share(b.optimizer_s), fmt("%.2f", m.weights / kGiB), fmt("%.2f", m.grads / kGiB),
                 fmt("%.2f", m.optimizer / kGiB), fmt("%.2f", m.activations / kGiB),
                 fmt("%.2f", m.reserve / kGiB)},
                false, rank == 1 ? "top" : "");

@@ -63,6 +63,7 @@ json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens) {
             {"breakdown",
              {{"compute_s", b.compute_s},
               {"tp_comm_s", b.tp_comm_s},
+              {"cp_comm_s", b.cp_comm_s},
               {"pp_comm_s", b.pp_comm_s},
               {"dp_comm_s", b.dp_comm_s},
               {"bubble_s", b.bubble_s},

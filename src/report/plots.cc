@@ -179,9 +179,10 @@ std::string estimate_plot_svg(const RunContext& ctx, const Estimate& e) {
          14, "start", "font-weight=\"bold\"");
   c.text(20, 43, "--plan \"" + to_plan_string(e.plan) + "\"", 11);
   const Breakdown& b = e.breakdown;
-  const std::vector<Segment> time = {{"compute", b.compute_s}, {"TP comm", b.tp_comm_s},
-                                     {"PP comm", b.pp_comm_s}, {"DP comm", b.dp_comm_s},
-                                     {"bubble", b.bubble_s},   {"optimizer", b.optimizer_s}};
+  std::vector<Segment> time = {{"compute", b.compute_s}, {"TP comm", b.tp_comm_s},
+                               {"PP comm", b.pp_comm_s}, {"DP comm", b.dp_comm_s},
+                               {"bubble", b.bubble_s},   {"optimizer", b.optimizer_s}};
+  if (e.plan.cp > 1) time.insert(time.begin() + 2, {"CP comm", b.cp_comm_s});
   double time_total = 0;
   for (const Segment& s : time) time_total += s.value;
   stacked_bar(c, 70, "time (s)", time, std::max(time_total, e.iteration_time_s) * 1.02, "s", 1.0);

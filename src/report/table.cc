@@ -120,8 +120,8 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
 
 void print_suggest_csv(std::ostream& out, const SearchResult& r) {
   out << "rank,dp,tp,pp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,iteration_time_s,tokens_per_s,"
-         "tflops_per_gpu,mfu,memory_bytes_per_gpu,compute_s,tp_comm_s,pp_comm_s,dp_comm_s,"
-         "bubble_s,optimizer_s,plan\n";
+         "tflops_per_gpu,mfu,memory_bytes_per_gpu,compute_s,tp_comm_s,cp_comm_s,pp_comm_s,"
+         "dp_comm_s,bubble_s,optimizer_s,plan\n";
   int rank = 0;
   for (const Estimate& e : r.top) {
     const Plan& p = e.plan;
@@ -129,11 +129,11 @@ void print_suggest_csv(std::ostream& out, const SearchResult& r) {
     char buf[512];
     std::snprintf(buf, sizeof buf,
                   "%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
-                  "%.6g,%.6g,%.6g,",
+                  "%.6g,%.6g,%.6g,%.6g,",
                   ++rank, p.dp, p.tp, p.pp, p.cp, p.vpp, p.mbs, p.gbs, p.zero,
                   to_string(p.recompute), p.sp ? 1 : 0, to_string(p.schedule), e.iteration_time_s,
                   e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes, b.compute_s, b.tp_comm_s,
-                  b.pp_comm_s, b.dp_comm_s, b.bubble_s, b.optimizer_s);
+                  b.cp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s, b.optimizer_s);
     out << buf << '"' << to_plan_string(p) << "\"\n";
   }
 }

@@ -25,9 +25,9 @@ BlockLayout block_layout(const ModelSpec& m);
 struct BlockCost {
   double fwd_s = 0, bwd_s = 0;  ///< compute plus exposed TP/CP communication; bwd has recompute
   double bwd_weight_s = 0;      ///< weight-gradient GEMMs (what ZB-H1 defers)
-  double compute_s = 0, tp_comm_s = 0;
-  double params = 0;          ///< per rank, before ZeRO
-  double act_bytes = 0;       ///< stored per micro-batch
+  double compute_s = 0, tp_comm_s = 0, cp_comm_s = 0;  ///< the last two exposed
+  double params = 0;                                   ///< per rank, before ZeRO
+  double act_bytes = 0;                                ///< stored per micro-batch
   double full_act_bytes = 0;  ///< without recompute: the backward working set
   double largest_matrix = 0;  ///< parameters, gathered at once under ZeRO-3
   LayerCompute compute;
@@ -60,7 +60,7 @@ Partition even_partition(int blocks, int virtual_stages);
 /// Per-virtual-stage costs and per-physical-stage loads of a partition.
 struct Stages {
   std::vector<ChunkCost> chunks;  ///< per virtual stage, one micro-batch
-  std::vector<double> chunk_compute_s, chunk_tp_s;
+  std::vector<double> chunk_compute_s, chunk_tp_s, chunk_cp_s;
   std::vector<StageLoad> load;        ///< per physical stage
   std::vector<int> blocks_per_stage;  ///< per physical stage (sum of its chunks)
 };
