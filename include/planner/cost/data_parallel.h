@@ -1,0 +1,26 @@
+#pragma once
+/// Data-parallel communication of one iteration: the gradient reduction (allreduce, or
+/// reduce-scatter and parameter all-gather under ZeRO-1/2) over the dp x cp ranks that hold the
+/// same weights, overlapped with backward and forward where the stack overlaps them; ZeRO-3's
+/// module-by-module gathers and reduce-scatters (zero3.h); the tied embedding's all-reduce between
+/// the first and the last pipeline stage.
+#include "planner/cluster.h"
+#include "planner/cost/compute.h"
+#include "planner/model.h"
+#include "planner/plan.h"
+
+namespace planner {
+
+struct DpCost {
+  double exposed = 0;  ///< seconds on the critical path, after overlap
+  double total = 0;    ///< seconds on the wire
+};
+
+/// `params_rank`: the most loaded stage's parameters on one rank, before ZeRO; `fwd_window` and
+/// `bwd_window`: one micro-batch's forward and backward on the critical stage (what the last
+/// micro-batch's reduction and the next forward's gathers can hide behind); `lc` and
+/// `stage_blocks`: the decoder block's compute and the critical stage's blocks, for ZeRO-3.
+DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
+               double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks);
+
+}  // namespace planner

@@ -1,0 +1,116 @@
+#include "planner/cost/data_parallel.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "planner/cost/communication.h"
+#include "planner/cost/memory.h"
+#include "planner/cost/zero3.h"
+
+namespace planner {
+namespace {
+
+/// Megatron-LM DistributedDataParallelConfig.bucket_size: max(40M, 1M x dp) parameters per
+/// gradient bucket; the last bucket's reduction cannot hide behind backward work.
+double ddp_bucket_params(int dp) { return std::max(40e6, 1e6 * dp); }
+
+/// Overlapped (`overlap`) or fully exposed collective of `t` seconds beside `window` of compute.
+double exposed_part(double t, double window, double tail_fraction, bool overlap, double slowdown) {
+  return overlap ? exposed_after_overlap(t, window, tail_fraction, slowdown) : t;
+}
+
+struct Zero3Cost {
+  double exposed = 0, total = 0;  ///< per micro-batch
+};
+
+/// ZeRO-3 module by module (zero3_pass) for one micro-batch on the critical stage: the
+/// decoder block's modules, scaled so that the stage's `blocks` blocks carry its forward and
+/// backward time and its parameters (embedding and logits spread over them). Each module's gather
+/// and each bucket's reduce-scatter is a collective of its own: its share by parameters of the
+/// wire time of one whole-stage gather (`gather_wire_s`) or reduce-scatter, plus a latency.
+Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const LayerCompute& lc, int blocks, double fwd_window, double bwd_window,
+                     double gather_wire_s, double gather_latency_s, double scatter_wire_s,
+                     double scatter_latency_s) {
+  Zero3Cost z;
+  blocks = std::max(1, blocks);
+  const LayerShape shape = m.decoder_shape();
+  std::vector<Zero3Step> passes[2] = {zero3_block_steps(shape, lc, p.tp, p.recompute, false),
+                                      zero3_block_steps(shape, lc, p.tp, p.recompute, true)};
+  double block_params = 0;
+  for (const Zero3Step& s : passes[0]) block_params += s.params;
+  if (block_params <= 0) return z;
+  const double per_param_ag = gather_wire_s / blocks / block_params;
+  const double per_param_rs = scatter_wire_s / blocks / block_params;
+  double t = 0;
+  const double windows[2] = {fwd_window, bwd_window};
+  for (int i = 0; i < 2; ++i) {
+    std::vector<Zero3Step>& steps = passes[i];
+    const double window = windows[i];
+    double compute = 0;
+    for (const Zero3Step& s : steps) compute += s.compute_s;
+    const double scale = compute > 0 ? window / blocks / compute : 0.0;
+    for (Zero3Step& s : steps) {
+      s.compute_s *= scale;
+      if (s.params > 0) s.gather_s = s.params * per_param_ag + gather_latency_s;
+      s.scatter_s = s.grad_params * per_param_rs;
+      z.total += blocks * (s.gather_s + s.scatter_s);
+    }
+    Zero3Buckets b;
+    b.scatter_latency_s = scatter_latency_s;
+    const Zero3Pass pass = zero3_pass(steps, blocks, b, c.software.overlap_compute_slowdown);
+    t += pass.time_s;
+    z.total += pass.scatters * scatter_latency_s;
+  }
+  z.exposed = std::max(0.0, t - fwd_window - bwd_window);
+  return z;
+}
+
+}  // namespace
+
+DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
+               double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks) {
+  DpCost d;
+  const GroupLayout dpg = dp_group(p, c.gpus_per_node);
+  const double bucket = std::min(1.0, ddp_bucket_params(int(p.weight_replicas())) / params_rank);
+  const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
+  const double param_bytes = params_rank * kWeightBytesPerParam;
+  const SoftwareStack& sw = c.software;
+  const double slow = sw.overlap_compute_slowdown;
+  if (p.zero == 0) {
+    const double ar = collective_time_s(c, Collective::allreduce, grad_bytes, dpg);
+    d.total = ar;
+    d.exposed = exposed_part(ar, bwd_window, bucket, sw.overlap_grad_reduce, slow);
+  } else if (p.zero <= 2) {
+    const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, dpg);
+    const double ag = collective_time_s(c, Collective::allgather, param_bytes, dpg);
+    d.total = rs + ag;
+    d.exposed = exposed_part(rs, bwd_window, bucket, sw.overlap_grad_reduce, slow) +
+                exposed_part(ag, fwd_window, bucket, sw.overlap_param_gather, slow);
+  } else {  // ZeRO-3: gather parameters for forward, (recompute,) backward; reduce-scatter grads
+    GroupLayout z3 = dpg;  // the stack may reach fewer NICs than NCCL's hierarchical rings
+    z3.ranks_per_node = std::min(z3.ranks_per_node, sw.zero3_collective_nics);
+    const double ag_latency = collective_latency_s(c, Collective::allgather, z3);
+    const double rs_latency = collective_latency_s(c, Collective::reduce_scatter, z3);
+    const double ag_wire =
+        collective_time_s(c, Collective::allgather, param_bytes, z3) - ag_latency;
+    const double rs_wire =
+        collective_time_s(c, Collective::reduce_scatter, grad_bytes, z3) - rs_latency;
+    // Gathered module by module, prefetched a bucket ahead (DeepSpeed's
+    // stage3_prefetch_bucket_size), one collective per module: modules whose compute is shorter
+    // than the next one's gather (the attention core, the projection) leave the compute waiting.
+    const Zero3Cost z = zero3_cost(m, c, p, lc, stage_blocks, fwd_window, bwd_window, ag_wire,
+                                   ag_latency, rs_wire, rs_latency);
+    d.total = z.total * p.microbatches();
+    d.exposed = z.exposed * p.microbatches();
+  }
+  if (p.pp > 1 && m.tied_embeddings) {  // first and last stage all-reduce the shared embedding
+    const double emb = double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype);
+    const double t = collective_time_s(c, Collective::allreduce, emb, pp_pair(p, c.gpus_per_node));
+    d.total += t;
+    d.exposed += t;
+  }
+  return d;
+}
+
+}  // namespace planner
