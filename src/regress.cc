@@ -69,7 +69,9 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile, RegressionR
   if (!finite_result(row.estimate))
     return void(row.unsupported = "the prediction is not a finite number");
   const std::string formula = c.flops_formula.empty() ? "megatron-mfu" : c.flops_formula;
-  const double flops = *formula_flops(formula, c.model, c.gbs);
+  const std::optional<double> flops_or = formula_flops(formula, c.model, c.gbs);
+  if (!flops_or) return void(row.unsupported = "unknown FLOP formula '" + formula + "'");
+  const double flops = *flops_or;
   row.measured_iter_time_s = c.measured_iter_time_s
                                  ? *c.measured_iter_time_s
                                  : flops / (*c.measured_tflops_per_gpu * kTera * c.num_gpus);

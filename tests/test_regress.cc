@@ -50,6 +50,12 @@ TEST_CASE("malformed case files name the line and the column") {
   bad.replace(bad.find("megatron-hfu"), 12, "guess");
   CHECK(error_of(kHeader + bad) ==
         "c.csv:2: column 'flops_formula': unknown formula 'guess' (megatron-hfu, megatron-mfu)");
+  // A row with only a measured time named a formula that does not exist: it was accepted and
+  // regress dereferenced the empty formula (the long fuzz run's cases_csv finding).
+  bad.replace(bad.find(",137,"), 5, ",3,");
+  bad.replace(bad.find(",0,full,fp16,,3,"), 16, ",0,full,fp16,3,,");
+  CHECK(error_of(kHeader + bad) ==
+        "c.csv:2: column 'flops_formula': unknown formula 'guess' (megatron-hfu, megatron-mfu)");
   CHECK(error_of(kHeader + "r1,x\n") == "c.csv:2: expected 26 columns, found 2");
   CHECK(error_of(kHeader) == "c.csv: no rows");
 }

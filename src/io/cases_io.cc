@@ -167,7 +167,10 @@ RegressionCase read_case(const Row& r, int line) {
   if (!c.measured_iter_time_s && !c.measured_tflops_per_gpu)
     r.fail(col("measured_iter_time_s"),
            "neither measured_iter_time_s nor measured_tflops_per_gpu is given");
-  if (c.measured_tflops_per_gpu && !formula_flops(c.flops_formula, m, 1))
+  // The formula converts a measured TFLOP/s to time and every prediction to TFLOP/s: a row with
+  // only a time may leave it out (megatron-mfu), but not name one that does not exist.
+  if ((c.measured_tflops_per_gpu || !c.flops_formula.empty()) &&
+      !formula_flops(c.flops_formula, m, 1))
     r.fail(col("flops_formula"),
            "unknown formula '" + c.flops_formula + "' (megatron-hfu, megatron-mfu)");
   return c;
