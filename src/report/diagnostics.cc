@@ -12,16 +12,14 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
   const Breakdown& b = e.breakdown;
   const double comm = b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s;
   const double ratio = comm > 0 ? b.compute_s / (2 * comm) : 1e9;
-  d.push_back({"compute_vs_comm", ratio < 1 ? "warning" : "info",
-               p.cp > 1 ? fmt("T_comp = %.3f s against 2 x T_comm = %.3f s (exposed TP %.3f, CP "
-                              "%.3f, PP %.3f, DP %.3f s; ratio %.2f)",
-                              b.compute_s, 2 * comm, b.tp_comm_s, b.cp_comm_s, b.pp_comm_s,
-                              b.dp_comm_s, ratio)
-                        : fmt("T_comp = %.3f s against 2 x T_comm = %.3f s (exposed TP %.3f, PP "
-                              "%.3f, DP %.3f s; ratio %.2f)",
-                              b.compute_s, 2 * comm, b.tp_comm_s, b.pp_comm_s, b.dp_comm_s, ratio),
-               ratio < 1 ? "communication-bound: lower tp, raise mbs, or keep TP inside NVLink"
-                         : "compute dominates; no change needed"});
+  const std::string cp_part = p.cp > 1 ? fmt("CP %.3f, ", b.cp_comm_s) : "";
+  d.push_back(
+      {"compute_vs_comm", ratio < 1 ? "warning" : "info",
+       fmt("T_comp = %.3f s against 2 x T_comm = %.3f s (exposed TP %.3f, %sPP %.3f, DP "
+           "%.3f s; ratio %.2f)",
+           b.compute_s, 2 * comm, b.tp_comm_s, cp_part.c_str(), b.pp_comm_s, b.dp_comm_s, ratio),
+       ratio < 1 ? "communication-bound: lower tp, raise mbs, or keep TP inside NVLink"
+                 : "compute dominates; no change needed"});
   if (p.microbatches() < p.pp)
     d.push_back({"microbatches_below_stages", "warning",
                  fmt("%d micro-batches for %d pipeline stages: stages idle and schedules that "
