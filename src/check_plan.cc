@@ -29,6 +29,8 @@ const char* to_string(Rejection r) {
       return "sp without tp";
     case Rejection::zero_invalid:
       return "zero stage not applicable";
+    case Rejection::framework_refuses:
+      return "framework cannot run";
     case Rejection::dtype_unsupported:
       return "precision unsupported";
     case Rejection::schedule_invalid:
@@ -63,6 +65,22 @@ Rejection check_cp_batch(const ModelSpec& m, const Plan& p, std::string* reason)
     return fail(Rejection::batch_not_divisible, reason, [&] {
       return std::string("gbs=" + str(p.gbs) +
                          " is not a multiple of mbs*dp=" + std::to_string(1LL * p.mbs * p.dp));
+    });
+  return Rejection::none;
+}
+
+/// The framework's own refusals (framework.h). With none named (the cost model alone), only the
+/// limit both frameworks share: ZeRO-2/3 shard gradients across the micro-batches of a pipeline,
+/// which neither Megatron-LM nor DeepSpeed's pipeline engine does.
+Rejection check_framework(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                          const EstimateOptions& o, std::string* reason) {
+  if (o.framework)
+    return refuses(*o.framework, m, c, p, reason) ? Rejection::framework_refuses : Rejection::none;
+  if (p.zero >= 2 && p.pp > 1)
+    return fail(Rejection::zero_invalid, reason, [&] {
+      return std::string("ZeRO-" + str(p.zero) +
+                         " with pipeline parallelism is not supported by "
+                         "Megatron-LM or DeepSpeed (use zero<=1 with pp>1)");
     });
   return Rejection::none;
 }
@@ -135,12 +153,7 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     return fail(Rejection::zero_invalid, reason, [&] {
       return std::string("ZeRO shards over the data- and context-parallel ranks; dp x cp = 1");
     });
-  if (p.zero >= 2 && p.pp > 1)
-    return fail(Rejection::zero_invalid, reason, [&] {
-      return std::string("ZeRO-" + str(p.zero) +
-                         " with pipeline parallelism is not supported by "
-                         "Megatron-LM or DeepSpeed (use zero<=1 with pp>1)");
-    });
+  return check_framework(m, c, p, o, reason);
   return Rejection::none;
 }
 

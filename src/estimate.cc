@@ -46,6 +46,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                   bool simulated, SimResult* sim_out, bool trace) {
   Estimate e;
   e.plan = p;
+  e.framework = o.framework;
   e.memory_limit_bytes = o.memory_limit_bytes > 0 ? o.memory_limit_bytes : c.gpu.hbm_bytes;
   e.rejection = check_plan(m, c, p, o, o.reasons ? &e.reason : nullptr);
   if (!e.ok()) return e;
@@ -144,6 +145,9 @@ Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                 const EstimateOptions& o) {
   Estimate even = simulate_plan(m, c, p, o);
   if (even.rejection != Rejection::none && even.rejection != Rejection::out_of_memory) return even;
+  // A framework that splits layers evenly runs the even partition, however much a balanced one
+  // would gain.
+  if (o.framework && !info(*o.framework).uneven_stages) return even;
   const BlockLayout layout = block_layout(m);
   const double limit = o.memory_limit_bytes > 0 ? o.memory_limit_bytes : c.gpu.hbm_bytes;
   const Partition bal = balanced_partition(layout, plan_costs(m, c, p, layout), p, limit);

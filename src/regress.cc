@@ -38,7 +38,8 @@ KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl) {
   return k;
 }
 
-void run_row(const RegressionCase& c, const ClusterProfile& profile, RegressionRow& row) {
+void run_row(const RegressionCase& c, const ClusterProfile& profile,
+             std::optional<Framework> framework, RegressionRow& row) {
   const std::optional<Dtype> dtype = dtype_of(c.precision);
   if (!dtype) return void(row.unsupported = "precision '" + c.precision + "' is not modelled");
   if (profile.gpu.peak_flops[int(*dtype)] <= 0)
@@ -52,7 +53,9 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile, RegressionR
   row.cluster = profile;  // the job's size, on the profile's node type
   ClusterProfile& cl = row.cluster;
   cl.nodes = (c.num_gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
+  if (framework) cl.software = execution_stack(*framework, cl.software);
   SearchOptions o;
+  o.estimate.framework = framework;
   o.gpus = {c.num_gpus};
   o.global_batch = c.gbs;
   o.top_k = 1;
@@ -83,7 +86,8 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile, RegressionR
 }  // namespace
 
 RegressionReport run_regression(const std::vector<RegressionCase>& cases,
-                                const std::string& profiles_dir) {
+                                const std::string& profiles_dir,
+                                std::optional<Framework> framework) {
   std::error_code ec;
   if (!std::filesystem::is_directory(profiles_dir, ec))
     throw InputError(
@@ -104,7 +108,7 @@ RegressionReport run_regression(const std::vector<RegressionCase>& cases,
       }
       profiles.emplace(c.cluster, io::load_cluster(path));
     }
-    run_row(c, profiles.at(c.cluster), row);
+    run_row(c, profiles.at(c.cluster), framework, row);
     if (!row.unsupported) {
       ++rep.supported;
       sum += std::fabs(row.error_pct);

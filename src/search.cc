@@ -271,6 +271,35 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
   r.top = top.sorted();
   if (o.simulate_candidates > 0) rerank_simulated(m, c, o, r);
   r.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.estimate.framework) r.frameworks = {*o.estimate.framework};
+  return r;
+}
+
+SearchResult merge_results(const std::vector<SearchResult>& parts, const SearchOptions& o) {
+  SearchResult r;
+  r.feasible = PlotSample(o.plot_points);
+  for (const SearchResult& part : parts) {
+    r.evaluated += part.evaluated;
+    for (int i = 0; i < kNumRejections; ++i) r.rejections[i] += part.rejections[i];
+    r.top.insert(r.top.end(), part.top.begin(), part.top.end());
+    const Estimate& c = part.closest_infeasible;
+    if (part.any_memory_rejection &&
+        (!r.any_memory_rejection || c.memory_bytes < r.closest_infeasible.memory_bytes))
+      r.closest_infeasible = c;
+    r.any_memory_rejection = r.any_memory_rejection || part.any_memory_rejection;
+    r.search_time_s += part.search_time_s;
+    r.simulated += part.simulated;
+    r.closed_form_only += part.closed_form_only;
+    r.max_closed_form_gap_pct = std::max(r.max_closed_form_gap_pct, part.max_closed_form_gap_pct);
+    for (const auto* points : {&part.feasible.points()})
+      for (const PlotPoint& pt : *points) r.feasible.add(pt[0], pt[1]);
+    for (const PlotPoint& pt : part.feasible.front()) r.feasible.add(pt[0], pt[1]);
+    r.frameworks.insert(r.frameworks.end(), part.frameworks.begin(), part.frameworks.end());
+  }
+  std::stable_sort(r.top.begin(), r.top.end(), [&](const Estimate& a, const Estimate& b) {
+    return score(a, o.objective) < score(b, o.objective);
+  });
+  if (static_cast<int>(r.top.size()) > o.top_k) r.top.resize(o.top_k);
   return r;
 }
 

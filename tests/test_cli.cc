@@ -223,8 +223,9 @@ TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed ru
   std::string col;
   for (int i = 0; i < 10; ++i) cols >> col;
   CHECK(std::stod(col) == doctest::Approx(secs).epsilon(1e-4));
-  // The trace is simulated on the same stack: the emitted plan's iteration with its TP
-  // communication exposed ends later than the same plan estimated on the profile as written.
+  // The trace is simulated on the same stack: `estimate --framework deepspeed` of the emitted
+  // plan traces the same iteration; on Megatron-LM's stack (TP communication overlapped) a plan
+  // both run ends sooner than on DeepSpeed's.
   const Run t = planner(
       "suggest --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
       "--gpus 64 --global-batch 128 --top 1 --emit deepspeed --out " +
@@ -233,11 +234,17 @@ TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed ru
   const size_t p = launcher.find("# plan       --plan \"");
   REQUIRE(p != std::string::npos);
   const std::string plan = launcher.substr(p + 21, launcher.find('"', p + 21) - p - 21);
-  const Run plain = planner(
-      "estimate --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
-      "--plan \"" +
-      plan + "\" --trace " + out + "/plain.json");
-  REQUIRE(plain.rc == 0);
+  const std::string est =
+      "estimate --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml ";
+  const Run same =
+      planner(est + "--framework deepspeed --plan \"" + plan + "\" --trace " + out + "/ds.json");
+  REQUIRE(same.rc == 0);
+  const std::string both = "tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=selective,sp=1";
+  const Run ds1 =
+      planner(est + "--framework deepspeed --plan " + both + " --trace " + out + "/ds1.json");
+  const Run mg1 = planner(est + "--plan " + both + " --trace " + out + "/plain.json");
+  REQUIRE(ds1.rc == 0);
+  REQUIRE(mg1.rc == 0);
   auto trace_end = [](const std::string& path) {
     double end = 0;
     const nlohmann::json trace = nlohmann::json::parse(slurp(path));
@@ -245,7 +252,8 @@ TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed ru
       if (e.contains("dur")) end = std::max(end, e["ts"].get<double>() + e["dur"].get<double>());
     return end;
   };
-  CHECK(trace_end(out + "/trace.json") > 1.05 * trace_end(out + "/plain.json"));
+  CHECK(trace_end(out + "/trace.json") == doctest::Approx(trace_end(out + "/ds.json")));
+  CHECK(trace_end(out + "/ds1.json") > 1.05 * trace_end(out + "/plain.json"));
   std::filesystem::remove_all(out + "2");
   std::filesystem::remove_all(out);
 }
@@ -311,4 +319,58 @@ TEST_CASE("hostile inputs end in one message and exit 2, never a crash or a hang
     CHECK(r.out.find("internal error") == std::string::npos);
   }
   fs::remove_all(dir);
+}
+
+TEST_CASE("suggest --framework: the table says which framework; emit writes rank 1 as listed") {
+  const std::string out = fresh_out("suggest_framework");
+  const std::string s =
+      "suggest --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+      "--gpus 64 --global-batch 128";
+  // Was exit 2: "none of the 3 listed plans can be run by megatron".
+  const Run r = planner(s + " --top 3 --emit megatron --out " + out);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("# for     Megatron-LM 307dcf37 (--framework megatron): only plans it runs are "
+                   "ranked, on its execution stack\n") != std::string::npos);
+  CHECK(r.out.find("planner: wrote megatron launch files for plan 1 to ") != std::string::npos);
+  CHECK(r.out.find("is not expressible") == std::string::npos);  // no retries
+  // The header is the table's row 1: same plan, same time, to the table's precision.
+  const std::string launcher = slurp(out + "/megatron_torchrun.sh");
+  const size_t row = r.out.find("\n     1 ");
+  REQUIRE(row != std::string::npos);
+  const std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
+  const std::string plan = line.substr(line.find("--plan \""));
+  CHECK(launcher.find("# plan       " + plan + "\n") != std::string::npos);
+  std::istringstream cols(line);
+  std::string col;
+  for (int i = 0; i < 10; ++i) cols >> col;
+  const size_t at = launcher.find("# predicted  iteration ");
+  REQUIRE(at != std::string::npos);
+  CHECK(std::stod(launcher.substr(at + 23)) == doctest::Approx(std::stod(col)).epsilon(1e-4));
+  std::filesystem::remove_all(out);
+
+  const Run all = planner(s + " --framework all --top 1000");
+  REQUIRE(all.rc == 0);
+  CHECK(all.out.find(" framework  plan\n") != std::string::npos);
+  CHECK(all.out.find(" megatron   --plan ") != std::string::npos);
+  CHECK(all.out.find(" deepspeed  --plan ") != std::string::npos);
+  const nlohmann::json j = nlohmann::json::parse(planner(s + " --framework all --format json").out);
+  CHECK(j["frameworks"] == nlohmann::json::array({"megatron", "deepspeed"}));
+  for (const auto& p : j["plans"])
+    CHECK((p["framework"] == "megatron" || p["framework"] == "deepspeed"));
+  const std::string csv = planner(s + " --framework deepspeed --format csv").out;
+  CHECK(csv.find(",optimizer_s,framework,plan\n") != std::string::npos);
+  CHECK(csv.find(",deepspeed,\"tp=") != std::string::npos);
+
+  check_error(s + " --framework megatron --emit deepspeed --out " + out,
+              "option --emit: the plans are ranked for --framework megatron; --emit deepspeed "
+              "needs --framework deepspeed or all");
+  check_error(s + " --framework jax",
+              "option --framework: unknown framework 'jax' (expected megatron, deepspeed or all)");
+  check_error("estimate " + std::string("--model configs/models/llama3-70b.yaml --cluster "
+                                        "hw_profiles/dgx-h100-80gb.yaml --plan "
+                                        "tp=8,dp=8,gbs=128,zero=2"),
+              "option --plan: Megatron-LM cannot express zero=2: its distributed optimizer "
+              "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed "
+              "(model configs/models/llama3-70b.yaml, cluster hw_profiles/dgx-h100-80gb.yaml)");
+  CHECK(!std::filesystem::exists(out));
 }

@@ -39,6 +39,7 @@ _planner() {
         --objective) _planner_words 'time cost'; return ;;
         --train-tokens) :; return ;;
         --memory-limit-GiB) :; return ;;
+        --framework) _planner_words 'megatron deepspeed'; return ;;
         --format) _planner_words 'table json csv'; return ;;
         --emit) _planner_words 'megatron deepspeed'; return ;;
         --out) _planner_dirs; return ;;
@@ -46,7 +47,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --attention --trace --dtype --top --objective --train-tokens --tp-across-nodes --memory-limit-GiB --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --attention --trace --dtype --top --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -56,6 +57,7 @@ _planner() {
         --global-batch) :; return ;;
         --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
         --memory-limit-GiB) :; return ;;
+        --framework) _planner_words 'megatron deepspeed'; return ;;
         --train-tokens) :; return ;;
         --format) _planner_words 'text json'; return ;;
         --trace) _planner_files 'json'; return ;;
@@ -64,7 +66,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --train-tokens --format --trace --attention --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --train-tokens --format --trace --attention --seq-len --plot --report'; else _planner_words ''; fi ;;
     regress)
       case "$prev" in
         --cases) _planner_files 'csv'; return ;;
@@ -72,8 +74,9 @@ _planner() {
         --tolerance) :; return ;;
         --format) _planner_words 'table json'; return ;;
         --explain) :; return ;;
+        --framework) _planner_words 'megatron deepspeed'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --cases --profiles --tolerance --allow-unsupported --format --explain'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --cases --profiles --tolerance --allow-unsupported --format --explain --framework'; else _planner_words ''; fi ;;
     validate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -116,9 +119,10 @@ _planner() {
         --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
         --seq-len) :; return ;;
         --memory-limit-GiB) :; return ;;
+        --framework) _planner_words 'megatron deepspeed'; return ;;
         --format) _planner_words 'table json'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --global-batch --dtype --seq-len --tp-across-nodes --memory-limit-GiB --format'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --global-batch --dtype --seq-len --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;
     completion)
       case "$prev" in
       esac

@@ -8,16 +8,15 @@
 
 #include "planner/cluster.h"
 #include "planner/estimate.h"
+#include "planner/framework.h"
 #include "planner/io/output.h"
 #include "planner/model.h"
 #include "planner/plan.h"
 
 namespace planner::emit {
 
-enum class Framework { megatron, deepspeed };
-const char* to_string(Framework f);
-/// "megatron" or "deepspeed"; anything else throws InputError naming `option`.
-Framework parse_framework(const std::string& text, const std::string& option);
+using planner::Framework;  // framework.h: what each framework can run, and its stack
+using planner::to_string;
 
 /// One launch file: its name inside the output folder, its bytes, whether it is a script.
 using EmittedFile = io::NamedContent;
@@ -28,15 +27,14 @@ struct EmitRequest {
   ClusterProfile cluster;
   Plan plan;
   Estimate estimate;
-  std::string stack_note;                    ///< how the profile's software stack was adapted
+  std::string stack_note;                    ///< how the profile's stack was adapted (framework.h)
   std::string model_file, cluster_file;      ///< as the user named them
   std::string model_sha256, cluster_sha256;  ///< of the files' bytes, lower-case hex
 };
 
-/// Throws InputError (option --plan) when the framework cannot run `p` as planned: world size not
-/// tp*pp*dp*cp whole nodes, gbs not mbs*dp*accumulation, layers not splitting as the framework
-/// needs, or a feature it lacks (Megatron-LM ZeRO >= 2; DeepSpeed pipeline with ZeRO >= 2,
-/// interleaving, context parallelism, fp8). Pure; call it before estimating.
+/// Throws InputError (option --plan) when the framework cannot run `p` as planned (why_not in
+/// framework.h, the function the search prunes with) or the launch files cannot express it (a
+/// model with encoders: pretrain_gpt.py trains a decoder). Pure; call it before estimating.
 void check_expressible(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p);
 
 /// The files to write, in a fixed order. Checks check_expressible() first.
@@ -52,18 +50,15 @@ std::string sha256_hex(std::string_view bytes);
 
 // ---- I/O (write.cc) ----------------------------------------------------------------------------
 
-/// Turns off what the profile's software stack does but framework `f` cannot (DeepSpeed: TP
-/// communication overlap, which Megatron-DeepSpeed lacks, and the ZeRO-1/2 parameter gather beside
-/// the next forward), so that predictions match the run. Returns a note saying what changed, or ""
-/// when nothing did.
-std::string adapt_stack(Framework f, SoftwareStack& s);
-
-/// Hashes the two input files' bytes (as read once, and loaded as `model` and `cluster`),
-/// estimates `plan` on the stack `f` runs (adapt_stack) and returns the request. Throws
-/// InputError when the plan is structurally invalid or does not fit in memory.
+/// Hashes the two input files' bytes (as read once, and loaded as `model` and `cluster`) and
+/// returns the request for `plan` on the stack `f` runs (execution_stack). The prediction is
+/// `estimated` when given (the search's own, for `suggest --emit`: the header says what the table
+/// said), else one simulation of the plan on the even split (`planner emit`). Throws InputError
+/// when the plan is structurally invalid or does not fit in memory.
 EmitRequest prepare(Framework f, const std::string& model_file, const std::string& model_bytes,
                     const ModelSpec& model, const std::string& cluster_file,
                     const std::string& cluster_bytes, const ClusterProfile& cluster,
-                    const Plan& plan, const EstimateOptions& o);
+                    const Plan& plan, const EstimateOptions& o,
+                    const Estimate* estimated = nullptr);
 
 }  // namespace planner::emit

@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <string>
 
 #include "planner/cluster.h"
@@ -6,6 +7,7 @@
 #include "planner/cost/memory.h"
 #include "planner/cost/simulate.h"
 #include "planner/cost/stages.h"
+#include "planner/framework.h"
 #include "planner/model.h"
 #include "planner/plan.h"
 
@@ -24,6 +26,7 @@ enum class Rejection {
   interleave_microbatches,  ///< interleaved 1F1B needs microbatches % pp == 0
   sp_without_tp,
   zero_invalid,
+  framework_refuses,  ///< the framework cannot run the plan as planned (framework.h)
   dtype_unsupported,  ///< the GPU has no tensor-core peak for this precision
   schedule_invalid,   ///< the simulator found the schedule cannot run or complete
   out_of_memory,
@@ -68,6 +71,7 @@ struct Estimate {
   double balanced_gain_pct = 0;   ///< iteration-time gain of the balanced over the even split
   std::vector<double> stage_busy_s, stage_idle_s;  ///< per stage, simulated
   std::vector<int> peak_in_flight;                 ///< per stage, simulated
+  std::optional<Framework> framework;              ///< the framework it was estimated for
   bool ok() const { return rejection == Rejection::none; }
 };
 
@@ -75,6 +79,11 @@ struct EstimateOptions {
   bool tp_across_nodes = false;
   double memory_limit_bytes = 0;  ///< 0: the GPU's HBM
   bool reasons = true;            ///< build rejection messages (the search turns this off)
+  /// The framework the plan is for: its refusals are checked and `balanced` partitions are tried
+  /// only where it splits layers unevenly. None (the library's default; the commands default to
+  /// megatron): the cost model alone, with the one limit both frameworks share (no ZeRO-2/3 with
+  /// pp > 1); regress uses it, its rows each having run on their own stack.
+  std::optional<Framework> framework;
 };
 
 /// The structural checks that do not depend on vpp, the schedule, ZeRO, recomputation or sp

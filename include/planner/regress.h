@@ -47,7 +47,11 @@ struct RegressionReport {
 std::optional<double> formula_flops(const std::string& formula, const ModelSpec& m, double gbs);
 
 /// Runs every case: loads `profiles_dir`/<cluster>.yaml, fixes the given knobs, searches the rest.
+/// `framework`: the rows' plans and stack for that framework (execution_stack; rows it cannot run
+/// are unsupported); none, the default: each row as it ran, refused only where no framework runs
+/// it, on the profile's stack.
 RegressionReport run_regression(const std::vector<RegressionCase>& cases,
-                                const std::string& profiles_dir);
+                                const std::string& profiles_dir,
+                                std::optional<Framework> framework = std::nullopt);
 
 }  // namespace planner

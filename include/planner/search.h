@@ -62,9 +62,16 @@ struct SearchResult {
   int closed_form_only = 0;
   double max_closed_form_gap_pct = 0;  ///< largest |closed form - simulated| among them
   PlotSample feasible;  ///< closed-form points of the ranked plans, when plot_points > 0
+  std::vector<Framework> frameworks;  ///< searched for (SearchOptions::estimate.framework)
 };
 
+/// Every plan of the knob space for the framework o.estimate.framework (the cluster's execution
+/// stack should be that framework's: execution_stack), ranked.
 SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,
                     const SearchOptions& o);
+
+/// The searches of several frameworks as one result (`--framework all`): counts added, the best
+/// o.top_k plans of all of them ranked together, each Estimate naming its framework.
+SearchResult merge_results(const std::vector<SearchResult>& parts, const SearchOptions& o);
 
 }  // namespace planner

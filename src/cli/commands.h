@@ -17,6 +17,9 @@ void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example)
 void add_limit_options(CLI::App* s, LimitArgs& a,
                        const std::string& memory_help = "memory cap per GPU (default: HBM)");
 
+/// Registers --framework: megatron (default), deepspeed, and with `all` every framework at once.
+void add_framework_option(CLI::App* s, std::string& framework, bool all);
+
 /// Each registers its subcommand; the callback runs it and stores the exit code in `*rc`.
 void add_suggest(CLI::App& app, int* rc);
 void add_estimate(CLI::App& app, int* rc);

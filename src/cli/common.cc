@@ -1,5 +1,7 @@
 #include "cli/common.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -78,8 +80,34 @@ void add_limit_options(CLI::App* s, LimitArgs& a, const std::string& memory_help
       ->check(number_in(0, 1e6, true));
 }
 
-EstimateOptions estimate_options(const LimitArgs& a) {
+std::vector<Framework> frameworks_of(const std::string& text, bool all_allowed) {
+  if (text.empty()) return {Framework::megatron};
+  if (all_allowed && text == "all") return {kFrameworks.begin(), kFrameworks.end()};
+  if (const auto f = framework_named(text)) return {*f};
+  throw InputError("", 0, "--framework",
+                   "unknown framework '" + text + "' (expected megatron, deepspeed" +
+                       (all_allowed ? " or all)" : " or, with suggest, all)"));
+}
+
+ClusterProfile cluster_for(const ClusterProfile& c, std::optional<Framework> f, bool announce) {
+  if (!f) return c;
+  ClusterProfile out = c;
+  std::string note;
+  out.software = execution_stack(*f, c.software, &note);
+  if (!note.empty() && announce) spdlog::info("--framework {}: {}", to_string(*f), note);
+  return out;
+}
+
+void add_framework_option(CLI::App* s, std::string& framework, bool all) {
+  s->add_option("--framework", framework,
+                all ? "megatron (default), deepspeed, or all: rank the best plans of each"
+                    : "megatron (default) or deepspeed: the plans it can run, on its stack");
+}
+
+EstimateOptions estimate_options(const LimitArgs& a, bool all_allowed) {
   EstimateOptions o;
+  const std::vector<Framework> f = frameworks_of(a.framework, all_allowed);  // "all": the first
+  o.framework = f.front();
   o.tp_across_nodes = a.tp_across_nodes;
   o.memory_limit_bytes = a.memory_limit_GiB * kGiB;
   return o;
@@ -156,7 +184,10 @@ void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o,
   check_trace_size(e.plan);
   io::OutputFile out(path);  // before the simulation: an unwritable path fails at once
   SimResult sim;
-  simulate_plan(in.model, in.cluster, e.plan, o, &e.chunk_partition, &sim, true);
+  EstimateOptions of = o;
+  of.framework = e.framework;
+  simulate_plan(in.model, cluster_for(in.cluster, e.framework, false), e.plan, of,
+                &e.chunk_partition, &sim, true);
   write_chrome_trace(sim, e.plan, [&](std::string_view piece) { out.write(piece); });
   out.commit();
 }

@@ -32,8 +32,20 @@ struct PlanArgs {
 struct LimitArgs {
   bool tp_across_nodes = false;
   double memory_limit_GiB = 0;
+  /// --framework: megatron (the default when empty), deepspeed, or (suggest) all.
+  std::string framework;
 };
-EstimateOptions estimate_options(const LimitArgs& a);
+/// The options of `a`, for the framework `a.framework` names (megatron when empty; "all", when
+/// allowed, gives the first: the caller sets one framework per search).
+EstimateOptions estimate_options(const LimitArgs& a, bool all_allowed = false);
+
+/// The frameworks --framework names: one, or with `all_allowed` every one for "all".
+std::vector<Framework> frameworks_of(const std::string& text, bool all_allowed);
+
+/// The cluster as framework `f` runs on it: the profile's hardware with the execution stack of
+/// `f` (framework.h). With `announce`, the change, if any, is said on stderr.
+ClusterProfile cluster_for(const ClusterProfile& c, std::optional<Framework> f,
+                           bool announce = true);
 
 /// --gpus: one count or a set ("512,1024", "256-1024" keeps node multiples); default all GPUs.
 /// Each must be a positive multiple of gpus_per_node and at most the cluster's GPUs.
@@ -44,9 +56,9 @@ Dtype parse_dtype(const std::string& text);
 /// --attention: "" (the profile's stack), "flash" or "unfused".
 std::optional<AttentionKernel> parse_attention(const std::string& text);
 
-/// Simulates `e`'s plan on its partition again with a trace and streams it to `path` atomically.
-/// Throws InputError before any work when the trace would exceed limits::kTraceEvents (see
-/// check_trace_size).
+/// Simulates `e`'s plan (on the stack of its framework) on its partition again with a trace and
+/// streams it to `path` atomically. Throws InputError before any work when the trace would exceed
+/// limits::kTraceEvents (see check_trace_size).
 void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o,
                  const std::string& path);
 

@@ -186,7 +186,7 @@ int run_compare(const CompareArgs& a) {
   const EstimateOptions o = estimate_options(a);
   std::vector<Column> cols;
   for (Variant& v : variants(a, in, plan)) {
-    Estimate e = refine(in.model, v.cluster, v.plan, o);
+    Estimate e = refine(in.model, cluster_for(v.cluster, o.framework), v.plan, o);
     if (e.ok()) require_finite(e);
     cols.push_back({std::move(v), std::move(e)});
   }
@@ -222,6 +222,7 @@ void add_compare(CLI::App& app, int* rc) {
   s->add_option("--seq-len", a->seq_len, "sequence length in tokens (default: the model's)")
       ->check(integer_in(1, limits::kSeqLen));
   add_limit_options(s, *a, "memory cap per GPU (default: each GPU's HBM)");
+  add_framework_option(s, a->framework, false);
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   s->callback([a, rc] { *rc = run_compare(*a); });
 }

@@ -13,12 +13,12 @@ namespace planner::cli {
 namespace {
 
 struct EmitArgs : PlanArgs, LimitArgs {
-  std::string framework, out;
+  std::string out;
   OutputArgs extra;  ///< --seq-len (the launch files' sequence length)
 };
 
 int run_emit(const EmitArgs& a) {
-  const emit::Framework f = emit::parse_framework(a.framework, "--framework");
+  const Framework f = parse_framework(a.framework, "--framework");
   Inputs in = load_inputs(a.model, a.cluster);
   apply_seq_len(in, a.extra);
   const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
@@ -33,51 +33,26 @@ int run_emit(const EmitArgs& a) {
 
 }  // namespace
 
-void restrict_knobs(emit::Framework f, KnobSpace& k) {
-  auto keep = [](auto& values, auto allowed) {
-    auto kept = values;
-    kept.erase(std::remove_if(kept.begin(), kept.end(), [&](auto v) { return !allowed(v); }),
-               kept.end());
-    if (!kept.empty()) values = kept;
-  };
-  if (f == emit::Framework::megatron) {
-    keep(k.zero, [](int z) { return z <= 1; });
-    keep(k.schedule,
-         [](Schedule s) { return s == Schedule::one_f_one_b || s == Schedule::interleaved; });
-  } else {
-    keep(k.vpp, [](int v) { return v == 1; });
-    keep(k.cp, [](int c) { return c == 1; });
-    keep(k.schedule, [](Schedule s) { return s == Schedule::one_f_one_b; });
-  }
-}
-
 void emit_top_plan(const Inputs& in, const SearchResult& r, const std::string& framework,
-                   const std::string& out, EstimateOptions o) {
-  const emit::Framework f = emit::parse_framework(framework, "--emit");
-  std::string first_refusal;
+                   const std::string& out) {
+  const Framework f = parse_framework(framework, "--emit");
+  // The search ranked only plans the framework runs; with --framework all, the best of f's. The
+  // emitter's own refusals (a model with encoders) remain.
   for (size_t rank = 0; rank < r.top.size(); ++rank) {
-    const Plan& p = r.top[rank].plan;
-    try {
-      emit::check_expressible(f, in.model, in.cluster, p);
-    } catch (const InputError& e) {
-      if (first_refusal.empty()) first_refusal = e.what();
-      continue;
-    }
-    if (rank > 0)
-      std::cerr << "planner: plan 1 is not expressible (" << first_refusal << "); emitting plan "
-                << rank + 1 << "\n";
-    o.reasons = true;
+    const Estimate& e = r.top[rank];
+    if (e.framework != f) continue;
+    emit::check_expressible(f, in.model, in.cluster, e.plan);
     const emit::EmitRequest req =
         emit::prepare(f, in.model_file, in.model_bytes, in.model, in.cluster_file, in.cluster_bytes,
-                      in.cluster, p, o);
+                      in.cluster, e.plan, EstimateOptions{}, &e);
     io::write_file_set(out, emit::emit_files(f, req));
-    std::cerr << "planner: wrote " << emit::to_string(f) << " launch files for plan " << rank + 1
+    std::cerr << "planner: wrote " << to_string(f) << " launch files for plan " << rank + 1
               << " to " << out << "\n";
     return;
   }
   throw InputError("", 0, "--emit",
-                   "none of the " + std::to_string(r.top.size()) + " listed plans can be run by " +
-                       framework + "; the first: " + first_refusal);
+                   "none of the " + std::to_string(r.top.size()) + " listed plans is for " +
+                       framework + "; list more with --top");
 }
 
 void add_emit(CLI::App& app, int* rc) {

@@ -23,6 +23,7 @@ int run_estimate(const EstimateArgs& a) {
   if (!a.attention.empty()) p.attention = parse_attention(a.attention);
   if (!a.trace.empty()) check_trace_size(p);  // before any work
   const EstimateOptions o = estimate_options(a);
+  in.cluster = cluster_for(in.cluster, o.framework);
   const Estimate e = refine(in.model, in.cluster, p, o);
   if (e.rejection == Rejection::out_of_memory)
     throw InputError("", 0, "--plan", rejection_message(e));
@@ -53,6 +54,7 @@ void add_estimate(CLI::App& app, int* rc) {
   CLI::App* s = app.add_subcommand("estimate", "one plan's full breakdown and diagnostics");
   add_plan_options(s, *a, "tp=8,pp=8,mbs=1,gbs=1536,vpp=3,zero=1,recompute=selective,sp=1");
   add_limit_options(s, *a);
+  add_framework_option(s, a->framework, false);
   s->add_option("--train-tokens", a->train_tokens,
                 "report days and GPU-hours for this many tokens");
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));

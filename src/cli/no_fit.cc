@@ -11,15 +11,18 @@
 namespace planner::cli {
 namespace {
 
-/// The estimate's memory on its most loaded stage (set for plans over the limit too).
-double peak_memory(const Inputs& in, const Plan& p) {
+/// The estimate's memory on its most loaded stage (set for plans over the limit too), for the
+/// framework `f`; 0 when `f` cannot run the plan.
+double peak_memory(const Inputs& in, const Plan& p, std::optional<Framework> f) {
   EstimateOptions o;
   o.reasons = false;
-  return estimate(in.model, in.cluster, p, o).memory_bytes;
+  o.framework = f;
+  const Estimate e = estimate(in.model, cluster_for(in.cluster, f, false), p, o);
+  return e.ok() || e.rejection == Rejection::out_of_memory ? e.memory_bytes : 0;
 }
 
 /// Single-knob changes to the closest plan, with the memory each would need.
-std::string remedies(const Inputs& in, const Plan& base) {
+std::string remedies(const Inputs& in, const Plan& base, std::optional<Framework> framework) {
   struct Variant {
     std::string what;
     Plan plan;
@@ -37,10 +40,16 @@ std::string remedies(const Inputs& in, const Plan& base) {
   if (base.mbs > 1) p.mbs = base.mbs / 2, v.push_back({"mbs=" + std::to_string(p.mbs), p});
   std::string out;
   for (const Variant& x : v) {
+    // A change the plan's framework cannot run is offered with one that can, or not at all.
+    std::optional<Framework> f = framework;
+    double bytes = peak_memory(in, x.plan, f);
+    for (size_t i = 0; bytes <= 0 && framework && i < kFrameworks.size(); ++i)
+      if (kFrameworks[i] != *framework) f = kFrameworks[i], bytes = peak_memory(in, x.plan, f);
+    if (bytes <= 0) continue;
     char buf[160];
-    std::snprintf(buf, sizeof buf, "\n  %-16s -> %.1f GiB", x.what.c_str(),
-                  peak_memory(in, x.plan) / kGiB);
+    std::snprintf(buf, sizeof buf, "\n  %-16s -> %.1f GiB", x.what.c_str(), bytes / kGiB);
     out += buf;
+    if (f != framework) out += std::string(" (with --framework ") + to_string(*f) + ")";
   }
   return out;
 }
@@ -58,7 +67,7 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
         e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB,
         (e.memory_bytes - e.memory_limit_bytes) / kGiB, to_plan_string(e.plan).c_str());
     msg += buf;
-    const std::string fixes = remedies(in, e.plan);
+    const std::string fixes = remedies(in, e.plan, e.framework);
     if (!fixes.empty()) msg += "\none change at a time from there:" + fixes;
     // Weights, gradients and Adam states alone, spread perfectly over every GPU.
     const double states = in.model.total_params() *

@@ -46,7 +46,7 @@ std::string shell_quote(const std::string& word) {
 namespace {
 
 std::string emit_line(const Inputs& in, const Plan& p, const OutputArgs& a,
-                      const EstimateOptions& o, emit::Framework f) {
+                      const EstimateOptions& o, Framework f) {
   std::string cmd = "planner emit --model " + shell_quote(in.model_file) + " --cluster " +
                     shell_quote(in.cluster_file) + " --plan \"" + to_plan_string(p) + "\"";
   if (a.seq_len > 0) cmd += " --seq-len " + std::to_string(a.seq_len);
@@ -56,7 +56,7 @@ std::string emit_line(const Inputs& in, const Plan& p, const OutputArgs& a,
     std::snprintf(buf, sizeof buf, " --memory-limit-GiB %.6g", o.memory_limit_bytes / kGiB);
     cmd += buf;
   }
-  const std::string name = emit::to_string(f);
+  const std::string name = to_string(f);
   return cmd + " --framework " + name + " --out launch-" + name;
 }
 
@@ -65,9 +65,9 @@ std::string emit_line(const Inputs& in, const Plan& p, const OutputArgs& a,
 std::vector<LaunchCommand> launch_commands(const Inputs& in, const std::vector<Estimate>& ranked,
                                            const OutputArgs& a, const EstimateOptions& o) {
   std::vector<LaunchCommand> out;
-  for (emit::Framework f : {emit::Framework::megatron, emit::Framework::deepspeed}) {
+  for (Framework f : kFrameworks) {
     LaunchCommand l;
-    l.framework = emit::to_string(f);
+    l.framework = to_string(f);
     for (size_t rank = 0; rank < ranked.size() && l.rank == 0; ++rank) {
       try {
         emit::check_expressible(f, in.model, in.cluster, ranked[rank].plan);

@@ -15,7 +15,7 @@ namespace planner::cli {
 namespace {
 
 struct RegressArgs {
-  std::string cases, profiles = "hw_profiles", format = "table", explain;
+  std::string cases, profiles = "hw_profiles", format = "table", explain, framework;
   double tolerance = -1;
   bool allow_unsupported = false;
 };
@@ -111,7 +111,10 @@ int explain(const RegressionReport& rep, const std::string& id, const std::strin
 
 int run_regress(const RegressArgs& a) {
   const std::vector<RegressionCase> cases = load_cases(a.cases);
-  const RegressionReport rep = run_regression(cases, a.profiles);
+  const std::optional<Framework> framework =
+      a.framework.empty() ? std::nullopt
+                          : std::optional<Framework>(parse_framework(a.framework, "--framework"));
+  const RegressionReport rep = run_regression(cases, a.profiles, framework);
   if (!a.explain.empty()) return explain(rep, a.explain, a.profiles);
   if (a.format == "json")
     std::cout << io::dump_json(to_json(rep), 2) << "\n";
@@ -153,6 +156,9 @@ void add_regress(CLI::App& app, int* rc) {
               "pass although some rows cannot be modelled (by default they fail the run)");
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   s->add_option("--explain", a->explain, "one row's full breakdown next to its measurement");
+  s->add_option("--framework", a->framework,
+                "megatron or deepspeed: every row's plan and stack for that framework (default: "
+                "each row as it ran, on the profile's stack)");
   s->callback([a, rc] { *rc = run_regress(*a); });
 }
 

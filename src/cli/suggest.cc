@@ -73,6 +73,20 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
   return k;
 }
 
+/// --framework, with --emit's framework as the default: plans ranked for one framework and emitted
+/// for another would not be the plans of the table.
+std::vector<Framework> frameworks_to_rank(const SuggestArgs& a) {
+  if (a.emit.empty()) return frameworks_of(a.framework, true);
+  const Framework e = parse_framework(a.emit, "--emit");
+  if (a.framework.empty()) return {e};
+  const std::vector<Framework> f = frameworks_of(a.framework, true);
+  if (std::find(f.begin(), f.end(), e) == f.end())
+    throw InputError("", 0, "--emit",
+                     "the plans are ranked for --framework " + a.framework + "; --emit " + a.emit +
+                         " needs --framework " + a.emit + " or all");
+  return f;
+}
+
 int run_suggest(const SuggestArgs& a) {
   if (!a.emit.empty() && a.out.empty())
     throw InputError("", 0, "--out", "required with --emit (the directory for the files)");
@@ -89,23 +103,27 @@ int run_suggest(const SuggestArgs& a) {
   so.objective = a.objective == "cost" ? Objective::cost : Objective::time;
   so.dtype = parse_dtype(a.dtype);
   so.attention = parse_attention(a.attention);
-  so.estimate = estimate_options(a);
+  so.estimate = estimate_options(a, true);
   KnobSpace knobs = knobs_from(a, in, so.gpus.back());
-  // With --emit, everything is ranked, printed, traced and reported on the stack that framework
-  // runs; the launch files are prepared from the profile as written, so that they name the change.
-  Inputs ranked = in;
-  if (!a.emit.empty()) {
-    const emit::Framework f = emit::parse_framework(a.emit, "--emit");
-    restrict_knobs(f, knobs);
-    const std::string note = emit::adapt_stack(f, ranked.cluster.software);
-    if (!note.empty()) spdlog::info("--emit {}: {}", a.emit, note);
-  }
+  const std::vector<Framework> frameworks = frameworks_to_rank(a);
   so.plot_points = a.extra.wants_points() ? kPlotPoints : 0;
   ProgressBar bar("planner: searching");
-  so.progress = bar.callback();
-  const SearchResult r = search(ranked.model, ranked.cluster, knobs, so);
+  const std::function<void(double)> progress = bar.callback();
+  std::vector<SearchResult> parts;
+  for (size_t i = 0; i < frameworks.size(); ++i) {
+    // Each framework on its own execution stack, its refusals pruning the search.
+    SearchOptions fo = so;
+    fo.estimate.framework = frameworks[i];
+    if (progress)
+      fo.progress = [&, i](double f) { progress((double(i) + f) / double(frameworks.size())); };
+    parts.push_back(search(in.model, cluster_for(in.cluster, frameworks[i]), knobs, fo));
+  }
+  const SearchResult r = parts.size() == 1 ? parts.front() : merge_results(parts, so);
   bar.finish();
   spdlog::info("{}", counts_line(r));
+  // The report's context (header, diagnostics) shows the first framework's stack.
+  Inputs ranked = in;
+  ranked.cluster = cluster_for(in.cluster, frameworks.front(), false);
   if (r.top.empty()) throw_no_fit(ranked, r);
   for (const Estimate& e : r.top) require_finite(e);
 
@@ -122,7 +140,7 @@ int run_suggest(const SuggestArgs& a) {
     print_suggest_csv(std::cout, r);
   else
     print_suggest_table(std::cout, ctx, r);
-  if (!a.emit.empty()) emit_top_plan(in, r, a.emit, a.out, so.estimate);
+  if (!a.emit.empty()) emit_top_plan(in, r, a.emit, a.out);
   if (!a.trace.empty()) write_trace(ranked, r.top.front(), so.estimate, a.trace);
   write_suggest_outputs(ranked, ctx, r, a.extra, so.estimate);
   return 0;
@@ -162,6 +180,7 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--train-tokens", a->train_tokens,
                 "report days and GPU-hours for this many tokens (e.g. 300B)");
   add_limit_options(s, *a);
+  add_framework_option(s, a->framework, true);
   s->add_option("--format", a->format, "table, json or csv")
       ->check(CLI::IsMember({"table", "json", "csv"}));
   s->add_option("--emit", a->emit, "write the top plan's launch files: megatron or deepspeed");

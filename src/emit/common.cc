@@ -9,21 +9,10 @@
 
 namespace planner::emit {
 
-const char* to_string(Framework f) { return f == Framework::megatron ? "megatron" : "deepspeed"; }
-
-Framework parse_framework(const std::string& text, const std::string& option) {
-  if (text == "megatron") return Framework::megatron;
-  if (text == "deepspeed") return Framework::deepspeed;
-  throw InputError("", 0, option,
-                   "unknown framework '" + text + "' (expected megatron or deepspeed)");
-}
-
 void check_expressible(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p) {
-  detail::check_common(m, c, p);
-  if (f == Framework::megatron)
-    detail::check_megatron(m, p);
-  else
-    detail::check_deepspeed(p);
+  if (!m.encoders.empty())
+    detail::refuse("pretrain_gpt.py trains a decoder only; this model has encoder components");
+  if (const auto why = why_not(f, m, c, p)) detail::refuse(*why);
 }
 
 std::vector<EmittedFile> emit_files(Framework f, const EmitRequest& r) {
@@ -159,25 +148,6 @@ std::string checkpoint_lines() {
          "  TRAINING_ARGS+=(--save \"$CHECKPOINT_DIR\" --load \"$CHECKPOINT_DIR\" "
          "--save-interval \"${SAVE_INTERVAL:-1000}\")\n"
          "fi\n";
-}
-
-void check_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p) {
-  if (!m.encoders.empty())
-    refuse("pretrain_gpt.py trains a decoder only; this model has encoder components");
-  if (p.dp <= 0 || p.gbs <= 0) refuse("the plan needs dp and gbs (give --gpus and gbs=...)");
-  const long long world = int(p.gpus());
-  if (world > c.total_gpus())
-    refuse(fmt("tp*pp*dp*cp = %lld GPUs exceeds the cluster's %d", world, c.total_gpus()));
-  if (world > c.gpus_per_node && world % c.gpus_per_node != 0)
-    refuse(fmt("tp*pp*dp*cp = %lld GPUs is not a whole number of %d-GPU nodes", world,
-               c.gpus_per_node));
-  if (p.gbs % (1LL * p.mbs * p.dp) != 0)
-    refuse(
-        fmt("gbs=%d is not mbs x dp x gradient-accumulation steps: mbs*dp = %d does not "
-            "divide it",
-            p.gbs, p.mbs * p.dp));
-  if (m.layers % p.pp != 0)
-    refuse(fmt("pp=%d does not divide the model's %d layers", p.pp, m.layers));
 }
 
 }  // namespace detail

@@ -64,11 +64,6 @@ ArgGroup schedule_args();
 /// Appends --save/--load/--save-interval when CHECKPOINT_DIR is set (bash, after TRAINING_ARGS).
 std::string checkpoint_lines();
 
-/// Refusals every framework shares: world size in whole nodes, batch arithmetic, layer split.
-void check_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p);
-/// Each framework's own refusals (megatron.cc, deepspeed.cc).
-void check_megatron(const ModelSpec& m, const Plan& p);
-void check_deepspeed(const Plan& p);
 /// Throws InputError naming option --plan.
 [[noreturn]] void refuse(const std::string& why);
 

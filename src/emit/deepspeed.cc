@@ -13,7 +13,8 @@ namespace planner::emit {
 namespace detail {
 namespace {
 
-constexpr const char* kMdsCommit = "f1feb887";  // configs/frameworks/megatron-deepspeed-args.txt
+constexpr const char* kMdsCommit =
+    info(Framework::deepspeed).version;  // configs/frameworks/megatron-deepspeed-args.txt
 /// DeepSpeed's defaults for the communication buckets (zero/config.py; docs agree): 5e8 elements,
 /// the reduce bucket the ZeRO-3 model uses.
 constexpr auto kBucketElements = static_cast<long long>(kZero3ReduceBucketParams);
@@ -301,28 +302,6 @@ std::string hostfile(const EmitRequest& r) {
 }
 
 }  // namespace
-
-void check_deepspeed(const Plan& p) {
-  // deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
-  // parallelism".
-  if (p.zero >= 2 && p.pp > 1)
-    refuse(
-        fmt("DeepSpeed's pipeline engine refuses zero=%d with pp=%d (ZeRO-2 and ZeRO-3 are "
-            "incompatible with pipeline parallelism); use zero<=1 or pp=1",
-            p.zero, p.pp));
-  if (p.vpp > 1 || p.schedule == Schedule::interleaved)
-    refuse("DeepSpeed's pipeline engine has no interleaved schedule; use vpp=1 (schedule=1f1b)");
-  if (p.schedule != Schedule::one_f_one_b && !(p.schedule == Schedule::gpipe && p.pp == 1))
-    refuse(
-        fmt("DeepSpeed's pipeline engine runs its own 1F1B schedule, not '%s'; use "
-            "schedule=1f1b",
-            to_string(p.schedule)));
-  if (p.cp > 1)
-    refuse(
-        "Megatron-DeepSpeed has no context parallelism (cp > 1); its --ds-sequence-parallel-size "
-        "is DeepSpeed-Ulysses, another scheme");
-  if (p.dtype == Dtype::fp8) refuse("the DeepSpeed config has no fp8 mode; use dtype=bf16");
-}
 
 }  // namespace detail
 

@@ -11,7 +11,8 @@ namespace planner::emit {
 namespace detail {
 namespace {
 
-constexpr const char* kCommit = "307dcf37";  // configs/frameworks/megatron-args.txt
+constexpr const char* kCommit =
+    info(Framework::megatron).version;  // configs/frameworks/megatron-args.txt
 
 ArgGroup parallel_group(const ModelSpec& m, const Plan& p) {
   ArgGroup g{fmt("Parallelism: %d GPUs = tp %d x pp %d x cp %d x dp %d (dp follows from the "
@@ -319,34 +320,6 @@ std::string sbatch_script(const EmitRequest& r, const std::string& head, const s
 }
 
 }  // namespace
-
-void check_megatron(const ModelSpec& m, const Plan& p) {
-  if (p.zero >= 2)
-    refuse(
-        fmt("Megatron-LM cannot express zero=%d: its distributed optimizer "
-            "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed",
-            p.zero));
-  if (p.schedule == Schedule::gpipe && p.pp > 1)
-    refuse("Megatron-LM has no GPipe schedule (its pipelines run 1F1B); use schedule=1f1b");
-  if (p.schedule != Schedule::gpipe && p.schedule != Schedule::one_f_one_b &&
-      p.schedule != Schedule::interleaved)
-    refuse(fmt("Megatron-LM at commit %s has no '%s' schedule", kCommit, to_string(p.schedule)));
-  if (p.vpp > 1) {
-    // validate_args: pipeline-model-parallel size should be greater than 2 with interleaving.
-    if (p.pp <= 2)
-      refuse(fmt("Megatron-LM runs the interleaved schedule (vpp=%d) only with pp > 2, got pp=%d",
-                 p.vpp, p.pp));
-    if ((m.layers / p.pp) % p.vpp != 0)
-      refuse(
-          fmt("vpp=%d does not divide the %d layers per pipeline stage", p.vpp, m.layers / p.pp));
-    // megatron/core/pipeline_parallel/schedules.py (interleaving) at this commit.
-    if (p.microbatches() % p.pp != 0)
-      refuse(
-          fmt("Megatron-LM's interleaved schedule needs the micro-batches (%d) to be a "
-              "multiple of pp=%d",
-              p.microbatches(), p.pp));
-  }
-}
 
 }  // namespace detail
 

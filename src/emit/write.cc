@@ -5,23 +5,10 @@
 
 namespace planner::emit {
 
-std::string adapt_stack(Framework f, SoftwareStack& s) {
-  if (f != Framework::deepspeed) return "";
-  // Megatron-DeepSpeed has no --tp-comm-overlap, and DeepSpeed's ZeRO-1/2 gather the updated
-  // parameters inside the optimizer step, not beside the next forward (ZeRO-3 prefetches anyway).
-  std::string off;
-  for (auto [flag, name] : {std::pair{&s.overlap_tp_comm, "overlap_tp_comm"},
-                            {&s.overlap_param_gather, "overlap_param_gather"}})
-    if (*flag) *flag = false, off += std::string(off.empty() ? "" : " and ") + name;
-  if (off.empty()) return "";
-  return "DeepSpeed runs without the profile's software." + off + ": predicted without " +
-         (off.find(" and ") == std::string::npos ? "it" : "them");
-}
-
 EmitRequest prepare(Framework f, const std::string& model_file, const std::string& model_bytes,
                     const ModelSpec& model, const std::string& cluster_file,
                     const std::string& cluster_bytes, const ClusterProfile& cluster,
-                    const Plan& plan, const EstimateOptions& o) {
+                    const Plan& plan, const EstimateOptions& o, const Estimate* estimated) {
   // Names and paths land in shell comments and directives: one line each, nothing to execute.
   for (const auto& [text, option] :
        {std::pair{&model_file, "--model"}, {&cluster_file, "--cluster"}})
@@ -36,9 +23,16 @@ EmitRequest prepare(Framework f, const std::string& model_file, const std::strin
   r.model_sha256 = sha256_hex(model_bytes);
   r.cluster_sha256 = sha256_hex(cluster_bytes);
   r.plan = plan;
-  r.stack_note = adapt_stack(f, r.cluster.software);
-  // The frameworks split the layers evenly: simulate that split, as the run will execute it.
-  r.estimate = simulate_plan(r.model, r.cluster, plan, o);
+  r.cluster.software = execution_stack(f, cluster.software, &r.stack_note);
+  if (estimated && estimated->plan.gpus() == plan.gpus() &&
+      to_plan_string(estimated->plan) == to_plan_string(plan) && estimated->framework == f) {
+    r.estimate = *estimated;
+  } else {
+    // The frameworks split the layers evenly: simulate that split, as the run will execute it.
+    EstimateOptions of = o;
+    of.framework = f;
+    r.estimate = simulate_plan(r.model, r.cluster, plan, of);
+  }
   if (!r.estimate.ok()) throw InputError("", 0, "--plan", rejection_message(r.estimate));
   if (!finite_result(r.estimate))
     throw InputError("", 0, "--plan",

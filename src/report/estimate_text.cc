@@ -22,6 +22,7 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   line(out, "# planner %s estimate\n# model   %s (%s): %.3fB parameters\n# cluster %s (%s)\n",
        PLANNER_VERSION, m.name.c_str(), ctx.model_file.c_str(), m.total_params() / 1e9,
        ctx.cluster->name.c_str(), ctx.cluster_file.c_str());
+  if (e.framework) out << frameworks_line({*e.framework}, false);
   out << "# plan    --plan \"" << to_plan_string(e.plan) << "\"\n\n";
   line(out, "iteration time          %10.4f s   (%d micro-batches of %d)\n", t,
        e.plan.microbatches(), e.plan.mbs);
@@ -35,7 +36,11 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   if (!e.partition.empty()) {
     line(out, "pipeline stages         %s layers%s\n", compact_list(e.partition).c_str(),
          e.balanced ? " (balanced partition)" : " (even split)");
-    if (e.simulated)
+    const bool even_only = e.framework && !info(*e.framework).uneven_stages;
+    if (e.simulated && even_only)
+      line(out, "                        simulated %.4f s, closed form %.4f s\n",
+           e.iteration_time_s, e.closed_form_time_s);
+    else if (e.simulated)
       line(out,
            "                        simulated %.4f s, closed form %.4f s; balanced partition gains "
            "%.1f%% over the even split\n",

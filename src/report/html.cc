@@ -82,7 +82,7 @@ std::string plans_table(const std::vector<Estimate>& plans, double train_tokens)
       "rank", "dp",     "tp",          "pp",    "vpp",     "mbs",      "zero",   "recompute",
       "sp",   "iter s", "TFLOP/s/GPU", "MFU %", "mem GiB", "bubble %", "comm %", "layers/stage"};
   if (train_tokens > 0) header.insert(header.end(), {"days", "GPU-hours"});
-  header.push_back("plan");
+  header.insert(header.end(), {"framework", "plan"});
   out += row(header, true);
   int rank = 0;
   for (const Estimate& e : plans) {
@@ -108,6 +108,7 @@ std::string plans_table(const std::vector<Estimate>& plans, double train_tokens)
       cells.insert(cells.end(), {fmt("%.1f", seconds / kSecondsPerDay),
                                  fmt("%.3g", seconds * p.gpus() / kSecondsPerHour)});
     }
+    cells.push_back(e.framework ? to_string(*e.framework) : "");
     cells.push_back("--plan \"" + to_plan_string(p) + "\"");
     out += row(cells, false, rank == 1 ? "top" : "");
   }
@@ -154,8 +155,8 @@ std::string launch_section(const std::vector<LaunchCommand>& launch) {
     if (l.rank == 0) {
       out += "<p>" + html_escape(l.framework) +
              " can run none of the listed plans; the first: " + html_escape(l.refusal) +
-             ". <code>planner suggest ... --emit " + html_escape(l.framework) +
-             " --out DIR</code> searches only the plans it can run.</p>\n";
+             ". <code>planner suggest ... --framework " + html_escape(l.framework) +
+             "</code> ranks only the plans it can run.</p>\n";
       continue;
     }
     if (l.rank > 1)

@@ -52,6 +52,7 @@ json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens) {
               {"schedule", to_string(p.schedule)},
               {"dtype", to_string(p.dtype)}}},
             {"plan_string", to_plan_string(p)},
+            {"framework", e.framework ? json(to_string(*e.framework)) : json(nullptr)},
             {"iteration_time_s", e.iteration_time_s},
             {"tokens_per_s", e.tokens_per_s},
             {"tflops_per_gpu", e.tflops_per_gpu},
@@ -94,6 +95,8 @@ json suggest_json(const RunContext& ctx, const SearchResult& r) {
     if (r.rejections[i] > 0) rejections[to_string(static_cast<Rejection>(i))] = r.rejections[i];
   json plans = json::array();
   for (const Estimate& e : r.top) plans.push_back(plan_json(*ctx.model, e, ctx.train_tokens));
+  json frameworks = json::array();
+  for (Framework f : r.frameworks) frameworks.push_back(to_string(f));
   return {{"schema_version", kJsonSchemaVersion},
           {"context", context_json(ctx)},
           {"plans_evaluated", r.evaluated},
@@ -101,6 +104,7 @@ json suggest_json(const RunContext& ctx, const SearchResult& r) {
           {"search_time_s", r.search_time_s},
           {"simulated_candidates", r.simulated},
           {"closed_form_only_candidates", r.closed_form_only},
+          {"frameworks", frameworks},
           {"rejections", rejections},
           {"plans", plans}};
 }

@@ -31,6 +31,32 @@ std::string compact_list(const std::vector<int>& v) {
   return out;
 }
 
+std::string frameworks_line(const std::vector<Framework>& frameworks, bool ranked) {
+  std::string names;
+  for (Framework f : frameworks)
+    names += std::string(names.empty() ? "" : " and ") + info(f).title + " " + info(f).version;
+  if (frameworks.size() == 1)
+    return "# for     " + names + " (--framework " + to_string(frameworks.front()) + "): " +
+           (ranked ? "only plans it runs are ranked, on its execution stack"
+                   : "on its execution stack") +
+           "\n";
+  return "# for     " + names +
+         " (--framework all): each plan on its framework's stack, the best of all ranked "
+         "together\n";
+}
+
+namespace {
+/// The partitions the simulator tried for the frameworks searched.
+std::string split_of(const std::vector<Framework>& frameworks) {
+  bool uneven = frameworks.empty();
+  for (Framework f : frameworks) uneven = uneven || info(f).uneven_stages;
+  if (uneven) return "even and balanced partitions";
+  return frameworks.size() == 1
+             ? std::string(info(frameworks.front()).title) + "'s even layer split"
+             : "each framework's even layer split";
+}
+}  // namespace
+
 std::string counts_line(const SearchResult& r) {
   std::string line = with_commas(r.evaluated) +
                      " plans: " + with_commas(r.rejections[int(Rejection::none)]) + " ranked";
@@ -45,46 +71,39 @@ namespace {
 void print_context(std::ostream& out, const RunContext& ctx) {
   const ModelSpec& m = *ctx.model;
   const ClusterProfile& c = *ctx.cluster;
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "# planner %s\n# model   %s (%s): %.2fB parameters, %d layers, hidden %d, %d heads "
-                "(%d kv), ffn %d%s, vocab %d, seq %d\n",
-                PLANNER_VERSION, m.name.c_str(), ctx.model_file.c_str(), m.total_params() / 1e9,
-                m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.swiglu ? " swiglu" : "", m.vocab,
-                m.seq_len);
-  out << buf;
-  for (const Component& comp : m.encoders) {
-    std::snprintf(buf, sizeof buf,
-                  "#         + %s %s: %d layer(s), hidden %d, %d tokens x %d per sample\n",
-                  to_string(comp.type), comp.name.c_str(), comp.layers, comp.shape.hidden,
-                  comp.shape.seq, comp.shape.sequences);
-    out << buf;
-  }
-  std::snprintf(buf, sizeof buf,
-                "# cluster %s (%s): %s, %d GPUs/node, %.0f GiB HBM, %.0f dense bf16 TFLOP/s, "
-                "attention %s\n",
-                c.name.c_str(), ctx.cluster_file.c_str(), c.gpu.name.c_str(), c.gpus_per_node,
-                c.gpu.hbm_bytes / kGiB, c.gpu.peak_flops[int(Dtype::bf16)] / kTera,
-                c.software.attention == AttentionKernel::flash ? "flash" : "unfused");
-  out << buf;
-  std::snprintf(buf, sizeof buf, "# job     %d GPUs, global batch %d sequences (%s tokens)\n",
-                ctx.gpus, ctx.global_batch,
-                with_commas(static_cast<long long>(ctx.global_batch) * m.seq_len).c_str());
-  out << buf;
+  out << fmt(
+      "# planner %s\n# model   %s (%s): %.2fB parameters, %d layers, hidden %d, %d heads "
+      "(%d kv), ffn %d%s, vocab %d, seq %d\n",
+      PLANNER_VERSION, m.name.c_str(), ctx.model_file.c_str(), m.total_params() / 1e9, m.layers,
+      m.hidden, m.heads, m.kv_heads, m.ffn, m.swiglu ? " swiglu" : "", m.vocab, m.seq_len);
+  for (const Component& comp : m.encoders)
+    out << fmt("#         + %s %s: %d layer(s), hidden %d, %d tokens x %d per sample\n",
+               to_string(comp.type), comp.name.c_str(), comp.layers, comp.shape.hidden,
+               comp.shape.seq, comp.shape.sequences);
+  out << fmt(
+      "# cluster %s (%s): %s, %d GPUs/node, %.0f GiB HBM, %.0f dense bf16 TFLOP/s, "
+      "attention %s\n",
+      c.name.c_str(), ctx.cluster_file.c_str(), c.gpu.name.c_str(), c.gpus_per_node,
+      c.gpu.hbm_bytes / kGiB, c.gpu.peak_flops[int(Dtype::bf16)] / kTera,
+      c.software.attention == AttentionKernel::flash ? "flash" : "unfused");
+  out << fmt("# job     %d GPUs, global batch %d sequences (%s tokens)\n", ctx.gpus,
+             ctx.global_batch,
+             with_commas(static_cast<long long>(ctx.global_batch) * m.seq_len).c_str());
 }
 
 }  // namespace
 
 void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchResult& r) {
   print_context(out, ctx);
+  if (!r.frameworks.empty()) out << frameworks_line(r.frameworks, true);
   char buf[512];
   std::snprintf(buf, sizeof buf, "# %s in %.3f s\n", counts_line(r).c_str(), r.search_time_s);
   out << buf;
   if (r.simulated > 0) {
     std::snprintf(buf, sizeof buf,
-                  "# best %d re-ranked by the pipeline simulator (even and balanced partitions); "
-                  "closed form within %.1f%% of it\n",
-                  r.simulated, r.max_closed_form_gap_pct);
+                  "# best %d re-ranked by the pipeline simulator (%s); closed form within %.1f%% "
+                  "of it\n",
+                  r.simulated, split_of(r.frameworks).c_str(), r.max_closed_form_gap_pct);
     out << buf;
   }
   if (r.closed_form_only > 0)
@@ -96,6 +115,8 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
   out << "# rank    dp  tp  pp vpp mbs zero recompute sp   iter_s TFLOP/s   MFU%   mem_GiB "
          "bubble% comm% layers/stage";
   if (ctx.train_tokens > 0) out << "    days GPU-hours";
+  const bool several = r.frameworks.size() > 1;
+  if (several) out << "  framework";
   out << "  plan\n";
   int rank = 0;
   for (const Estimate& e : r.top) {
@@ -114,6 +135,7 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
                     seconds * p.gpus() / kSecondsPerHour);
       out << buf;
     }
+    if (several) out << fmt("  %-9s", e.framework ? to_string(*e.framework) : "");
     out << "  --plan \"" << to_plan_string(p) << "\"\n";
   }
 }
@@ -121,7 +143,7 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
 void print_suggest_csv(std::ostream& out, const SearchResult& r) {
   out << "rank,dp,tp,pp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,iteration_time_s,tokens_per_s,"
          "tflops_per_gpu,mfu,memory_bytes_per_gpu,compute_s,tp_comm_s,cp_comm_s,pp_comm_s,"
-         "dp_comm_s,bubble_s,optimizer_s,plan\n";
+         "dp_comm_s,bubble_s,optimizer_s,framework,plan\n";
   int rank = 0;
   for (const Estimate& e : r.top) {
     const Plan& p = e.plan;
@@ -134,7 +156,8 @@ void print_suggest_csv(std::ostream& out, const SearchResult& r) {
                   to_string(p.recompute), p.sp ? 1 : 0, to_string(p.schedule), e.iteration_time_s,
                   e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes, b.compute_s, b.tp_comm_s,
                   b.cp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s, b.optimizer_s);
-    out << buf << '"' << to_plan_string(p) << "\"\n";
+    out << buf << (e.framework ? to_string(*e.framework) : "") << ",\"" << to_plan_string(p)
+        << "\"\n";
   }
 }
 

@@ -1,0 +1,168 @@
+// The frameworks' refusals and execution stacks. Megatron-LM: NVIDIA/Megatron-LM at 307dcf37
+// (configs/frameworks/megatron-args.txt); DeepSpeed: microsoft/DeepSpeed's pipeline engine and
+// deepspeedai/Megatron-DeepSpeed at f1feb887 (configs/frameworks/megatron-deepspeed-args.txt).
+#include "planner/framework.h"
+
+#include "planner/error.h"
+#include "planner/report/format.h"
+
+namespace planner {
+namespace {
+
+/// Sets the reason, when asked for, and says "refused".
+template <typename Message>
+bool no(std::string* reason, Message&& why) {
+  if (reason) *reason = why();
+  return true;
+}
+
+/// What every launcher needs: whole nodes, whole micro-batches per DP rank, whole layers per stage.
+bool refuses_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                    std::string* reason) {
+  if (p.dp <= 0 || p.gbs <= 0)
+    return no(reason,
+              [] { return std::string("the plan needs dp and gbs (give --gpus and gbs=...)"); });
+  const long long world = p.gpus();
+  if (world > c.total_gpus())
+    return no(reason, [&] {
+      return fmt("tp*pp*dp*cp = %lld GPUs exceeds the cluster's %d", world, c.total_gpus());
+    });
+  if (world > c.gpus_per_node && world % c.gpus_per_node != 0)
+    return no(reason, [&] {
+      return fmt("tp*pp*dp*cp = %lld GPUs is not a whole number of %d-GPU nodes", world,
+                 c.gpus_per_node);
+    });
+  if (p.gbs % (1LL * p.mbs * p.dp) != 0)
+    return no(reason, [&] {
+      return fmt(
+          "gbs=%d is not mbs x dp x gradient-accumulation steps: mbs*dp = %d does not "
+          "divide it",
+          p.gbs, p.mbs * p.dp);
+    });
+  if (m.encoders.empty() && m.layers % p.pp != 0)
+    return no(reason,
+              [&] { return fmt("pp=%d does not divide the model's %d layers", p.pp, m.layers); });
+  return false;
+}
+
+bool refuses_megatron(const ModelSpec& m, const Plan& p, std::string* reason) {
+  const char* commit = info(Framework::megatron).version;
+  if (p.zero >= 2)
+    return no(reason, [&] {
+      return fmt(
+          "Megatron-LM cannot express zero=%d: its distributed optimizer "
+          "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed",
+          p.zero);
+    });
+  if (p.schedule == Schedule::gpipe && p.pp > 1)
+    return no(reason, [] {
+      return std::string(
+          "Megatron-LM has no GPipe schedule (its pipelines run 1F1B); use schedule=1f1b");
+    });
+  if (p.schedule != Schedule::gpipe && p.schedule != Schedule::one_f_one_b &&
+      p.schedule != Schedule::interleaved)
+    return no(reason, [&] {
+      return fmt("Megatron-LM at commit %s has no '%s' schedule", commit, to_string(p.schedule));
+    });
+  if (p.vpp <= 1) return false;
+  // validate_args: pipeline-model-parallel size should be greater than 2 with interleaving.
+  if (p.pp <= 2)
+    return no(reason, [&] {
+      return fmt("Megatron-LM runs the interleaved schedule (vpp=%d) only with pp > 2, got pp=%d",
+                 p.vpp, p.pp);
+    });
+  if (m.encoders.empty() && (m.layers / p.pp) % p.vpp != 0)
+    return no(reason, [&] {
+      return fmt("vpp=%d does not divide the %d layers per pipeline stage", p.vpp, m.layers / p.pp);
+    });
+  // megatron/core/pipeline_parallel/schedules.py (interleaving) at this commit.
+  if (p.microbatches() % p.pp != 0)
+    return no(reason, [&] {
+      return fmt(
+          "Megatron-LM's interleaved schedule needs the micro-batches (%d) to be a "
+          "multiple of pp=%d",
+          p.microbatches(), p.pp);
+    });
+  return false;
+}
+
+bool refuses_deepspeed(const Plan& p, std::string* reason) {
+  // deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
+  // parallelism".
+  if (p.zero >= 2 && p.pp > 1)
+    return no(reason, [&] {
+      return fmt(
+          "DeepSpeed's pipeline engine refuses zero=%d with pp=%d (ZeRO-2 and ZeRO-3 are "
+          "incompatible with pipeline parallelism); use zero<=1 or pp=1",
+          p.zero, p.pp);
+    });
+  if (p.vpp > 1 || p.schedule == Schedule::interleaved)
+    return no(reason, [] {
+      return std::string(
+          "DeepSpeed's pipeline engine has no interleaved schedule; use vpp=1 (schedule=1f1b)");
+    });
+  if (p.schedule != Schedule::one_f_one_b && !(p.schedule == Schedule::gpipe && p.pp == 1))
+    return no(reason, [&] {
+      return fmt(
+          "DeepSpeed's pipeline engine runs its own 1F1B schedule, not '%s'; use "
+          "schedule=1f1b",
+          to_string(p.schedule));
+    });
+  if (p.cp > 1)
+    return no(reason, [] {
+      return std::string(
+          "Megatron-DeepSpeed has no context parallelism (cp > 1); its "
+          "--ds-sequence-parallel-size is DeepSpeed-Ulysses, another scheme");
+    });
+  if (p.dtype == Dtype::fp8)
+    return no(reason,
+              [] { return std::string("the DeepSpeed config has no fp8 mode; use dtype=bf16"); });
+  return false;
+}
+
+}  // namespace
+
+const char* to_string(Framework f) { return info(f).name; }
+
+std::optional<Framework> framework_named(std::string_view name) {
+  for (const FrameworkInfo& i : kFrameworkInfo)
+    if (name == i.name) return i.id;
+  return std::nullopt;
+}
+
+Framework parse_framework(const std::string& text, const std::string& option) {
+  if (const auto f = framework_named(text)) return *f;
+  throw InputError("", 0, option,
+                   "unknown framework '" + text + "' (expected megatron or deepspeed)");
+}
+
+bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+             std::string* reason) {
+  if (refuses_common(m, c, p, reason)) return true;
+  return f == Framework::megatron ? refuses_megatron(m, p, reason) : refuses_deepspeed(p, reason);
+}
+
+std::optional<std::string> why_not(Framework f, const ModelSpec& m, const ClusterProfile& c,
+                                   const Plan& p) {
+  std::string reason;
+  if (refuses(f, m, c, p, &reason)) return reason;
+  return std::nullopt;
+}
+
+SoftwareStack execution_stack(Framework f, const SoftwareStack& profile, std::string* note) {
+  SoftwareStack s = profile;
+  const FrameworkInfo& fw = info(f);
+  std::string off;
+  if (!fw.tp_comm_overlap && s.overlap_tp_comm) s.overlap_tp_comm = false, off = "overlap_tp_comm";
+  if (!fw.param_gather_overlap && s.overlap_param_gather)
+    s.overlap_param_gather = false,
+    off += std::string(off.empty() ? "" : " and ") + "overlap_param_gather";
+  if (note)
+    *note = off.empty() ? ""
+                        : std::string(fw.title) + " runs without the profile's software." + off +
+                              ": predicted without " +
+                              (off.find(" and ") == std::string::npos ? "it" : "them");
+  return s;
+}
+
+}  // namespace planner

@@ -1,0 +1,114 @@
+// The framework as an input: one refusal function that the search prunes with and emit checks
+// with, one execution stack per framework, and the results of several frameworks side by side.
+#include <doctest/doctest.h>
+
+#include "planner/framework.h"
+#include "planner/io/cluster_io.h"
+#include "planner/io/model_io.h"
+#include "planner/search.h"
+
+using namespace planner;
+
+namespace {
+const ClusterProfile& h100() {
+  static const ClusterProfile c =
+      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  return c;
+}
+const ModelSpec& llama70() {
+  static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-70b.yaml");
+  return m;
+}
+Plan plan(const std::string& text) { return parse_plan(text, "--plan"); }
+
+/// The search of issue 14: Llama 3 70B on 64 H100s, global batch 128, for framework `f`.
+SearchResult search_for(Framework f, int top = 10) {
+  SearchOptions o;
+  o.gpus = {64};
+  o.global_batch = 128;
+  o.top_k = top;
+  o.estimate.framework = f;
+  ClusterProfile c = h100();
+  c.software = execution_stack(f, c.software);
+  return search(llama70(), c, default_knobs(llama70(), c, 64), o);
+}
+}  // namespace
+
+TEST_CASE("each framework's refusals, with the reason it gives") {
+  const ModelSpec& m = llama70();
+  const ClusterProfile& c = h100();
+  CHECK(why_not(Framework::megatron, m, c, plan("tp=8,pp=1,dp=8,gbs=128,zero=2")) ==
+        "Megatron-LM cannot express zero=2: its distributed optimizer "
+        "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed");
+  CHECK(!why_not(Framework::deepspeed, m, c, plan("tp=8,pp=1,dp=8,gbs=128,zero=2")));
+  CHECK(why_not(Framework::deepspeed, m, c, plan("tp=8,pp=2,dp=4,gbs=128,zero=2")) ==
+        "DeepSpeed's pipeline engine refuses zero=2 with pp=2 (ZeRO-2 and ZeRO-3 are "
+        "incompatible with pipeline parallelism); use zero<=1 or pp=1");
+  // Megatron-LM's validate_args at 307dcf37: interleaving needs pp > 2.
+  CHECK(why_not(Framework::megatron, m, c,
+                plan("tp=8,pp=2,dp=4,vpp=2,gbs=128,schedule=interleaved")) ==
+        "Megatron-LM runs the interleaved schedule (vpp=2) only with pp > 2, got pp=2");
+  CHECK(!why_not(Framework::megatron, m, c,
+                 plan("tp=8,pp=4,dp=2,vpp=2,gbs=128,schedule=interleaved")));
+  CHECK(why_not(Framework::deepspeed, m, c, plan("tp=8,cp=2,dp=4,gbs=128"))
+            ->find("no context parallelism") != std::string::npos);
+  CHECK(why_not(Framework::megatron, m, c, plan("tp=8,pp=8,dp=1,gbs=128,schedule=zb-h1")) ==
+        "Megatron-LM at commit 307dcf37 has no 'zb-h1' schedule");
+  // The reason is built only when asked for; the answer is the same.
+  for (Framework f : kFrameworks)
+    CHECK(refuses(f, m, c, plan("tp=8,pp=2,dp=4,gbs=128,zero=3"), nullptr));
+}
+
+TEST_CASE("names both ways, and the stack each framework runs") {
+  for (Framework f : kFrameworks) CHECK(framework_named(to_string(f)) == f);
+  CHECK(!framework_named("jax"));
+  std::string note = "unset";
+  const SoftwareStack mg = execution_stack(Framework::megatron, h100().software, &note);
+  CHECK(note.empty());
+  CHECK(mg.overlap_tp_comm);
+  CHECK(mg.overlap_param_gather);
+  const SoftwareStack ds = execution_stack(Framework::deepspeed, h100().software, &note);
+  CHECK(!ds.overlap_tp_comm);
+  CHECK(!ds.overlap_param_gather);
+  CHECK(ds.overlap_grad_reduce == h100().software.overlap_grad_reduce);
+  CHECK(note ==
+        "DeepSpeed runs without the profile's software.overlap_tp_comm and overlap_param_gather: "
+        "predicted without them");
+}
+
+TEST_CASE("the search ranks only plans the framework runs, on its even split") {
+  for (Framework f : kFrameworks) {
+    CAPTURE(to_string(f));
+    const SearchResult r = search_for(f);
+    REQUIRE(!r.top.empty());
+    CHECK(r.rejections[int(Rejection::framework_refuses)] > 0);
+    CHECK(r.frameworks == std::vector<Framework>{f});
+    for (const Estimate& e : r.top) {
+      CAPTURE(to_plan_string(e.plan));
+      CHECK(e.framework == f);
+      CHECK(!why_not(f, llama70(), h100(), e.plan));
+      CHECK(!e.balanced);  // neither pinned version splits layers unevenly
+      for (int layers : e.partition) CHECK(layers == 80 / e.plan.pp);
+    }
+  }
+  // Was: rank 1 a zero=2 plan (Megatron refuses it), ranks 2-8 pp=2 interleaved (refused too).
+  const SearchResult mg = search_for(Framework::megatron);
+  CHECK(mg.top.front().plan.zero <= 1);
+}
+
+TEST_CASE("--framework all: the frameworks' plans ranked together, each naming its own") {
+  SearchOptions o;
+  o.top_k = 6;
+  const SearchResult mg = search_for(Framework::megatron, 6);
+  const SearchResult ds = search_for(Framework::deepspeed, 6);
+  const SearchResult all = merge_results({mg, ds}, o);
+  CHECK(all.evaluated == mg.evaluated + ds.evaluated);
+  CHECK(all.frameworks == std::vector<Framework>{Framework::megatron, Framework::deepspeed});
+  REQUIRE(all.top.size() == 6);
+  for (size_t i = 1; i < all.top.size(); ++i)
+    CHECK(all.top[i - 1].iteration_time_s <= all.top[i].iteration_time_s);
+  CHECK(all.top.front().iteration_time_s ==
+        std::min(mg.top.front().iteration_time_s, ds.top.front().iteration_time_s));
+  // DeepSpeed's best (zero=2, no TP overlap) is slower than Megatron-LM's on this job.
+  CHECK(ds.top.front().iteration_time_s > mg.top.front().iteration_time_s);
+}
