@@ -1,20 +1,10 @@
 #include "planner/cluster.h"
 
+#include "planner/names.h"
+
 namespace planner {
 
-const char* to_string(Dtype d) {
-  switch (d) {
-    case Dtype::fp16:
-      return "fp16";
-    case Dtype::bf16:
-      return "bf16";
-    case Dtype::fp8:
-      return "fp8";
-    case Dtype::tf32:
-      return "tf32";
-  }
-  return "?";
-}
+const char* to_string(Dtype d) { return name_of(d); }
 
 const char* to_string(Collective c) {
   switch (c) {

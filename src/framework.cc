@@ -45,8 +45,22 @@ bool refuses_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   return false;
 }
 
-bool refuses_megatron(const ModelSpec& m, const Plan& p, std::string* reason) {
+bool refuses_megatron(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                      std::string* reason) {
   const char* commit = info(Framework::megatron).version;
+  // validate_args (configs/frameworks/megatron-args.txt): the overlaps' prerequisites.
+  if (p.tp_comm_overlap.value_or(false) && !(p.sp && p.tp > 1))
+    return no(reason, [] {
+      return std::string(
+          "Megatron-LM's --tp-comm-overlap requires --sequence-parallel (sp=1, tp > 1); use "
+          "tp_comm_overlap=0");
+    });
+  if (p.overlap_param_gather.value_or(false) && (p.zero != 1 || !overlaps_of(p, c).grad_reduce))
+    return no(reason, [] {
+      return std::string(
+          "Megatron-LM's --overlap-param-gather requires --use-distributed-optimizer (zero=1) and "
+          "--overlap-grad-reduce; use overlap_param_gather=0");
+    });
   if (p.zero >= 2)
     return no(reason, [&] {
       return fmt(
@@ -117,6 +131,18 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
   if (p.dtype == Dtype::fp8)
     return no(reason,
               [] { return std::string("the DeepSpeed config has no fp8 mode; use dtype=bf16"); });
+  if (p.tp_comm_overlap.value_or(false))
+    return no(reason, [] {
+      return std::string(
+          "Megatron-DeepSpeed has no --tp-comm-overlap; use tp_comm_overlap=0 or --framework "
+          "megatron");
+    });
+  if (p.overlap_param_gather.value_or(false))
+    return no(reason, [] {
+      return std::string(
+          "DeepSpeed's ZeRO-1/2 gather the parameters inside the optimizer step, not beside the "
+          "next forward; use overlap_param_gather=0 or --framework megatron");
+    });
   return false;
 }
 
@@ -139,7 +165,8 @@ Framework parse_framework(const std::string& text, const std::string& option) {
 bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p,
              std::string* reason) {
   if (refuses_common(m, c, p, reason)) return true;
-  return f == Framework::megatron ? refuses_megatron(m, p, reason) : refuses_deepspeed(p, reason);
+  return f == Framework::megatron ? refuses_megatron(m, c, p, reason)
+                                  : refuses_deepspeed(p, reason);
 }
 
 std::optional<std::string> why_not(Framework f, const ModelSpec& m, const ClusterProfile& c,

@@ -32,9 +32,10 @@ KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl) {
   auto fix = [](const std::optional<int>& v, std::vector<int>& dst) {
     if (v) dst = {*v};
   };
-  fix(c.tp, k.tp), fix(c.pp, k.pp), fix(c.cp, k.cp), fix(c.vpp, k.vpp), fix(c.mbs, k.mbs);
-  fix(c.zero, k.zero), fix(c.sp, k.sp), fix(c.dp, k.dp);
-  if (c.recompute) k.recompute = {*c.recompute};
+  using K = KnobId;
+  fix(c.tp, k[K::tp]), fix(c.pp, k[K::pp]), fix(c.cp, k[K::cp]), fix(c.vpp, k[K::vpp]);
+  fix(c.mbs, k[K::mbs]), fix(c.zero, k[K::zero]), fix(c.sp, k[K::sp]), fix(c.dp, k[K::dp]);
+  if (c.recompute) k[K::recompute] = {int(*c.recompute)};
   return k;
 }
 

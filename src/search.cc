@@ -12,23 +12,26 @@
 namespace planner {
 
 KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
+  using K = KnobId;
   KnobSpace k;
-  for (int t = 1; t <= c.gpus_per_node; ++t) k.tp.push_back(t);
+  for (int t = 1; t <= c.gpus_per_node; ++t) k[K::tp].push_back(t);
   for (int p = 1; p <= std::min(m.layers, gpus); ++p)
-    if (m.layers % p == 0) k.pp.push_back(p);
-  k.cp = {1};
-  for (int v = 1; v <= kDenseVpp; ++v) k.vpp.push_back(v);
+    if (m.layers % p == 0) k[K::pp].push_back(p);
+  k[K::cp] = {1};
+  for (int v = 1; v <= kDenseVpp; ++v) k[K::vpp].push_back(v);
   // Beyond that, the interleavings that give every chunk whole blocks (Megatron-LM's
   // --num-layers-per-virtual-pipeline-stage): 92 layers on pp=4 interleave only as vpp=23.
   const int blocks = block_layout(m).count();
   for (int v = kDenseVpp + 1; v <= blocks; ++v)
-    if (blocks % v == 0) k.vpp.push_back(v);
+    if (blocks % v == 0) k[K::vpp].push_back(v);
   k.vpp_whole_chunks_only = true;
-  k.mbs = {1, 2, 4, 8, 16};
-  k.zero = {0, 1, 2, 3};
-  k.recompute = {Recompute::none, Recompute::selective, Recompute::full};
-  k.sp = {0, 1};
-  k.schedule = {Schedule::one_f_one_b};
+  k[K::mbs] = {1, 2, 4, 8, 16};
+  k[K::zero] = {0, 1, 2, 3};
+  k[K::recompute] = {int(Recompute::none), int(Recompute::selective), int(Recompute::full)};
+  k[K::sp] = {0, 1};
+  k[K::schedule] = {int(Schedule::one_f_one_b)};
+  for (const KnobDef& d : knob_table())  // the execution knobs: the stack's own choice
+    if (d.searched && d.optional) k[d.id] = {kUnset};
   return k;
 }
 
@@ -69,13 +72,54 @@ class TopK {
 
 /// Schedules worth trying: interleaved when vpp > 1; without pipelining they are all the same
 /// plan, so one of them.
-std::vector<Schedule> schedules_for(int vpp, int pp, const std::vector<Schedule>& allowed) {
+std::vector<Schedule> schedules_for(int vpp, int pp, const std::vector<int>& allowed) {
   if (vpp > 1) return {Schedule::interleaved};
   std::vector<Schedule> s;
-  for (Schedule x : allowed)
-    if (x != Schedule::interleaved && (pp > 1 || s.empty())) s.push_back(x);
+  for (int x : allowed)
+    if (Schedule(x) != Schedule::interleaved && (pp > 1 || s.empty())) s.push_back(Schedule(x));
   return s;
 }
+
+/// The knobs an odometer turns inside each (pp, vpp, schedule): every searched knob of the table
+/// but those the loops hold (tp, cp, mbs, sp, pp, vpp and the schedule it implies), in the
+/// table's order, the last turning fastest.
+struct InnerKnobs {
+  std::vector<const KnobDef*> knobs;
+  std::vector<const std::vector<int>*> values;
+  long long combinations = 1;
+
+  explicit InnerKnobs(const KnobSpace& k) {
+    for (const KnobDef& d : knob_table()) {
+      if (!d.searched || k[d.id].empty()) continue;
+      switch (d.id) {
+        case KnobId::tp:
+        case KnobId::pp:
+        case KnobId::cp:
+        case KnobId::mbs:
+        case KnobId::sp:
+        case KnobId::vpp:
+        case KnobId::schedule:
+          continue;
+        default:
+          knobs.push_back(&d);
+          values.push_back(&k[d.id]);
+          combinations *= static_cast<long long>(k[d.id].size());
+      }
+    }
+  }
+  /// Sets the plan's inner knobs to the positions `at`.
+  void apply(const std::vector<size_t>& at, Plan& p) const {
+    for (size_t i = 0; i < knobs.size(); ++i) knobs[i]->set(p, (*values[i])[at[i]]);
+  }
+  /// The next position; false after the last.
+  bool advance(std::vector<size_t>& at) const {
+    for (size_t i = knobs.size(); i-- > 0;) {
+      if (++at[i] < values[i]->size()) return true;
+      at[i] = 0;
+    }
+    return false;
+  }
+};
 
 /// Runs the closed form's best candidates through the simulator (even and balanced partitions)
 /// and keeps the top_k by simulated time.
@@ -116,18 +160,19 @@ bool vpp_tried(const KnobSpace& k, int blocks, int pp, int vpp) {
 /// a user's long lists: vpp > 1 is interleaved only; vpp = 1 tries the other schedules (one when
 /// pp = 1).
 std::vector<long long> inner_plans(const KnobSpace& k, int blocks) {
-  const long long per_schedule = static_cast<long long>(k.zero.size() * k.recompute.size());
+  const long long per_schedule = InnerKnobs(k).combinations;
+  const std::vector<int>& vpps = k[KnobId::vpp];
   std::vector<long long> out;
-  for (int pp : k.pp) {
+  for (int pp : k[KnobId::pp]) {
     long long n = 0;
     if (k.vpp_whole_chunks_only) {  // the defaults: a short list
-      for (int vpp : k.vpp)
+      for (int vpp : vpps)
         if (vpp_tried(k, blocks, pp, vpp))
-          n += static_cast<long long>(schedules_for(vpp, pp, k.schedule).size());
+          n += static_cast<long long>(schedules_for(vpp, pp, k[KnobId::schedule]).size());
     } else {
-      const bool one = std::find(k.vpp.begin(), k.vpp.end(), 1) != k.vpp.end();
-      n = static_cast<long long>(k.vpp.size()) - one;
-      if (one) n += static_cast<long long>(schedules_for(1, pp, k.schedule).size());
+      const bool one = std::find(vpps.begin(), vpps.end(), 1) != vpps.end();
+      n = static_cast<long long>(vpps.size()) - one;
+      if (one) n += static_cast<long long>(schedules_for(1, pp, k[KnobId::schedule]).size());
     }
     out.push_back(n * per_schedule);
   }
@@ -138,21 +183,23 @@ std::vector<long long> inner_plans(const KnobSpace& k, int blocks) {
 /// over kSearchPlans plans, or over kSearchCells (GPU count, tp, cp, mbs, sp, pp) cells, each of
 /// which is checked once.
 void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
-  const double cells =
-      double(o.gpus.size()) * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size() * k.pp.size();
+  using K = KnobId;
+  const double cells = double(o.gpus.size()) * k[K::tp].size() * k[K::cp].size() *
+                       k[K::mbs].size() * k[K::sp].size() * k[K::pp].size();
   if (cells > limits::kSearchCells)
     throw InputError("", 0, "",
                      fmt("the knob ranges give %.3g combinations of GPU count, tp, cp, mbs, sp and "
                          "pp, over the limit of %.0e; narrow --gpus, --tp, --cp, --mbs or --pp",
                          cells, limits::kSearchCells));
-  double pp_vpp = double(k.pp.size()) * k.vpp.size();  // a user's lists are tried whole
+  double pp_vpp = double(k[K::pp].size()) * k[K::vpp].size();  // a user's lists, tried whole
   if (k.vpp_whole_chunks_only) {  // the defaults: short lists, so the exact count is cheap
     pp_vpp = 0;
-    for (int pp : k.pp)
-      for (int vpp : k.vpp) pp_vpp += vpp_tried(k, blocks, pp, vpp);
+    for (int pp : k[K::pp])
+      for (int vpp : k[K::vpp]) pp_vpp += vpp_tried(k, blocks, pp, vpp);
   }
-  const double space = cells / k.pp.size() * pp_vpp * std::max<size_t>(1, k.schedule.size()) *
-                       k.zero.size() * k.recompute.size();
+  const double space = cells / k[K::pp].size() * pp_vpp *
+                       std::max<size_t>(1, k[K::schedule].size()) *
+                       double(InnerKnobs(k).combinations);
   if (space > limits::kSearchPlans)
     throw InputError("", 0, "",
                      fmt("the knob ranges span %.0f plans, over the limit of %.0e; narrow --pp, "
@@ -200,14 +247,17 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
   EstimateOptions eo = o.estimate;
   eo.reasons = false;
   const AttentionKernel attn = o.attention.value_or(c.software.attention);
-  const double outer =
-      double(o.gpus.size() * k.tp.size() * k.cp.size() * k.mbs.size() * k.sp.size());
+  using K = KnobId;
+  const InnerKnobs inner(k);
+  std::vector<size_t> at(inner.knobs.size());
+  const double outer = double(o.gpus.size() * k[K::tp].size() * k[K::cp].size() * k[K::mbs].size() *
+                              k[K::sp].size());
   double outer_done = 0;
   for (int gpus : o.gpus)
-    for (int tp : k.tp)
-      for (int cp : k.cp)
-        for (int mbs : k.mbs)
-          for (int sp : k.sp) {
+    for (int tp : k[K::tp])
+      for (int cp : k[K::cp])
+        for (int mbs : k[K::mbs])
+          for (int sp : k[K::sp]) {
             if (o.progress) o.progress(outer_done / outer);
             outer_done += 1;
             // The layer costs of this (tp, cp, mbs, sp), computed once the first plan needs them:
@@ -222,17 +272,18 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
                 cache.layer.push_back(layer_compute(shape, c, cfg));
               cache.head = head_compute(m, c, cfg);
             };
-            for (size_t ip = 0; ip < k.pp.size(); ++ip) {
-              const int pp = k.pp[ip];
+            for (size_t ip = 0; ip < k[K::pp].size(); ++ip) {
+              const int pp = k[K::pp][ip];
               Plan p;
               p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.gbs = o.global_batch;
               p.dtype = o.dtype;
               p.attention = o.attention;
               const long long model_parallel = 1LL * tp * cp * pp;
               p.dp = static_cast<int>(gpus / model_parallel);
+              const std::vector<int>& dps = k[K::dp];
               const bool divides =
                   model_parallel * p.dp == gpus &&
-                  (k.dp.empty() || std::find(k.dp.begin(), k.dp.end(), p.dp) != k.dp.end());
+                  (dps.empty() || std::find(dps.begin(), dps.end(), p.dp) != dps.end());
               // A rejection that no vpp, schedule, ZeRO stage or recomputation changes is counted
               // for all of them at once, as if each had been tried.
               const Rejection shared =
@@ -242,29 +293,31 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
                 r.rejections[int(shared)] += plans_per_pp[ip];
                 continue;
               }
-              for (int vpp : k.vpp) {
+              for (int vpp : k[K::vpp]) {
                 if (!vpp_tried(k, blocks, pp, vpp)) continue;  // a default meant for other pp
-                for (Schedule sched : schedules_for(vpp, pp, k.schedule))
-                  for (int zero : k.zero)
-                    for (Recompute rc : k.recompute) {
-                      ++r.evaluated;
-                      p.vpp = vpp, p.schedule = sched, p.zero = zero, p.recompute = rc;
-                      work.check();
-                      layer_costs();
-                      Estimate e = estimate(m, c, p, eo, &cache);
-                      if (e.ok() || e.rejection == Rejection::out_of_memory) work.estimate();
-                      ++r.rejections[int(e.rejection)];
-                      if (e.rejection == Rejection::out_of_memory) {
-                        r.any_memory_rejection = true;
-                        if (r.closest_infeasible.memory_bytes == 0 ||
-                            e.memory_bytes < r.closest_infeasible.memory_bytes)
-                          r.closest_infeasible = e;
-                      }
-                      if (e.ok()) {
-                        top.offer(e);
-                        r.feasible.add(e.memory_bytes, e.tflops_per_gpu);
-                      }
+                for (Schedule sched : schedules_for(vpp, pp, k[K::schedule])) {
+                  std::fill(at.begin(), at.end(), 0);
+                  do {
+                    ++r.evaluated;
+                    p.vpp = vpp, p.schedule = sched;
+                    inner.apply(at, p);
+                    work.check();
+                    layer_costs();
+                    Estimate e = estimate(m, c, p, eo, &cache);
+                    if (e.ok() || e.rejection == Rejection::out_of_memory) work.estimate();
+                    ++r.rejections[int(e.rejection)];
+                    if (e.rejection == Rejection::out_of_memory) {
+                      r.any_memory_rejection = true;
+                      if (r.closest_infeasible.memory_bytes == 0 ||
+                          e.memory_bytes < r.closest_infeasible.memory_bytes)
+                        r.closest_infeasible = e;
                     }
+                    if (e.ok()) {
+                      top.offer(e);
+                      r.feasible.add(e.memory_bytes, e.tflops_per_gpu);
+                    }
+                  } while (inner.advance(at));
+                }
               }
             }
           }

@@ -15,6 +15,22 @@
 
 namespace {
 
+/// The cell of `column` in row `rank` of a suggest table (columns named by its "# rank" line).
+std::string table_cell(const std::string& out, int rank, const std::string& column) {
+  std::istringstream lines(out);
+  std::vector<std::string> header;
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream words(line);
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    if (w.size() > 1 && w[0] == "#" && w[1] == "rank") header.assign(w.begin() + 1, w.end());
+    if (header.empty() || w.empty() || w[0] != std::to_string(rank)) continue;
+    for (size_t i = 0; i < header.size() && i < w.size(); ++i)
+      if (header[i] == column) return w[i];
+  }
+  return "";
+}
+
 using cli_run::planner;
 using cli_run::Run;
 
@@ -61,7 +77,10 @@ TEST_CASE("suggest --format csv has a header and K rows") {
                         " --gpus 1024 --global-batch 1536 --top 4 --format csv");
   REQUIRE(r.rc == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
-  CHECK(r.out.rfind("rank,dp,tp,pp,", 0) == 0);
+  // The columns: every knob of the knob table, the metrics, the framework and the plan string.
+  CHECK(r.out.rfind("rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,dtype,attn,"
+                    "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,iteration_time_s,",
+                    0) == 0);
 }
 
 TEST_CASE("estimate --format json has model_params, layer and diagnostics") {
@@ -213,16 +232,11 @@ TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed ru
   CHECK(launcher.find(
             "# stack      DeepSpeed runs without the profile's software.overlap_tp_comm and "
             "overlap_param_gather: predicted without them\n") != std::string::npos);
-  // The header's prediction is rank 1's time (iter_s, the 10th column), the plan it emits.
+  // The header's prediction is rank 1's time (the iter_s column), the plan it emits.
   const size_t at = launcher.find("# predicted  iteration ");
   REQUIRE(at != std::string::npos);
   const double secs = std::stod(launcher.substr(at + 23));
-  const size_t row = r.out.find("\n     1 ");
-  REQUIRE(row != std::string::npos);
-  std::istringstream cols(r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1));
-  std::string col;
-  for (int i = 0; i < 10; ++i) cols >> col;
-  CHECK(std::stod(col) == doctest::Approx(secs).epsilon(1e-4));
+  CHECK(std::stod(table_cell(r.out, 1, "iter_s")) == doctest::Approx(secs).epsilon(1e-4));
   // The trace is simulated on the same stack: `estimate --framework deepspeed` of the emitted
   // plan traces the same iteration; on Megatron-LM's stack (TP communication overlapped) a plan
   // both run ends sooner than on DeepSpeed's.
@@ -340,12 +354,12 @@ TEST_CASE("suggest --framework: the table says which framework; emit writes rank
   const std::string line = r.out.substr(row + 1, r.out.find('\n', row + 1) - row - 1);
   const std::string plan = line.substr(line.find("--plan \""));
   CHECK(launcher.find("# plan       " + plan + "\n") != std::string::npos);
-  std::istringstream cols(line);
-  std::string col;
-  for (int i = 0; i < 10; ++i) cols >> col;
   const size_t at = launcher.find("# predicted  iteration ");
   REQUIRE(at != std::string::npos);
-  CHECK(std::stod(launcher.substr(at + 23)) == doctest::Approx(std::stod(col)).epsilon(1e-4));
+  CHECK(std::stod(launcher.substr(at + 23)) ==
+        doctest::Approx(std::stod(table_cell(r.out, 1, "iter_s"))).epsilon(1e-4));
+  CHECK(table_cell(r.out, 1, "schedule") == "interleaved");  // the table shows cp and schedule
+  CHECK(table_cell(r.out, 1, "cp") == "1");
   std::filesystem::remove_all(out);
 
   const Run all = planner(s + " --framework all --top 1000");

@@ -61,7 +61,7 @@ TEST_CASE("the counts add up and the list is sorted by iteration time") {
 TEST_CASE("tp across nodes only when allowed") {
   ModelSpec m = gpt175();
   KnobSpace k = default_knobs(m, a100(), 1024);
-  k.tp = {16};
+  k[KnobId::tp] = {16};
   SearchOptions o;
   o.gpus = {1024};
   o.global_batch = 1536;
@@ -96,10 +96,10 @@ TEST_CASE("default vpp: 1..8 with uneven chunks, above 8 only where every chunk 
   m.layers = 92;  // 23 layers per stage on pp=4: vpp 23 is the only interleaving beyond 1
   const KnobSpace k = default_knobs(m, a100(), 1536);
   CHECK(k.vpp_whole_chunks_only);
-  CHECK(k.vpp == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 23, 46, 92});
+  CHECK(k[KnobId::vpp] == std::vector<int>{1, 2, 3, 4, 5, 6, 7, 8, 23, 46, 92});
   KnobSpace fixed = k;
-  fixed.pp = {4};
-  fixed.tp = {8};
+  fixed[KnobId::pp] = {4};
+  fixed[KnobId::tp] = {8};
   SearchOptions o;
   o.gpus = {1536};
   o.global_batch = 768;
@@ -113,7 +113,7 @@ TEST_CASE("default vpp: 1..8 with uneven chunks, above 8 only where every chunk 
   }
   CHECK(saw23);
   // A user's list is tried as given: vpp 10 on pp 4 is evaluated and refused with its reason.
-  fixed.vpp = {10};
+  fixed[KnobId::vpp] = {10};
   fixed.vpp_whole_chunks_only = false;
   const SearchResult user = search(m, a100(), fixed, o);
   CHECK(user.evaluated > 0);
@@ -126,8 +126,8 @@ TEST_CASE("the rejections counted in bulk are those of checking every plan one b
   const ModelSpec llava = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llava-1.5-13b.yaml");
   for (const ModelSpec* m : {&gpt175(), &llava}) {
     KnobSpace k = default_knobs(*m, a100(), 256);
-    k.cp = {1, 2, 3};
-    k.schedule = {Schedule::one_f_one_b, Schedule::gpipe, Schedule::zb_h1};
+    k[KnobId::cp] = {1, 2, 3};
+    k[KnobId::schedule] = {int(Schedule::one_f_one_b), int(Schedule::gpipe), int(Schedule::zb_h1)};
     SearchOptions o;
     o.gpus = {128, 256};
     o.global_batch = 768;
@@ -137,26 +137,27 @@ TEST_CASE("the rejections counted in bulk are those of checking every plan one b
     long long plans = 0;
     const int blocks = block_layout(*m).count();
     for (int gpus : o.gpus)
-      for (int tp : k.tp)
-        for (int cp : k.cp)
-          for (int mbs : k.mbs)
-            for (int sp : k.sp)
-              for (int pp : k.pp)
-                for (int vpp : k.vpp) {
+      for (int tp : k[KnobId::tp])
+        for (int cp : k[KnobId::cp])
+          for (int mbs : k[KnobId::mbs])
+            for (int sp : k[KnobId::sp])
+              for (int pp : k[KnobId::pp])
+                for (int vpp : k[KnobId::vpp]) {
                   if (vpp > kDenseVpp && blocks % (pp * vpp) != 0) continue;
                   std::vector<Schedule> scheds;
                   if (vpp > 1)
                     scheds = {Schedule::interleaved};
                   else
-                    for (Schedule s : k.schedule)
-                      if (pp > 1 || scheds.empty()) scheds.push_back(s);
+                    for (int s : k[KnobId::schedule])
+                      if (pp > 1 || scheds.empty()) scheds.push_back(Schedule(s));
                   for (Schedule sched : scheds)
-                    for (int zero : k.zero)
-                      for (Recompute rc : k.recompute) {
+                    for (int zero : k[KnobId::zero])
+                      for (int rc : k[KnobId::recompute]) {
                         ++plans;
                         Plan p;
                         p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.vpp = vpp;
-                        p.schedule = sched, p.zero = zero, p.recompute = rc, p.gbs = o.global_batch;
+                        p.schedule = sched, p.zero = zero, p.recompute = Recompute(rc),
+                        p.gbs = o.global_batch;
                         p.dp = gpus / (tp * cp * pp);
                         if (1LL * p.dp * tp * cp * pp != gpus) {
                           ++each[int(Rejection::gpus_mismatch)];

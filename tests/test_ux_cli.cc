@@ -142,7 +142,11 @@ TEST_CASE("bash completion: the committed script is the command's output, and it
   CHECK(complete("planner suggest --format \"\"") == "table json csv\n");
   CHECK(complete("planner estimate --format \"\"") == "text json\n");
   CHECK(complete("planner emit --framework d") == "deepspeed\n");
-  CHECK(complete("planner suggest --schedule \"\"") == "1f1b gpipe interleaved zb-h1\n");
+  CHECK(complete("planner suggest --schedule \"\"") == "gpipe 1f1b interleaved zb-h1\n");
+  // The knob table's execution knobs are options, completed from it.
+  CHECK(complete("planner suggest --tp-comm-overlap \"\"") == "0 1\n");
+  CHECK(complete("planner estimate --framework \"\"") == "megatron deepspeed\n");
+  CHECK(complete("planner suggest --framework \"\"") == "megatron deepspeed all\n");
   CHECK(complete("planner suggest --model configs/models/gpt3-17") ==
         "configs/models/gpt3-175b.yaml\n");
   CHECK(complete("planner compare --model tests/data/hf/gpt2") ==

@@ -31,15 +31,18 @@ _planner() {
         --zero) _planner_words '0 1 2 3'; return ;;
         --recompute) _planner_words 'none selective full'; return ;;
         --sp) _planner_words '0 1'; return ;;
-        --schedule) _planner_words '1f1b gpipe interleaved zb-h1'; return ;;
+        --schedule) _planner_words 'gpipe 1f1b interleaved zb-h1'; return ;;
+        --overlap-grad-reduce) _planner_words '0 1'; return ;;
+        --overlap-param-gather) _planner_words '0 1'; return ;;
+        --tp-comm-overlap) _planner_words '0 1'; return ;;
         --attention) _planner_words 'flash unfused'; return ;;
         --trace) _planner_files 'json'; return ;;
-        --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --top) :; return ;;
         --objective) _planner_words 'time cost'; return ;;
         --train-tokens) :; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed'; return ;;
+        --framework) _planner_words 'megatron deepspeed all'; return ;;
         --format) _planner_words 'table json csv'; return ;;
         --emit) _planner_words 'megatron deepspeed'; return ;;
         --out) _planner_dirs; return ;;
@@ -47,7 +50,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --attention --trace --dtype --top --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --attention --trace --dtype --top --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -55,7 +58,7 @@ _planner() {
         --gpus) :; return ;;
         --plan) :; return ;;
         --global-batch) :; return ;;
-        --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --memory-limit-GiB) :; return ;;
         --framework) _planner_words 'megatron deepspeed'; return ;;
         --train-tokens) :; return ;;
@@ -84,7 +87,7 @@ _planner() {
         --gpus) :; return ;;
         --plan) :; return ;;
         --global-batch) :; return ;;
-        --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --layers) :; return ;;
         --iters) :; return ;;
         --format) _planner_words 'text json'; return ;;
@@ -101,7 +104,7 @@ _planner() {
         --gpus) :; return ;;
         --plan) :; return ;;
         --global-batch) :; return ;;
-        --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --memory-limit-GiB) :; return ;;
         --framework) _planner_words 'megatron deepspeed'; return ;;
         --out) _planner_dirs; return ;;
@@ -113,10 +116,10 @@ _planner() {
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --plan) :; return ;;
-        --vary) _planner_words 'cluster= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= dtype= attn='; compopt -o nospace 2>/dev/null; return ;;
+        --vary) _planner_words 'cluster= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap='; compopt -o nospace 2>/dev/null; return ;;
         --gpus) :; return ;;
         --global-batch) :; return ;;
-        --dtype) _planner_words 'bf16 fp16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --seq-len) :; return ;;
         --memory-limit-GiB) :; return ;;
         --framework) _planner_words 'megatron deepspeed'; return ;;

@@ -31,6 +31,10 @@ struct Plan {
   Schedule schedule = Schedule::one_f_one_b;
   Dtype dtype = Dtype::bf16;
   std::optional<AttentionKernel> attention;  ///< overrides the profile's stack when set
+  /// Execution choices that override the profile's defaults when set (the framework decides
+  /// whether it offers them: framework.h). DP gradient reduction beside the backward, ZeRO-1/2's
+  /// parameter gather beside the next forward, TP collectives pipelined with their GEMMs.
+  std::optional<bool> overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
 
   /// Products in 64 bits: knob values are bounded (kMaxKnob) but their product is not.
   long long gpus() const { return 1LL * dp * tp * pp * cp; }
@@ -43,6 +47,18 @@ struct Plan {
     return d > 0 ? static_cast<int>(gbs / d) : 0;
   }
 };
+
+/// The overlaps a plan runs: its own execution knobs where set, else the profile's stack (which
+/// the framework's execution_stack has already narrowed to what it offers).
+struct Overlaps {
+  bool grad_reduce, param_gather, tp_comm;
+};
+inline Overlaps overlaps_of(const Plan& p, const ClusterProfile& c) {
+  const SoftwareStack& s = c.software;
+  return {p.overlap_grad_reduce.value_or(s.overlap_grad_reduce),
+          p.overlap_param_gather.value_or(s.overlap_param_gather),
+          p.tp_comm_overlap.value_or(s.overlap_tp_comm)};
+}
 
 /// The reproducible argument string: "tp=8,pp=8,dp=16,cp=1,vpp=3,mbs=1,gbs=1536,zero=1,...".
 std::string to_plan_string(const Plan& p);

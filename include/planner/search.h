@@ -5,17 +5,19 @@
 #include <vector>
 
 #include "planner/estimate.h"
+#include "planner/knob_table.h"
 #include "planner/plot_sample.h"
 
 namespace planner {
 
-/// Values each knob may take; the search enumerates their product.
+/// Values each knob of the knob table may take (its integer encoding: numbers, word indices,
+/// kUnset); the search enumerates the product of the `searched` knobs. dp: empty, it follows from
+/// the GPU count, else it must be one of these; gbs, dtype and attn come from SearchOptions.
+/// Interleaving is implied by vpp > 1 (schedule lists the other schedules to try).
 struct KnobSpace {
-  std::vector<int> tp, pp, cp, vpp, mbs, zero;
-  std::vector<Recompute> recompute;
-  std::vector<int> sp;
-  std::vector<Schedule> schedule;  ///< interleaved is implied by vpp > 1
-  std::vector<int> dp;  ///< empty: dp follows from the GPU count; else it must be one of these
+  std::array<std::vector<int>, kNumKnobs> values;
+  std::vector<int>& operator[](KnobId id) { return values[static_cast<int>(id)]; }
+  const std::vector<int>& operator[](KnobId id) const { return values[static_cast<int>(id)]; }
   /// vpp values above kDenseVpp are tried only where every chunk gets the same whole number of
   /// blocks (set by default_knobs for its extra values; a user's --vpp list is tried as given).
   bool vpp_whole_chunks_only = false;
@@ -27,7 +29,7 @@ inline constexpr int kDenseVpp = 8;
 
 /// Defaults: tp 1..gpus_per_node, pp every divisor of layers up to the GPU count, cp 1,
 /// vpp 1..8 and every divisor of layers above 8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp
-/// 0/1, 1F1B/interleaved.
+/// 0/1, 1F1B (interleaved where vpp > 1), the execution knobs left to the stack.
 KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus);
 
 enum class Objective { time, cost };

@@ -6,6 +6,8 @@
 
 #include "cli/commands.h"
 #include "cli/vary.h"
+#include "planner/framework.h"
+#include "planner/knob_table.h"
 
 namespace planner::cli {
 namespace {
@@ -20,16 +22,34 @@ const std::map<std::string, std::string> kFileOptions = {{"--model", "yaml|yml|j
                                                          {"--out", "/"},
                                                          {"--profiles", "/"}};
 
-/// Values of options that take lists (no validator to read them from).
-const std::map<std::string, std::string> kValueOptions = {
-    {"--framework", "megatron deepspeed"},
-    {"--emit", "megatron deepspeed"},
-    {"--recompute", "none selective full"},
-    {"--schedule", "1f1b gpipe interleaved zb-h1"},
-    {"--dtype", "bf16 fp16 fp8 tf32"},
-    {"--attention", "flash unfused"},
-    {"--sp", "0 1"},
-    {"--zero", "0 1 2 3"}};
+/// Values of options that take lists (no validator to read them from): the knob table's words
+/// and short integer ranges, the frameworks, and the two single-valued enum options.
+std::map<std::string, std::string> value_options() {
+  auto join = [](const auto& words) {
+    std::string out;
+    for (const auto& w : words) out += std::string(out.empty() ? "" : " ") + w;
+    return out;
+  };
+  std::map<std::string, std::string> out;
+  for (const KnobDef& k : knob_table()) {
+    if (!k.searched) continue;
+    if (!k.is_integer()) {
+      out[k.option()] = join(k.words);
+    } else if (k.hi - k.lo <= 3) {
+      std::vector<std::string> v;
+      for (int x = k.lo; x <= k.hi; ++x) v.push_back(std::to_string(x));
+      out[k.option()] = join(v);
+    }
+  }
+  std::vector<std::string> frameworks;
+  for (Framework f : kFrameworks) frameworks.push_back(to_string(f));
+  out["--emit"] = join(frameworks);
+  frameworks.push_back("all");
+  out["--framework"] = join(frameworks);
+  out["--dtype"] = join(knob(KnobId::dtype).words);
+  out["--attention"] = join(knob(KnobId::attn).words);
+  return out;
+}
 
 /// The set an IsMember validator prints in the option's type name: "TEXT:{table,json}" -> "table
 /// json".
@@ -46,15 +66,14 @@ std::string member_values(const CLI::Option* o) {
 std::string vary_words() {
   std::string words = "cluster=";
   for (const std::string& n : vary_scale_names()) words += " " + n + "*";
-  for (const char* k : {"tp=", "pp=", "dp=", "cp=", "vpp=", "mbs=", "gbs=", "zero=", "recompute=",
-                        "sp=", "schedule=", "dtype=", "attn="})
-    words += std::string(" ") + k;
+  for (const std::string& k : knob_names()) words += " " + k + "=";
   return words;
 }
 
 /// `case "$prev"` arms for one subcommand's options that take values.
 std::string value_cases(const CLI::App& sub) {
   std::ostringstream out;
+  const std::map<std::string, std::string> values = value_options();
   for (const CLI::Option* o : sub.get_options()) {
     if (o->get_lnames().empty() || o->get_items_expected_max() == 0)
       continue;  // positionals, flags
@@ -64,7 +83,9 @@ std::string value_cases(const CLI::App& sub) {
       action = f->second == "/" ? "_planner_dirs" : "_planner_files '" + f->second + "'";
     else if (const std::string v = member_values(o); !v.empty())
       action = "_planner_words '" + v + "'";
-    else if (auto w = kValueOptions.find(name); w != kValueOptions.end())
+    else if (name == "--framework" && sub.get_name() != "suggest")  // "all" is suggest's only
+      action = "_planner_words '" + values.at("--emit") + "'";
+    else if (auto w = values.find(name); w != values.end())
       action = "_planner_words '" + w->second + "'";
     else if (name == "--vary")
       action = "_planner_words '" + vary_words() + "'; compopt -o nospace 2>/dev/null";

@@ -10,6 +10,7 @@
 #include "planner/error.h"
 #include "planner/io/json.h"
 #include "planner/io/knobs.h"
+#include "planner/knob_table.h"
 #include "planner/limits.h"
 #include "planner/report/progress.h"
 #include "planner/report/report.h"
@@ -18,7 +19,8 @@ namespace planner::cli {
 namespace {
 
 struct SuggestArgs : LimitArgs {
-  std::string model, cluster, gpus, tp, pp, cp, vpp, mbs, zero, recompute, sp, schedule;
+  std::string model, cluster, gpus;
+  std::array<std::string, kNumKnobs> knobs;  ///< --tp, --pp, ...: each searched knob's values
   std::string attention, trace;
   std::string format = "table", objective = "time", dtype = "bf16", train_tokens;
   std::string emit, out;  ///< --emit FRAMEWORK --out DIR: launch files of the top plan
@@ -28,48 +30,35 @@ struct SuggestArgs : LimitArgs {
 };
 
 KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
+  using K = KnobId;
   KnobSpace k = default_knobs(in.model, in.cluster, gpus);
-  if (a.tp_across_nodes && a.tp.empty())
-    for (int t = in.cluster.gpus_per_node * 2; t <= in.model.heads; t *= 2) k.tp.push_back(t);
-  auto ints = [](const std::string& text, const char* opt, std::vector<int>& dst) {
-    if (!text.empty()) dst = io::parse_int_set(text, opt);
-  };
-  ints(a.tp, "--tp", k.tp);
-  ints(a.pp, "--pp", k.pp);
-  ints(a.cp, "--cp", k.cp);
-  ints(a.vpp, "--vpp", k.vpp);
-  if (!a.vpp.empty()) k.vpp_whole_chunks_only = false;
-  ints(a.mbs, "--mbs", k.mbs);
-  ints(a.zero, "--zero", k.zero);
-  ints(a.sp, "--sp", k.sp);
-  for (auto [v, name] : {std::pair{&k.tp, "--tp"},
-                         {&k.pp, "--pp"},
-                         {&k.cp, "--cp"},
-                         {&k.vpp, "--vpp"},
-                         {&k.mbs, "--mbs"}})
-    if (v->front() <= 0) throw InputError("", 0, name, "values must be positive");
-  if (k.zero.back() > 3) throw InputError("", 0, "--zero", "ZeRO stages are 0, 1, 2 and 3");
-  if (k.sp.back() > 1) throw InputError("", 0, "--sp", "expected 0 and/or 1");
-  if (!a.recompute.empty()) {
-    k.recompute.clear();
-    for (const auto& w :
-         io::parse_word_set(a.recompute, "--recompute", {"none", "selective", "full"}))
-      k.recompute.push_back(w == "none"        ? Recompute::none
-                            : w == "selective" ? Recompute::selective
-                                               : Recompute::full);
+  auto given = [&](K id) { return !a.knobs[int(id)].empty(); };
+  if (a.tp_across_nodes && !given(K::tp))
+    for (int t = in.cluster.gpus_per_node * 2; t <= in.model.heads; t *= 2) k[K::tp].push_back(t);
+  for (const KnobDef& d : knob_table()) {
+    const std::string& text = a.knobs[int(d.id)];
+    if (!d.searched || text.empty()) continue;
+    const std::string option = d.option();
+    std::vector<int>& values = k[d.id];
+    values.clear();
+    if (d.is_integer()) {
+      for (int v : io::parse_int_set(text, option)) {
+        if (v < d.lo)
+          throw InputError("", 0, option, "values must be at least " + std::to_string(d.lo));
+        if (v > d.hi)
+          throw InputError("", 0, option, "values must be at most " + std::to_string(d.hi));
+        values.push_back(v);
+      }
+    } else {
+      for (const std::string& w : io::parse_word_set(text, option, d.words))
+        values.push_back(int(std::find(d.words.begin(), d.words.end(), w) - d.words.begin()));
+    }
   }
-  if (!a.schedule.empty()) {
-    k.schedule.clear();
-    for (const auto& w :
-         io::parse_word_set(a.schedule, "--schedule", {"1f1b", "gpipe", "interleaved", "zb-h1"}))
-      k.schedule.push_back(w == "zb-h1"   ? Schedule::zb_h1
-                           : w == "gpipe" ? Schedule::gpipe
-                           : w == "1f1b"  ? Schedule::one_f_one_b
-                                          : Schedule::interleaved);
-    const bool interleave =
-        std::find(k.schedule.begin(), k.schedule.end(), Schedule::interleaved) != k.schedule.end();
-    if (!interleave && a.vpp.empty()) k.vpp = {1};
-  }
+  if (given(K::vpp)) k.vpp_whole_chunks_only = false;
+  const std::vector<int>& sched = k[K::schedule];
+  if (given(K::schedule) && !given(K::vpp) &&
+      std::find(sched.begin(), sched.end(), int(Schedule::interleaved)) == sched.end())
+    k[K::vpp] = {1};
   return k;
 }
 
@@ -159,16 +148,8 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--global-batch", a->global_batch, "global batch in sequences")
       ->check(integer_in(1, kMaxGlobalBatch))
       ->required();
-  s->add_option("--tp", a->tp, "tensor-parallel sizes, e.g. 8 or 1-8");
-  s->add_option("--pp", a->pp, "pipeline-parallel sizes, e.g. 1-64");
-  s->add_option("--cp", a->cp, "context-parallel sizes (default 1)");
-  s->add_option("--vpp", a->vpp, "virtual pipeline chunks per rank, e.g. 1-4");
-  s->add_option("--mbs", a->mbs, "micro-batch sizes, e.g. 1,2,4");
-  s->add_option("--zero", a->zero, "ZeRO stages, e.g. 0,1");
-  s->add_option("--recompute", a->recompute, "none,selective,full");
-  s->add_option("--sp", a->sp, "sequence parallelism 0,1");
-  s->add_option("--schedule", a->schedule,
-                "1f1b,gpipe,interleaved,zb-h1 (default 1f1b and interleaved)");
+  for (const KnobDef& d : knob_table())  // the searched knobs of the knob table
+    if (d.searched) s->add_option(d.option(), a->knobs[int(d.id)], d.help);
   s->add_option("--attention", a->attention,
                 "flash or unfused (default: the profile's software.attention)");
   s->add_option("--trace", a->trace, "write the top plan's simulated iteration as a Chrome trace");

@@ -76,17 +76,18 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
   const double param_bytes = params_rank * kWeightBytesPerParam;
   const SoftwareStack& sw = c.software;
+  const Overlaps ov = overlaps_of(p, c);
   const double slow = sw.overlap_compute_slowdown;
   if (p.zero == 0) {
     const double ar = collective_time_s(c, Collective::allreduce, grad_bytes, dpg);
     d.total = ar;
-    d.exposed = exposed_part(ar, bwd_window, bucket, sw.overlap_grad_reduce, slow);
+    d.exposed = exposed_part(ar, bwd_window, bucket, ov.grad_reduce, slow);
   } else if (p.zero <= 2) {
     const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, dpg);
     const double ag = collective_time_s(c, Collective::allgather, param_bytes, dpg);
     d.total = rs + ag;
-    d.exposed = exposed_part(rs, bwd_window, bucket, sw.overlap_grad_reduce, slow) +
-                exposed_part(ag, fwd_window, bucket, sw.overlap_param_gather, slow);
+    d.exposed = exposed_part(rs, bwd_window, bucket, ov.grad_reduce, slow) +
+                exposed_part(ag, fwd_window, bucket, ov.param_gather, slow);
   } else {  // ZeRO-3: gather parameters for forward, (recompute,) backward; reduce-scatter grads
     GroupLayout z3 = dpg;  // the stack may reach fewer NICs than NCCL's hierarchical rings
     z3.ranks_per_node = std::min(z3.ranks_per_node, sw.zero3_collective_nics);

@@ -40,7 +40,7 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
   const double per_pass = (l.attention ? 2 : 1) * one;
   double fwd_tp = per_pass, bwd_tp = per_pass;
-  if (c.software.overlap_tp_comm && p.sp && p.tp > 1 && tpg.nodes == 1) {
+  if (overlaps_of(p, c).tp_comm && p.sp && p.tp > 1 && tpg.nodes == 1) {
     // Transformer Engine's userbuffer overlap (Megatron --tp-comm-overlap, which needs sequence
     // parallelism) splits each collective into tp chunks pipelined with the GEMM it feeds or
     // follows: forward, the allgathers with QKV and fc1 and the reduce-scatters with the
@@ -152,55 +152,55 @@ Stages build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& 
 void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
                   const Partition& part, Stages& st) {
   const int V = static_cast<int>(part.size());
-  st.chunks.assign(V, ChunkCost{});
-  st.chunk_compute_s.assign(V, 0.0);
-  st.chunk_tp_s.assign(V, 0.0);
-  st.chunk_cp_s.assign(V, 0.0);
+  st.chunks.resize(V);
+  st.chunk_compute_s.resize(V);
+  st.chunk_tp_s.resize(V);
+  st.chunk_cp_s.resize(V);
   st.load.assign(p.pp, StageLoad{});
   st.blocks_per_stage.assign(p.pp, 0);
-  thread_local std::vector<double> largest;
-  largest.assign(p.pp, 0.0);
   const int last = layout.count() - 1;
+  const size_t shapes = pc.shape.size();
+  const bool uniform = shapes == 1;  // one block shape (a decoder-only model): n = part[vs]
   int b0 = 0;
   for (int vs = 0; vs < V; ++vs) {
     const int b1 = b0 + part[vs], s = vs % p.pp;
-    ChunkCost& cc = st.chunks[vs];
+    ChunkCost cc;
+    double compute = 0, tp = 0, cp = 0;
     StageLoad& ld = st.load[s];
-    for (size_t k = 0; k < pc.shape.size(); ++k) {
-      const int n = layout.prefix[k][b1] - layout.prefix[k][b0];
+    for (size_t k = 0; k < shapes; ++k) {
+      const int n = uniform ? part[vs] : layout.prefix[k][b1] - layout.prefix[k][b0];
       if (n == 0) continue;
       const BlockCost& bc = pc.shape[k];
       cc.fwd_s += n * bc.fwd_s, cc.bwd_s += n * bc.bwd_s, cc.bwd_weight_s += n * bc.bwd_weight_s;
-      st.chunk_compute_s[vs] += n * bc.compute_s;
-      st.chunk_tp_s[vs] += n * bc.tp_comm_s;
-      st.chunk_cp_s[vs] += n * bc.cp_comm_s;
+      compute += n * bc.compute_s, tp += n * bc.tp_comm_s, cp += n * bc.cp_comm_s;
       ld.params += n * bc.params;
       ld.act_per_mb += n * bc.act_bytes;
       ld.once_bytes = std::max(ld.once_bytes, bc.full_act_bytes);
-      largest[s] = std::max(largest[s], bc.largest_matrix);
+      ld.zero3_gather = std::max(ld.zero3_gather, 2.0 * bc.largest_matrix);
     }
     // The receiver's all-gather of what crossed a boundary: the input (forward) of every chunk
     // but the first, the output gradient (backward) of every chunk but the last.
     const double fwd_gather = vs > 0 ? pc.p2p_gather_s : 0.0,
                  bwd_gather = vs < V - 1 ? pc.p2p_gather_s : 0.0;
     cc.fwd_s += fwd_gather, cc.bwd_s += bwd_gather;
-    st.chunk_tp_s[vs] += fwd_gather + bwd_gather;
+    tp += fwd_gather + bwd_gather;
     if (b0 <= layout.first_decoder && layout.first_decoder < b1) {
       cc.fwd_s += pc.embed_s / 3, cc.bwd_s += 2 * pc.embed_s / 3;
-      st.chunk_compute_s[vs] += pc.embed_s;
+      compute += pc.embed_s;
       ld.params += pc.embed_params;
       ld.act_per_mb += pc.embed_act_bytes;
     }
     if (b0 <= last && last < b1) {
       cc.fwd_s += pc.logits_s / 3, cc.bwd_s += 2 * pc.logits_s / 3;
-      st.chunk_compute_s[vs] += pc.logits_s;
+      compute += pc.logits_s;
       ld.params += pc.output_params;
       ld.once_bytes += pc.logits_bytes;
     }
+    st.chunks[vs] = cc;
+    st.chunk_compute_s[vs] = compute, st.chunk_tp_s[vs] = tp, st.chunk_cp_s[vs] = cp;
     st.blocks_per_stage[s] += part[vs];
     b0 = b1;
   }
-  for (int s = 0; s < p.pp; ++s) st.load[s].zero3_gather = 2.0 * largest[s];
 }
 
 namespace {

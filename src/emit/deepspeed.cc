@@ -34,7 +34,7 @@ nlohmann::ordered_json zero_config(const ClusterProfile& c, const Plan& p) {
   // the backward pass. Stages 1-2: on exactly when the profile's software stack, which the
   // prediction assumed, overlaps them. Stage 3: always, as the prediction (src/cost/zero3.cc)
   // and DeepSpeed's own stage-3 default (ZERO3_OPTIMIZATION_OVERLAP_COMM_DEFAULT) have it.
-  const bool overlap = p.zero == 3 || c.software.overlap_grad_reduce;
+  const bool overlap = p.zero == 3 || overlaps_of(p, c).grad_reduce;
   z["overlap_comm"] = overlap;
   z["contiguous_gradients"] = true;
   z["reduce_scatter"] = true;

@@ -63,17 +63,24 @@ ArgGroup memory_group(const Plan& p) {
 
 /// Overlap flags follow the cluster profile's software stack, which the prediction assumed.
 ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
-  const SoftwareStack& s = c.software;
+  const Overlaps s = overlaps_of(p, c);
+  // Each flag's comment names where the choice came from: the plan's knob, else the profile.
+  auto from = [](const std::optional<bool>& knob, const char* plan_key, const char* profile_key,
+                 bool on) {
+    return knob ? fmt("the plan's %s=%d", plan_key, on ? 1 : 0)
+                : fmt("software.%s: %s", profile_key, on ? "true" : "false");
+  };
   ArgGroup g{
       "Communication overlap, as the prediction assumed (cluster profile, software.*)", {}, {}};
   // --tp-comm-overlap requires --sequence-parallel (validate_args) and Transformer Engine, whose
   // userbuffers work inside a node; the prediction charges TP communication the same way.
   const bool tp_in_node = tp_group(p, c.gpus_per_node).nodes == 1;
-  if (s.overlap_tp_comm && p.sp && p.tp > 1 && tp_in_node)
+  if (s.tp_comm && p.sp && p.tp > 1 && tp_in_node)
     g.args.push_back({"--tp-comm-overlap", "",
-                      "software.overlap_tp_comm: true; Transformer Engine userbuffers (before TE "
-                      "1.9 bootstrapped through an MPI process group)"});
-  else if (s.overlap_tp_comm && p.tp > 1)
+                      from(p.tp_comm_overlap, "tp_comm_overlap", "overlap_tp_comm", true) +
+                          "; Transformer Engine userbuffers (before TE 1.9 bootstrapped through "
+                          "an MPI process group)"});
+  else if (s.tp_comm && p.tp > 1)
     g.notes.push_back(
         p.sp ? "TP group spans nodes: no --tp-comm-overlap (its userbuffers work inside a node)"
              : "sp=0: no --tp-comm-overlap (it needs sequence parallelism)");
@@ -81,14 +88,18 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
     g.notes.push_back("dp x cp = 1: no gradient reduction to overlap");
     return g;
   }
-  if (s.overlap_grad_reduce)
-    g.args.push_back({"--overlap-grad-reduce", "", "software.overlap_grad_reduce: true"});
+  const std::string grad =
+      from(p.overlap_grad_reduce, "overlap_grad_reduce", "overlap_grad_reduce", s.grad_reduce);
+  if (s.grad_reduce)
+    g.args.push_back({"--overlap-grad-reduce", "", grad});
   else
-    g.notes.push_back("software.overlap_grad_reduce: false, so no --overlap-grad-reduce");
+    g.notes.push_back(grad + ", so no --overlap-grad-reduce");
   // --overlap-param-gather requires --use-distributed-optimizer, --overlap-grad-reduce and
   // --use-mcore-models (validate_args).
-  if (p.zero == 1 && s.overlap_param_gather && s.overlap_grad_reduce)
-    g.args.push_back({"--overlap-param-gather", "", "software.overlap_param_gather: true"});
+  if (p.zero == 1 && s.param_gather && s.grad_reduce)
+    g.args.push_back(
+        {"--overlap-param-gather", "",
+         from(p.overlap_param_gather, "overlap_param_gather", "overlap_param_gather", true)});
   else if (p.zero == 1)
     g.notes.push_back(
         "no --overlap-param-gather: it needs software.overlap_param_gather and "

@@ -78,31 +78,24 @@ std::string inputs_section(const RunContext& ctx, const std::string& extra_row) 
 
 std::string plans_table(const std::vector<Estimate>& plans, double train_tokens) {
   std::string out = "<div class=\"scroll\">\n<table id=\"plans\">\n";
-  std::vector<std::string> header = {
-      "rank", "dp",     "tp",          "pp",    "vpp",     "mbs",      "zero",   "recompute",
-      "sp",   "iter s", "TFLOP/s/GPU", "MFU %", "mem GiB", "bubble %", "comm %", "layers/stage"};
+  const std::vector<const KnobDef*> columns = plan_columns(plans);
+  std::vector<std::string> header = {"rank"};
+  for (const KnobDef* k : columns) header.push_back(k->column);
+  header.insert(header.end(), {"iter s", "TFLOP/s/GPU", "MFU %", "mem GiB", "bubble %", "comm %",
+                               "layers/stage"});
   if (train_tokens > 0) header.insert(header.end(), {"days", "GPU-hours"});
   header.insert(header.end(), {"framework", "plan"});
   out += row(header, true);
   int rank = 0;
   for (const Estimate& e : plans) {
     const Plan& p = e.plan;
-    std::vector<std::string> cells = {std::to_string(++rank),
-                                      std::to_string(p.dp),
-                                      std::to_string(p.tp),
-                                      std::to_string(p.pp),
-                                      std::to_string(p.vpp),
-                                      std::to_string(p.mbs),
-                                      std::to_string(p.zero),
-                                      to_string(p.recompute),
-                                      p.sp ? "1" : "0",
-                                      fmt("%.3f", e.iteration_time_s),
-                                      fmt("%.1f", e.tflops_per_gpu),
-                                      fmt("%.1f", 100 * e.mfu),
-                                      fmt("%.1f", e.memory_bytes / kGiB),
-                                      fmt("%.1f", 100 * e.bubble_fraction),
-                                      fmt("%.1f", 100 * e.exposed_comm_fraction),
-                                      compact_list(e.partition)};
+    std::vector<std::string> cells = {std::to_string(++rank)};
+    for (const KnobDef* k : columns) cells.push_back(k->text(k->get(p)));
+    cells.insert(
+        cells.end(),
+        {fmt("%.3f", e.iteration_time_s), fmt("%.1f", e.tflops_per_gpu), fmt("%.1f", 100 * e.mfu),
+         fmt("%.1f", e.memory_bytes / kGiB), fmt("%.1f", 100 * e.bubble_fraction),
+         fmt("%.1f", 100 * e.exposed_comm_fraction), compact_list(e.partition)});
     if (train_tokens > 0) {
       const double seconds = train_tokens / e.tokens_per_s;
       cells.insert(cells.end(), {fmt("%.1f", seconds / kSecondsPerDay),

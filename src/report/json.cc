@@ -38,19 +38,7 @@ json memory_json(const MemoryBreakdown& mem) {
 json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens) {
   const Plan& p = e.plan;
   const Breakdown& b = e.breakdown;
-  json j = {{"plan",
-             {{"dp", p.dp},
-              {"tp", p.tp},
-              {"pp", p.pp},
-              {"cp", p.cp},
-              {"vpp", p.vpp},
-              {"mbs", p.mbs},
-              {"gbs", p.gbs},
-              {"zero", p.zero},
-              {"recompute", to_string(p.recompute)},
-              {"sp", p.sp ? 1 : 0},
-              {"schedule", to_string(p.schedule)},
-              {"dtype", to_string(p.dtype)}}},
+  json j = {{"plan", knobs_json(p)},
             {"plan_string", to_plan_string(p)},
             {"framework", e.framework ? json(to_string(*e.framework)) : json(nullptr)},
             {"iteration_time_s", e.iteration_time_s},
@@ -87,6 +75,20 @@ json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens) {
   }
   (void)m;
   return j;
+}
+
+json knobs_json(const Plan& p) {
+  json out = json::object();
+  for (const KnobDef& k : knob_table()) {
+    const int v = k.get(p);
+    if (v == kUnset)
+      out[k.name] = nullptr;
+    else if (k.is_integer() || k.words.front() == "0")  // numbers, and 0/1 switches
+      out[k.name] = v;
+    else
+      out[k.name] = k.text(v);
+  }
+  return out;
 }
 
 json suggest_json(const RunContext& ctx, const SearchResult& r) {

@@ -45,6 +45,17 @@ std::string frameworks_line(const std::vector<Framework>& frameworks, bool ranke
          "together\n";
 }
 
+std::vector<const KnobDef*> plan_columns(const std::vector<Estimate>& plans) {
+  std::vector<const KnobDef*> out;
+  for (const KnobDef& k : knob_table()) {
+    if (!*k.column) continue;
+    bool shown = !k.optional;
+    for (const Estimate& e : plans) shown = shown || k.get(e.plan) != kUnset;
+    if (shown) out.push_back(&k);
+  }
+  return out;
+}
+
 namespace {
 /// The partitions the simulator tried for the frameworks searched.
 std::string split_of(const std::vector<Framework>& frameworks) {
@@ -112,8 +123,10 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
         "was spent\n",
         r.closed_form_only, limits::kSearchSimulatedTasks);
   out << "#\n";
-  out << "# rank    dp  tp  pp vpp mbs zero recompute sp   iter_s TFLOP/s   MFU%   mem_GiB "
-         "bubble% comm% layers/stage";
+  const std::vector<const KnobDef*> columns = plan_columns(r.top);
+  out << "# rank";
+  for (const KnobDef* k : columns) out << fmt(" %*s", k->width, k->column);
+  out << "   iter_s TFLOP/s   MFU%   mem_GiB bubble% comm% layers/stage";
   if (ctx.train_tokens > 0) out << "    days GPU-hours";
   const bool several = r.frameworks.size() > 1;
   if (several) out << "  framework";
@@ -121,12 +134,11 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
   int rank = 0;
   for (const Estimate& e : r.top) {
     const Plan& p = e.plan;
-    std::snprintf(buf, sizeof buf,
-                  "  %4d %5d %3d %3d %3d %3d %4d %-9s %2d %8.3f %7.1f %6.1f %9.1f %7.1f %5.1f",
-                  ++rank, p.dp, p.tp, p.pp, p.vpp, p.mbs, p.zero, to_string(p.recompute),
-                  p.sp ? 1 : 0, e.iteration_time_s, e.tflops_per_gpu, 100 * e.mfu,
-                  e.memory_bytes / kGiB, 100 * e.bubble_fraction, 100 * e.exposed_comm_fraction);
-    out << buf;
+    out << fmt("  %4d", ++rank);
+    for (const KnobDef* k : columns) out << fmt(" %*s", k->width, k->text(k->get(p)).c_str());
+    out << fmt(" %8.3f %7.1f %6.1f %9.1f %7.1f %5.1f", e.iteration_time_s, e.tflops_per_gpu,
+               100 * e.mfu, e.memory_bytes / kGiB, 100 * e.bubble_fraction,
+               100 * e.exposed_comm_fraction);
     std::snprintf(buf, sizeof buf, " %-12s", compact_list(e.partition).c_str());
     out << buf;
     if (ctx.train_tokens > 0) {
@@ -141,23 +153,20 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
 }
 
 void print_suggest_csv(std::ostream& out, const SearchResult& r) {
-  out << "rank,dp,tp,pp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,iteration_time_s,tokens_per_s,"
-         "tflops_per_gpu,mfu,memory_bytes_per_gpu,compute_s,tp_comm_s,cp_comm_s,pp_comm_s,"
-         "dp_comm_s,bubble_s,optimizer_s,framework,plan\n";
+  out << "rank";
+  for (const KnobDef& k : knob_table()) out << "," << k.name;
+  out << ",iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,memory_bytes_per_gpu,compute_s,"
+         "tp_comm_s,cp_comm_s,pp_comm_s,dp_comm_s,bubble_s,optimizer_s,framework,plan\n";
   int rank = 0;
   for (const Estimate& e : r.top) {
     const Plan& p = e.plan;
     const Breakdown& b = e.breakdown;
-    char buf[512];
-    std::snprintf(buf, sizeof buf,
-                  "%d,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,"
-                  "%.6g,%.6g,%.6g,%.6g,",
-                  ++rank, p.dp, p.tp, p.pp, p.cp, p.vpp, p.mbs, p.gbs, p.zero,
-                  to_string(p.recompute), p.sp ? 1 : 0, to_string(p.schedule), e.iteration_time_s,
-                  e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes, b.compute_s, b.tp_comm_s,
-                  b.cp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s, b.optimizer_s);
-    out << buf << (e.framework ? to_string(*e.framework) : "") << ",\"" << to_plan_string(p)
-        << "\"\n";
+    out << ++rank;
+    for (const KnobDef& k : knob_table()) out << "," << k.text(k.get(p));
+    out << fmt(",%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,", e.iteration_time_s,
+               e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes, b.compute_s, b.tp_comm_s,
+               b.cp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s, b.optimizer_s)
+        << (e.framework ? to_string(*e.framework) : "") << ",\"" << to_plan_string(p) << "\"\n";
   }
 }
 

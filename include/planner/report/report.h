@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "planner/knob_table.h"
 #include "planner/report/diagnostics.h"
 #include "planner/search.h"
 
@@ -35,6 +36,13 @@ nlohmann::json estimate_json(const RunContext& ctx, const Estimate& e);
 
 /// The JSON object of one plan (plan, metrics, breakdown).
 nlohmann::json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens);
+
+/// The knob-table columns of a list of plans: every knob with a column, the optional ones only
+/// where some plan sets them (the text table and the HTML table).
+std::vector<const KnobDef*> plan_columns(const std::vector<Estimate>& plans);
+
+/// The plan's knobs as JSON, every knob of the table: numbers, words, null where left unset.
+nlohmann::json knobs_json(const Plan& p);
 
 /// "12,480"
 std::string with_commas(long long v);

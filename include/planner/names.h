@@ -1,0 +1,63 @@
+#pragma once
+/// One name table per enum, read both ways: to_string(value) and named<E>(text). The plan
+/// string, the command line, the profiles, the case files and every report use these and no
+/// other spelling.
+#include <array>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "planner/plan.h"
+
+namespace planner {
+
+template <typename E>
+struct EnumName {
+  E value;
+  const char* name;
+};
+
+inline constexpr std::array<EnumName<Dtype>, kNumDtypes> kDtypeNames = {
+    {{Dtype::fp16, "fp16"}, {Dtype::bf16, "bf16"}, {Dtype::fp8, "fp8"}, {Dtype::tf32, "tf32"}}};
+inline constexpr std::array<EnumName<AttentionKernel>, 2> kAttentionNames = {
+    {{AttentionKernel::flash, "flash"}, {AttentionKernel::unfused, "unfused"}}};
+inline constexpr std::array<EnumName<Recompute>, 3> kRecomputeNames = {
+    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+inline constexpr std::array<EnumName<Schedule>, 4> kScheduleNames = {
+    {{Schedule::gpipe, "gpipe"},
+     {Schedule::one_f_one_b, "1f1b"},
+     {Schedule::interleaved, "interleaved"},
+     {Schedule::zb_h1, "zb-h1"}}};
+
+constexpr const auto& names_of(Dtype) { return kDtypeNames; }
+constexpr const auto& names_of(AttentionKernel) { return kAttentionNames; }
+constexpr const auto& names_of(Recompute) { return kRecomputeNames; }
+constexpr const auto& names_of(Schedule) { return kScheduleNames; }
+
+/// The value's name; every value of these enums is in its table (tested).
+template <typename E>
+constexpr const char* name_of(E value) {
+  for (const EnumName<E>& n : names_of(E{}))
+    if (n.value == value) return n.name;
+  return "?";
+}
+
+/// The value named `text`, or std::nullopt.
+template <typename E>
+constexpr std::optional<E> named(std::string_view text) {
+  for (const EnumName<E>& n : names_of(E{}))
+    if (text == n.name) return n.value;
+  return std::nullopt;
+}
+
+/// "fp16, bf16, fp8 or tf32": the names for a message.
+template <typename E>
+std::string names_list(const char* last_sep = " or ") {
+  std::string out;
+  const auto& table = names_of(E{});
+  for (size_t i = 0; i < table.size(); ++i)
+    out += std::string(i == 0 ? "" : i + 1 == table.size() ? last_sep : ", ") + table[i].name;
+  return out;
+}
+
+}  // namespace planner

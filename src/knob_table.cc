@@ -1,0 +1,218 @@
+#include "planner/knob_table.h"
+
+#include <charconv>
+
+#include "planner/error.h"
+#include "planner/names.h"
+
+namespace planner {
+namespace {
+
+template <typename E>
+std::vector<std::string> words_of() {
+  std::vector<std::string> out;
+  for (const EnumName<E>& n : names_of(E{})) out.push_back(n.name);
+  return out;
+}
+
+/// An optional bool as a knob value: kUnset, 0 or 1.
+int tri(const std::optional<bool>& b) { return b ? int(*b) : kUnset; }
+std::optional<bool> untri(int v) {
+  return v == kUnset ? std::nullopt : std::optional<bool>(v != 0);
+}
+
+std::array<KnobDef, kNumKnobs> make_table() {
+  using K = KnobId;
+  const std::vector<std::string> bits = {"0", "1"};
+  std::array<KnobDef, kNumKnobs> t = {{
+      {K::tp,
+       "tp",
+       "tensor-parallel sizes, e.g. 8 or 1-8",
+       {},
+       1,
+       kMaxKnob,
+       false,
+       true,
+       "tp",
+       3,
+       [](const Plan& p) { return p.tp; },
+       [](Plan& p, int v) { p.tp = v; }},
+      {K::pp,
+       "pp",
+       "pipeline-parallel sizes, e.g. 1-64",
+       {},
+       1,
+       kMaxKnob,
+       false,
+       true,
+       "pp",
+       3,
+       [](const Plan& p) { return p.pp; },
+       [](Plan& p, int v) { p.pp = v; }},
+      {K::dp,
+       "dp",
+       "data-parallel size (0: what the GPU count leaves)",
+       {},
+       0,
+       kMaxKnob,
+       false,
+       false,
+       "dp",
+       5,
+       [](const Plan& p) { return p.dp; },
+       [](Plan& p, int v) { p.dp = v; }},
+      {K::cp,
+       "cp",
+       "context-parallel sizes (default 1)",
+       {},
+       1,
+       kMaxKnob,
+       false,
+       true,
+       "cp",
+       3,
+       [](const Plan& p) { return p.cp; },
+       [](Plan& p, int v) { p.cp = v; }},
+      {K::vpp,
+       "vpp",
+       "virtual pipeline chunks per rank, e.g. 1-4",
+       {},
+       1,
+       kMaxKnob,
+       false,
+       true,
+       "vpp",
+       3,
+       [](const Plan& p) { return p.vpp; },
+       [](Plan& p, int v) { p.vpp = v; }},
+      {K::mbs,
+       "mbs",
+       "micro-batch sizes, e.g. 1,2,4",
+       {},
+       1,
+       kMaxKnob,
+       false,
+       true,
+       "mbs",
+       3,
+       [](const Plan& p) { return p.mbs; },
+       [](Plan& p, int v) { p.mbs = v; }},
+      {K::gbs,
+       "gbs",
+       "global batch in sequences (0: --global-batch)",
+       {},
+       0,
+       kMaxGlobalBatch,
+       false,
+       false,
+       "",
+       0,
+       [](const Plan& p) { return p.gbs; },
+       [](Plan& p, int v) { p.gbs = v; }},
+      {K::zero,
+       "zero",
+       "ZeRO stages, e.g. 0,1",
+       {},
+       0,
+       3,
+       false,
+       true,
+       "zero",
+       4,
+       [](const Plan& p) { return p.zero; },
+       [](Plan& p, int v) { p.zero = v; }},
+      {K::recompute, "recompute", "none,selective,full", words_of<Recompute>(), 0, 0, false, true,
+       "recompute", -9, [](const Plan& p) { return int(p.recompute); },
+       [](Plan& p, int v) { p.recompute = Recompute(v); }},
+      {K::sp, "sp", "sequence parallelism 0,1", bits, 0, 0, false, true, "sp", 2,
+       [](const Plan& p) { return int(p.sp); }, [](Plan& p, int v) { p.sp = v != 0; }},
+      {K::schedule, "schedule", "1f1b,gpipe,interleaved,zb-h1 (default 1f1b and interleaved)",
+       words_of<Schedule>(), 0, 0, false, true, "schedule", -11,
+       [](const Plan& p) { return int(p.schedule); },
+       [](Plan& p, int v) { p.schedule = Schedule(v); }},
+      {K::dtype, "dtype", "bf16 (default), fp16, fp8, tf32", words_of<Dtype>(), 0, 0, false, false,
+       "", 0, [](const Plan& p) { return int(p.dtype); },
+       [](Plan& p, int v) { p.dtype = Dtype(v); }},
+      {K::attn, "attn", "flash or unfused (default: the profile's software.attention)",
+       words_of<AttentionKernel>(), 0, 0, true, false, "", 0,
+       [](const Plan& p) { return p.attention ? int(*p.attention) : kUnset; },
+       [](Plan& p, int v) {
+         p.attention = v == kUnset ? std::nullopt : std::optional(AttentionKernel(v));
+       }},
+      {K::overlap_grad_reduce, "overlap_grad_reduce",
+       "DP gradient reduction beside the backward, 0,1 (default: the profile's stack)", bits, 0, 0,
+       true, true, "ogr", 3, [](const Plan& p) { return tri(p.overlap_grad_reduce); },
+       [](Plan& p, int v) { p.overlap_grad_reduce = untri(v); }},
+      {K::overlap_param_gather, "overlap_param_gather",
+       "ZeRO-1/2 parameter gather beside the next forward, 0,1 (default: the profile's stack)",
+       bits, 0, 0, true, true, "opg", 3, [](const Plan& p) { return tri(p.overlap_param_gather); },
+       [](Plan& p, int v) { p.overlap_param_gather = untri(v); }},
+      {K::tp_comm_overlap, "tp_comm_overlap",
+       "TP collectives pipelined with their GEMMs (needs sp), 0,1 (default: the profile's stack)",
+       bits, 0, 0, true, true, "tpo", 3, [](const Plan& p) { return tri(p.tp_comm_overlap); },
+       [](Plan& p, int v) { p.tp_comm_overlap = untri(v); }},
+  }};
+  return t;
+}
+
+}  // namespace
+
+std::string KnobDef::text(int value) const {
+  if (value == kUnset) return "";
+  if (is_integer()) return std::to_string(value);
+  return value >= 0 && value < int(words.size()) ? words[value] : "?";
+}
+
+std::string KnobDef::option() const {
+  std::string o = std::string("--") + name;
+  for (char& ch : o)
+    if (ch == '_') ch = '-';
+  return o;
+}
+
+const std::array<KnobDef, kNumKnobs>& knob_table() {
+  static const std::array<KnobDef, kNumKnobs> table = make_table();
+  return table;
+}
+
+const KnobDef* find_knob(std::string_view name) {
+  for (const KnobDef& k : knob_table())
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+std::vector<std::string> knob_names() {
+  std::vector<std::string> out;
+  for (const KnobDef& k : knob_table()) out.push_back(k.name);
+  return out;
+}
+
+int parse_knob_value(const KnobDef& k, const std::string& text, const std::string& origin) {
+  if (!k.is_integer()) {
+    std::string list;
+    for (size_t i = 0; i < k.words.size(); ++i) {
+      if (k.words[i] == text) return int(i);
+      list += (i ? ", " : "") + k.words[i];
+    }
+    throw InputError(origin, 0, k.name,
+                     "unknown value '" + text + "' (expected one of " + list + ")");
+  }
+  long long v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty())
+    throw InputError(origin, 0, k.name, "expected an integer, got '" + text + "'");
+  if (k.hi - k.lo <= 3 && (v < k.lo || v > k.hi)) {  // a short list: name it
+    std::string list;
+    for (int x = k.lo; x <= k.hi; ++x)
+      list += (x == k.lo ? "" : x == k.hi ? " or " : ", ") + std::to_string(x);
+    throw InputError(origin, 0, k.name, "must be " + list + ", got " + std::to_string(v));
+  }
+  if (v < k.lo)
+    throw InputError(origin, 0, k.name,
+                     std::string(k.lo > 0 ? "must be a positive integer" : "must not be negative") +
+                         ", got " + std::to_string(v));
+  if (v > k.hi) throw InputError(origin, 0, k.name, "must be at most " + std::to_string(k.hi));
+  return static_cast<int>(v);
+}
+
+}  // namespace planner
