@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "planner/error.h"
-#include "planner/report/format.h"
+#include "planner/format.h"
 #include "planner/units.h"
 
 namespace planner::calibrate {

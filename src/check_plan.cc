@@ -2,6 +2,7 @@
 #include <string>
 
 #include "planner/estimate.h"
+#include "planner/format.h"
 
 namespace planner {
 
@@ -159,11 +160,9 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 
 std::string rejection_message(const Estimate& e) {
   if (e.rejection != Rejection::out_of_memory) return e.reason;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "out of memory: the plan needs %.1f GiB per GPU of %.1f GiB",
-                e.memory_bytes / (1024.0 * 1024 * 1024),
-                e.memory_limit_bytes / (1024.0 * 1024 * 1024));
-  return buf;
+  return fmt("out of memory: the plan needs %.1f GiB per GPU of %.1f GiB",
+             e.memory_bytes / (1024.0 * 1024 * 1024),
+             e.memory_limit_bytes / (1024.0 * 1024 * 1024));
 }
 
 }  // namespace planner

@@ -4,7 +4,7 @@
 #include "planner/framework.h"
 
 #include "planner/error.h"
-#include "planner/report/format.h"
+#include "planner/format.h"
 
 namespace planner {
 namespace {

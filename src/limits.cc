@@ -1,6 +1,6 @@
 #include "planner/limits.h"
 
-#include "planner/report/format.h"
+#include "planner/format.h"
 
 namespace planner::limits {
 

@@ -6,8 +6,8 @@
 #include <queue>
 
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/limits.h"
-#include "planner/report/format.h"
 
 namespace planner {
 

@@ -9,13 +9,13 @@
 
 #include "cli/commands.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/file.h"
 #include "planner/io/knobs.h"
 #include "planner/io/model_io.h"
 #include "planner/io/output.h"
 #include "planner/limits.h"
-#include "planner/report/format.h"
 #include "planner/report/trace.h"
 #include "planner/units.h"
 

@@ -8,6 +8,7 @@
 #include "cli/outputs.h"
 #include "cli/vary.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/json.h"
 #include "planner/limits.h"
@@ -64,14 +65,11 @@ double diff_pct(double v, double base) {
 
 std::string cell(const Metric& m, const Column& c, const Column& base, bool is_base) {
   if (!c.e.ok()) return "infeasible";
-  char buf[96];
-  std::snprintf(buf, sizeof buf, m.format, m.get(c.e));
-  std::string out = buf;
+  std::string out = fmt(m.format, m.get(c.e));
   if (is_base || !base.e.ok()) return out;
   const double d = diff_pct(m.get(c.e), m.get(base.e));
   if (d != d) return out + " (new)";
-  std::snprintf(buf, sizeof buf, " (%+.1f%%)", d);
-  return out + buf;
+  return out + fmt(" (%+.1f%%)", d);
 }
 
 /// Rows of a label and cells, each column as wide as its widest cell plus two; no trailing blanks.
@@ -95,12 +93,9 @@ std::string columns_text(
 }
 
 void print_table(std::ostream& out, const Inputs& in, const std::vector<Column>& cols) {
-  char buf[1024];
-  std::snprintf(buf, sizeof buf,
-                "# planner %s compare\n# model   %s (%s): %.2fB parameters, seq %d\n",
-                PLANNER_VERSION, in.model.name.c_str(), in.model_file.c_str(),
-                in.model.total_params() / 1e9, in.model.seq_len);
-  out << buf;
+  out << fmt("# planner %s compare\n# model   %s (%s): %.2fB parameters, seq %d\n", PLANNER_VERSION,
+             in.model.name.c_str(), in.model_file.c_str(), in.model.total_params() / 1e9,
+             in.model.seq_len);
   for (size_t i = 0; i < cols.size(); ++i) {
     const Column& c = cols[i];
     out << "# [" << i + 1 << "] " << c.v.label << ": " << c.v.cluster.name << " ("

@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "planner/emit.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/output.h"
 #include "planner/limits.h"
 #include "planner/report/svg.h"
@@ -52,9 +53,7 @@ std::string emit_line(const Inputs& in, const Plan& p, const OutputArgs& a,
   if (a.seq_len > 0) cmd += " --seq-len " + std::to_string(a.seq_len);
   if (o.tp_across_nodes) cmd += " --tp-across-nodes";
   if (o.memory_limit_bytes > 0) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, " --memory-limit-GiB %.6g", o.memory_limit_bytes / kGiB);
-    cmd += buf;
+    cmd += fmt(" --memory-limit-GiB %.6g", o.memory_limit_bytes / kGiB);
   }
   const std::string name = to_string(f);
   return cmd + " --framework " + name + " --out launch-" + name;

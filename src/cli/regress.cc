@@ -6,9 +6,9 @@
 
 #include "cli/commands.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/json.h"
 #include "planner/limits.h"
-#include "planner/report/format.h"
 #include "planner/report/report.h"
 
 namespace planner::cli {

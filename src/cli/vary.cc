@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/cluster_io.h"
 #include "planner/limits.h"
-#include "planner/report/format.h"
 #include "planner/units.h"
 
 namespace planner::cli {

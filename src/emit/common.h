@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "planner/emit.h"
-#include "planner/report/format.h"
+#include "planner/format.h"
 
 namespace planner::emit::detail {
 

@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/yaml_util.h"
 #include "planner/limits.h"
-#include "planner/report/format.h"
 #include "planner/units.h"
 
 namespace planner::io {

@@ -1,7 +1,7 @@
 #include <cstdio>
 #include <ostream>
 
-#include "planner/report/format.h"
+#include "planner/format.h"
 #include "planner/report/report.h"
 #include "planner/units.h"
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "planner/report/format.h"
+#include "planner/format.h"
 #include "planner/report/svg.h"
 #include "planner/units.h"
 

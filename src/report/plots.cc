@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <set>
 
-#include "planner/report/format.h"
+#include "planner/format.h"
 #include "planner/report/svg.h"
 #include "planner/units.h"
 

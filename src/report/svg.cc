@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "planner/report/format.h"
+#include "planner/format.h"
 
 namespace planner::svg {
 namespace {

@@ -1,8 +1,8 @@
 #include <cstdio>
 #include <ostream>
 
+#include "planner/format.h"
 #include "planner/limits.h"
-#include "planner/report/format.h"
 #include "planner/report/report.h"
 #include "planner/units.h"
 
@@ -107,16 +107,12 @@ void print_context(std::ostream& out, const RunContext& ctx) {
 void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchResult& r) {
   print_context(out, ctx);
   if (!r.frameworks.empty()) out << frameworks_line(r.frameworks, true);
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "# %s in %.3f s\n", counts_line(r).c_str(), r.search_time_s);
-  out << buf;
-  if (r.simulated > 0) {
-    std::snprintf(buf, sizeof buf,
-                  "# best %d re-ranked by the pipeline simulator (%s); closed form within %.1f%% "
-                  "of it\n",
-                  r.simulated, split_of(r.frameworks).c_str(), r.max_closed_form_gap_pct);
-    out << buf;
-  }
+  out << fmt("# %s in %.3f s\n", counts_line(r).c_str(), r.search_time_s);
+  if (r.simulated > 0)
+    out << fmt(
+        "# best %d re-ranked by the pipeline simulator (%s); closed form within %.1f%% "
+        "of it\n",
+        r.simulated, split_of(r.frameworks).c_str(), r.max_closed_form_gap_pct);
   if (r.closed_form_only > 0)
     out << fmt(
         "# %d more by the closed form alone: the search's simulation budget (%.0e tasks) "
@@ -139,13 +135,10 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
     out << fmt(" %8.3f %7.1f %6.1f %9.1f %7.1f %5.1f", e.iteration_time_s, e.tflops_per_gpu,
                100 * e.mfu, e.memory_bytes / kGiB, 100 * e.bubble_fraction,
                100 * e.exposed_comm_fraction);
-    std::snprintf(buf, sizeof buf, " %-12s", compact_list(e.partition).c_str());
-    out << buf;
+    out << fmt(" %-12s", compact_list(e.partition).c_str());
     if (ctx.train_tokens > 0) {
       const double seconds = ctx.train_tokens / e.tokens_per_s;
-      std::snprintf(buf, sizeof buf, " %7.1f %9.3g", seconds / kSecondsPerDay,
-                    seconds * p.gpus() / kSecondsPerHour);
-      out << buf;
+      out << fmt(" %7.1f %9.3g", seconds / kSecondsPerDay, seconds * p.gpus() / kSecondsPerHour);
     }
     if (several) out << fmt("  %-9s", e.framework ? to_string(*e.framework) : "");
     out << "  --plan \"" << to_plan_string(p) << "\"\n";

@@ -7,7 +7,7 @@
 #include <tuple>
 
 #include "planner/error.h"
-#include "planner/report/format.h"
+#include "planner/format.h"
 #include "planner/units.h"
 #include "planner/validate.h"
 
@@ -131,11 +131,8 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
         !seen.insert({k.gemm.m, k.gemm.n, k.gemm.k, k.gemm.batch}).second)
       continue;
     const double eff = k.flops / (m.kernel_s[i] * peak);
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "      - [%.0f, %.0f, %.0f, %.0f, %s, %.4f]\n", k.gemm.m,
-                  k.gemm.n, k.gemm.k, k.gemm.batch, to_string(w.plan.dtype),
-                  std::clamp(eff, 1e-4, 1.0));
-    block << buf;
+    block << fmt("      - [%.0f, %.0f, %.0f, %.0f, %s, %.4f]\n", k.gemm.m, k.gemm.n, k.gemm.k,
+                 k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
   }
   // With an attention reference (a production fused kernel timed at the workload's shapes), its
   // forward and backward FLOP rates over the peak become software.flash_efficiency and
@@ -153,9 +150,7 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
       w.config.attention == AttentionKernel::flash && seconds[0] > 0 && seconds[1] > 0;
   const std::string source = comment_text(m.attention_reference_source);
   auto efficiency_line = [&](const char* key, int bwd) {
-    char value[32];
-    std::snprintf(value, sizeof value, "%.4f",
-                  std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
+    const std::string value = fmt("%.4f", std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
     return std::string("  ") + key + ": " + value + "  # planner validate: " + source + ", " +
            date + "\n";
   };

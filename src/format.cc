@@ -1,4 +1,4 @@
-#include "planner/report/format.h"
+#include "planner/format.h"
 
 #include <cstdio>
 
