@@ -15,22 +15,16 @@ AttentionKernel attention_of(const Plan& p, const ClusterProfile& c) {
 
 namespace {
 
-/// Per physical stage: one micro-batch's forward and backward over its chunks, and the
-/// stage-to-stage transfers the closed form serialises with them (twice per chunk).
-struct StageTimes {
-  std::vector<double> t;
-  int critical = 0;
-  double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, cp = 0, p2p = 0;
-};
-
-StageTimes stage_times(const Stages& st, const PlanCosts& pc, const Plan& p) {
-  thread_local StageTimes r;
-  r = StageTimes{std::move(r.t)};
+/// Step 3 of an estimate: per-stage times of one micro-batch, and the critical stage's parts.
+void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTimes& r) {
+  std::vector<double> t = std::move(r.t);
+  r = StageTimes{};
+  r.t = std::move(t);
   r.t.assign(p.pp, 0.0);
   r.p2p = p.pp > 1 ? 2.0 * p.vpp * pc.p2p_s : 0.0;
-  for (size_t vs = 0; vs < st.chunks.size(); ++vs)
-    r.t[vs % p.pp] += st.chunks[vs].fwd_s + st.chunks[vs].bwd_s;
-  for (double& t : r.t) t += r.p2p, r.sum += t;
+  for (size_t vs = 0, s = 0; vs < st.chunks.size(); ++vs, s = s + 1 == size_t(p.pp) ? 0 : s + 1)
+    r.t[s] += st.chunks[vs].fwd_s + st.chunks[vs].bwd_s;  // s = vs % pp
+  for (double& x : r.t) x += r.p2p, r.sum += x;
   r.critical = int(std::max_element(r.t.begin(), r.t.end()) - r.t.begin());
   r.t_max = r.t[r.critical];
   for (size_t vs = r.critical; vs < st.chunks.size(); vs += p.pp) {
@@ -38,86 +32,43 @@ StageTimes stage_times(const Stages& st, const PlanCosts& pc, const Plan& p) {
         r.weight += st.chunks[vs].bwd_weight_s;
     r.compute += st.chunk_compute_s[vs], r.tp += st.chunk_tp_s[vs], r.cp += st.chunk_cp_s[vs];
   }
-  return r;
 }
 
-Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                  const EstimateOptions& o, const EstimateCache* cache, const Partition* part,
-                  bool simulated, SimResult* sim_out, bool trace) {
-  Estimate e;
-  e.plan = p;
-  e.framework = o.framework;
-  e.memory_limit_bytes = o.memory_limit_bytes > 0 ? o.memory_limit_bytes : c.gpu.hbm_bytes;
-  e.rejection = check_plan(m, c, p, o, o.reasons ? &e.reason : nullptr);
-  if (!e.ok()) return e;
-  BlockLayout own;
-  if (!cache) own = block_layout(m);
-  const BlockLayout& layout = cache ? cache->layout : own;
-  const PlanCosts pc =
-      plan_costs(m, c, p, layout, cache ? &cache->layer : nullptr, cache ? &cache->head : nullptr);
-  thread_local Partition even;
-  thread_local Stages st;
-  if (!part) even = even_partition(layout.count(), p.pp * p.vpp);
-  build_stages(layout, pc, p, part ? *part : even, st);
-  const int mb = p.microbatches();
-
-  SimResult sim;
-  if (simulated) {
-    sim = simulate({p.schedule, p.pp, p.vpp, mb, st.chunks, pc.p2p_s, trace});
-    if (!sim.ok()) {
-      e.rejection = Rejection::schedule_invalid;
-      e.reason = sim.error;
-      return e;
-    }
-  }
-  for (int s = 0; s < p.pp; ++s) {  // memory: the most loaded stage
-    const double in_flight = simulated ? double(sim.peak_in_flight[s]) / p.vpp : in_flight_on(p, s);
+/// Step 4: memory of the most loaded stage, with the simulated peak of micro-batches in flight
+/// when there is one. False (and the estimate rejected) when it does not fit.
+bool fits(const Stages& st, const Plan& p, const SimResult* sim, Estimate& e) {
+  for (int s = 0; s < p.pp; ++s) {
+    const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : in_flight_on(p, s);
     const MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight);
     if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
   }
-  e.partition = st.blocks_per_stage;
-  e.chunk_partition = part ? *part : even;
-  if (e.memory_bytes > e.memory_limit_bytes) {
-    e.rejection = Rejection::out_of_memory;
-    return e;
-  }
+  if (e.memory_bytes <= e.memory_limit_bytes) return true;
+  e.rejection = Rejection::out_of_memory;
+  return false;
+}
 
-  const StageTimes tt = stage_times(st, pc, p);
-  const double weight_fraction = tt.t_max > 0 ? tt.weight / tt.t_max : 0.0;
-  const double closed =
-      pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction);
-  const double pipe = simulated ? sim.makespan_s : closed;
-  const BlockCost& decoder = pc.shape.back();
-  e.layer_compute = decoder.compute;
-  e.layer = decoder.times;
-
-  double params_rank = 0;
-  for (const StageLoad& l : st.load) params_rank = std::max(params_rank, l.params);
-  const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, decoder.compute,
-                            st.blocks_per_stage[tt.critical]);
-  Breakdown& b = e.breakdown;
+/// Step 6: where the iteration's time goes. The idle time of the critical stage is split into
+/// transfers and bubble: the closed form serialises the transfers (m of them per stage) and
+/// charges the rest to fill and drain; the simulator overlaps them with other stages' work and
+/// measures how long the stage waited for an input in transfer, the rest being the bubble
+/// (interleaved plans keep theirs, about (p - 1) / (v m) of the pipeline).
+Breakdown attribute(const StageTimes& tt, int mb, double pipe, const SimResult* sim,
+                    const DpCost& dp, double optimizer_s) {
+  Breakdown b;
   b.compute_s = mb * tt.compute;
   b.tp_comm_s = mb * tt.tp;
   b.cp_comm_s = mb * tt.cp;
-  // The idle time of the critical stage, split into transfers and bubble. The closed form
-  // serialises the transfers (m of them per stage) and charges the rest to fill and drain; the
-  // simulator overlaps them with other stages' work and measures how long the stage waited for
-  // an input in transfer: the rest is the bubble (interleaved plans keep theirs, about
-  // (p - 1) / (v m) of the pipeline).
   const double idle = std::max(0.0, pipe - b.compute_s - b.tp_comm_s - b.cp_comm_s);
-  b.pp_comm_s = std::min(idle, simulated ? sim.transfer_wait_s[tt.critical] : mb * tt.p2p);
+  b.pp_comm_s = std::min(idle, sim ? sim->transfer_wait_s[tt.critical] : mb * tt.p2p);
   b.bubble_s = idle - b.pp_comm_s;
   b.dp_comm_s = dp.exposed;
-  b.optimizer_s = optimizer_step_s(c.gpu, params_rank / (p.zero >= 1 ? p.weight_replicas() : 1));
-  e.dp_comm_total_s = dp.total;
+  b.optimizer_s = optimizer_s;
+  return b;
+}
 
-  e.iteration_time_s = pipe + b.dp_comm_s + b.optimizer_s;
-  e.closed_form_time_s = closed + b.dp_comm_s + b.optimizer_s;
-  e.simulated = simulated;
-  if (simulated) {
-    e.stage_busy_s = sim.busy_s, e.stage_idle_s = sim.idle_s, e.peak_in_flight = sim.peak_in_flight;
-    if (sim_out) *sim_out = std::move(sim);
-  }
+/// Step 7: the figures a report ranks and prints.
+void metrics(const ModelSpec& m, const ClusterProfile& c, const Plan& p, Estimate& e) {
+  const Breakdown& b = e.breakdown;
   const double gpus = p.gpus();
   e.tokens_per_s = double(p.gbs) * m.seq_len / e.iteration_time_s;
   e.tflops_per_gpu = model_flops_per_iteration(m, p.gbs) / e.iteration_time_s / gpus / kTera;
@@ -125,20 +76,90 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   e.bubble_fraction = b.bubble_s / e.iteration_time_s;
   e.exposed_comm_fraction =
       (b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s) / e.iteration_time_s;
+}
+
+/// One estimate, in steps over explicit values: structure -> stages -> pipeline timing ->
+/// memory -> DP cost -> attribution -> metrics. `ws` holds every step's storage.
+Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                  const EstimateOptions& o, const EstimateCache* cache, const Partition* part,
+                  bool simulated, SimResult* sim_out, bool trace, Workspace& ws) {
+  // 1. Structure: the plan's own checks and the framework's.
+  Estimate e;
+  e.plan = p;
+  e.framework = o.framework;
+  e.memory_limit_bytes = o.memory_limit_bytes > 0 ? o.memory_limit_bytes : c.gpu.hbm_bytes;
+  e.rejection = check_plan(m, c, p, o, o.reasons ? &e.reason : nullptr);
+  if (!e.ok()) return e;
+  // 2. Stages: every block's cost, cut by the partition.
+  BlockLayout own;
+  if (!cache) own = block_layout(m);
+  const BlockLayout& layout = cache ? cache->layout : own;
+  const PlanCosts pc =
+      plan_costs(m, c, p, layout, cache ? &cache->layer : nullptr, cache ? &cache->head : nullptr);
+  if (!part) ws.even = even_partition(layout.count(), p.pp * p.vpp);
+  const Partition& used = part ? *part : ws.even;
+  build_stages(layout, pc, p, used, ws.stages);
+  const Stages& st = ws.stages;
+  const int mb = p.microbatches();
+  // 3. Pipeline timing: the closed form, and the simulator when asked.
+  SimResult sim;
+  if (simulated) {
+    sim = simulate({p.schedule, p.pp, p.vpp, mb, st.chunks, pc.p2p_s, trace}, &ws.sim);
+    if (!sim.ok()) {
+      e.rejection = Rejection::schedule_invalid;
+      e.reason = sim.error;
+      return e;
+    }
+  }
+  const SimResult* simmed = simulated ? &sim : nullptr;
+  // 4. Memory.
+  const bool fit = fits(st, p, simmed, e);
+  if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
+  if (!fit) return e;
+  StageTimes& tt = ws.times;
+  stage_times(st, pc, p, tt);
+  const double weight_fraction = tt.t_max > 0 ? tt.weight / tt.t_max : 0.0;
+  const double closed =
+      pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction);
+  const double pipe = simulated ? sim.makespan_s : closed;
+  // 5. DP cost over the dp x cp replicas of the most loaded stage's weights.
+  const BlockCost& decoder = pc.shape.back();
+  double params_rank = 0;
+  for (const StageLoad& l : st.load) params_rank = std::max(params_rank, l.params);
+  const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, decoder.compute,
+                            st.blocks_per_stage[tt.critical], &ws.zero3);
+  // 6. Attribution.
+  const double optimizer =
+      optimizer_step_s(c.gpu, params_rank / (p.zero >= 1 ? p.weight_replicas() : 1));
+  e.breakdown = attribute(tt, mb, pipe, simmed, dp, optimizer);
+  e.dp_comm_total_s = dp.total;
+  e.iteration_time_s = pipe + e.breakdown.dp_comm_s + e.breakdown.optimizer_s;
+  e.closed_form_time_s = closed + e.breakdown.dp_comm_s + e.breakdown.optimizer_s;
+  e.simulated = simulated;
+  if (o.detail) e.layer_compute = decoder.compute, e.layer = decoder.times;
+  if (simulated) {
+    e.stage_busy_s = sim.busy_s, e.stage_idle_s = sim.idle_s, e.peak_in_flight = sim.peak_in_flight;
+    if (sim_out) *sim_out = std::move(sim);
+  }
+  // 7. Metrics.
+  metrics(m, c, p, e);
   return e;
 }
 
 }  // namespace
 
 Estimate estimate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                  const EstimateOptions& o, const EstimateCache* cache) {
-  return evaluate(m, c, p, o, cache, nullptr, false, nullptr, false);
+                  const EstimateOptions& o, const EstimateCache* cache, Workspace* ws) {
+  if (ws) return evaluate(m, c, p, o, cache, nullptr, false, nullptr, false, *ws);
+  Workspace own;
+  return evaluate(m, c, p, o, cache, nullptr, false, nullptr, false, own);
 }
 
 Estimate simulate_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                        const EstimateOptions& o, const Partition* part, SimResult* sim,
                        bool trace) {
-  return evaluate(m, c, p, o, nullptr, part, true, sim, trace);
+  Workspace ws;
+  return evaluate(m, c, p, o, nullptr, part, true, sim, trace, ws);
 }
 
 Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p,

@@ -244,8 +244,12 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
   const int keep =
       o.simulate_candidates > 0 ? std::max(4 * o.top_k, o.simulate_candidates) : o.top_k;
   TopK top(std::max(1, keep), o.objective);
+  // Plans are ranked on a small result (no messages, no per-stage detail), in storage the search
+  // owns; the plans it keeps are estimated in full at the end.
   EstimateOptions eo = o.estimate;
   eo.reasons = false;
+  eo.detail = false;
+  Workspace ws;
   const AttentionKernel attn = o.attention.value_or(c.software.attention);
   using K = KnobId;
   const InnerKnobs inner(k);
@@ -303,7 +307,7 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
                     inner.apply(at, p);
                     work.check();
                     layer_costs();
-                    Estimate e = estimate(m, c, p, eo, &cache);
+                    Estimate e = estimate(m, c, p, eo, &cache, &ws);
                     if (e.ok() || e.rejection == Rejection::out_of_memory) work.estimate();
                     ++r.rejections[int(e.rejection)];
                     if (e.rejection == Rejection::out_of_memory) {
@@ -323,6 +327,10 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
           }
   r.top = top.sorted();
   if (o.simulate_candidates > 0) rerank_simulated(m, c, o, r);
+  for (Estimate& e : r.top)  // the closed form's detail for those the simulator did not time
+    if (!e.simulated) e = estimate(m, c, e.plan, o.estimate);
+  if (r.any_memory_rejection)
+    r.closest_infeasible = estimate(m, c, r.closest_infeasible.plan, o.estimate);
   r.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.estimate.framework) r.frameworks = {*o.estimate.framework};
   return r;

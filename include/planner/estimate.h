@@ -79,6 +79,9 @@ struct EstimateOptions {
   bool tp_across_nodes = false;
   double memory_limit_bytes = 0;  ///< 0: the GPU's HBM
   bool reasons = true;            ///< build rejection messages (the search turns this off)
+  /// Fill the per-stage detail (partitions, the decoder layer's split). The search ranks without
+  /// it and computes it only for the plans it keeps.
+  bool detail = true;
   /// The framework the plan is for: its refusals are checked and `balanced` partitions are tried
   /// only where it splits layers unevenly. None (the library's default; the commands default to
   /// megatron): the cost model alone, with the one limit both frameworks share (no ZeRO-2/3 with
@@ -105,10 +108,30 @@ struct EstimateCache {
   HeadCompute head;
 };
 
+/// Per physical stage: one micro-batch's forward and backward over its chunks with the
+/// stage-to-stage transfers the closed form serialises with them; the critical (slowest) stage's
+/// parts.
+struct StageTimes {
+  std::vector<double> t;
+  int critical = 0;
+  double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, cp = 0, p2p = 0;
+};
+
+/// Storage an estimate reuses: the caller that estimates many plans (the search) owns one, so
+/// that no plan allocates. Estimates made without one use their own.
+struct Workspace {
+  Partition even;
+  Stages stages;
+  StageTimes times;
+  SimScratch sim;
+  std::vector<double> zero3;
+};
+
 /// The closed-form estimate of one plan on the even partition: pipeline time (m-1) t_max + sum,
 /// or its interleaved and ZB-H1 forms. The fast pre-filter of the search.
 Estimate estimate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                  const EstimateOptions& o = {}, const EstimateCache* cache = nullptr);
+                  const EstimateOptions& o = {}, const EstimateCache* cache = nullptr,
+                  Workspace* ws = nullptr);
 
 /// The plan run through the event-driven simulator on `part` (blocks per virtual stage; the even
 /// partition when null), with memory from the simulated peak of micro-batches in flight. `sim`,

@@ -31,7 +31,7 @@ struct Zero3Cost {
 Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const LayerCompute& lc, int blocks, double fwd_window, double bwd_window,
                      double gather_wire_s, double gather_latency_s, double scatter_wire_s,
-                     double scatter_latency_s) {
+                     double scatter_latency_s, std::vector<double>* scratch) {
   Zero3Cost z;
   blocks = std::max(1, blocks);
   const LayerShape shape = m.decoder_shape();
@@ -58,7 +58,8 @@ Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     }
     Zero3Buckets b;
     b.scatter_latency_s = scatter_latency_s;
-    const Zero3Pass pass = zero3_pass(steps, blocks, b, c.software.overlap_compute_slowdown);
+    const Zero3Pass pass =
+        zero3_pass(steps, blocks, b, c.software.overlap_compute_slowdown, scratch);
     t += pass.time_s;
     z.total += pass.scatters * scatter_latency_s;
   }
@@ -69,7 +70,8 @@ Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 }  // namespace
 
 DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
-               double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks) {
+               double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks,
+               std::vector<double>* scratch) {
   DpCost d;
   const GroupLayout dpg = dp_group(p, c.gpus_per_node);
   const double bucket = std::min(1.0, ddp_bucket_params(int(p.weight_replicas())) / params_rank);
@@ -101,7 +103,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // stage3_prefetch_bucket_size), one collective per module: modules whose compute is shorter
     // than the next one's gather (the attention core, the projection) leave the compute waiting.
     const Zero3Cost z = zero3_cost(m, c, p, lc, stage_blocks, fwd_window, bwd_window, ag_wire,
-                                   ag_latency, rs_wire, rs_latency);
+                                   ag_latency, rs_wire, rs_latency, scratch);
     d.total = z.total * p.microbatches();
     d.exposed = z.exposed * p.microbatches();
   }

@@ -25,10 +25,7 @@ const char* to_string(TaskKind k) {
 
 namespace {
 
-struct Op {
-  TaskKind kind;
-  int chunk, mb;
-};
+using Op = SimScratch::Op;
 
 /// 1F1B (Narayanan et al. 2021): stage s warms up with min(p-1-s, m) forwards, then alternates.
 /// With zero_bubble, B is only the input gradient, which the stage above waits for, and stage s
@@ -76,11 +73,6 @@ void interleaved(int p, int v, int s, int m, std::vector<Op>& ops) {
 
 /// Buffers reused across calls: the search simulates dozens of plans, each with up to
 /// pp x vpp x m x 3 tasks.
-struct Scratch {
-  std::vector<Op> ops;            ///< every stage's order, back to back
-  std::vector<size_t> begin;      ///< per stage, into ops (size pp + 1)
-  std::vector<double> finish[3];  ///< per kind (F, B, W), [vs * m + mb]; -1 = not yet run
-};
 
 std::string check(const SimInput& in) {
   if (in.pp < 1 || in.vpp < 1 || in.microbatches < 1)
@@ -102,13 +94,14 @@ std::string check(const SimInput& in) {
 
 }  // namespace
 
-SimResult simulate(const SimInput& in) {
+SimResult simulate(const SimInput& in, SimScratch* reuse) {
   SimResult r;
   r.error = check(in);
   if (!r.ok()) return r;
   const int p = in.pp, v = in.vpp, m = in.microbatches, V = p * v;
   const bool zb = in.schedule == Schedule::zb_h1;
-  thread_local Scratch scratch;
+  SimScratch own;
+  SimScratch& scratch = reuse ? *reuse : own;
   std::vector<Op>& ops = scratch.ops;
   ops.clear();
   ops.reserve(size_t(p) * m * v * (zb ? 3 : 2));

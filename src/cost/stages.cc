@@ -161,14 +161,26 @@ void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
   const int last = layout.count() - 1;
   const size_t shapes = pc.shape.size();
   const bool uniform = shapes == 1;  // one block shape (a decoder-only model): n = part[vs]
+  const BlockCost one = uniform ? pc.shape.front() : BlockCost{};
   int b0 = 0;
-  for (int vs = 0; vs < V; ++vs) {
-    const int b1 = b0 + part[vs], s = vs % p.pp;
+  for (int vs = 0, s = 0; vs < V; ++vs, s = s + 1 == p.pp ? 0 : s + 1) {  // s = vs % pp
+    const int b1 = b0 + part[vs];
     ChunkCost cc;
     double compute = 0, tp = 0, cp = 0;
     StageLoad& ld = st.load[s];
-    for (size_t k = 0; k < shapes; ++k) {
-      const int n = uniform ? part[vs] : layout.prefix[k][b1] - layout.prefix[k][b0];
+    if (uniform) {  // the common case, with the block's figures in registers
+      const double n = part[vs];
+      cc = {n * one.fwd_s, n * one.bwd_s, n * one.bwd_weight_s};
+      compute = n * one.compute_s, tp = n * one.tp_comm_s, cp = n * one.cp_comm_s;
+      ld.params += n * one.params;
+      ld.act_per_mb += n * one.act_bytes;
+      if (n > 0) {
+        ld.once_bytes = std::max(ld.once_bytes, one.full_act_bytes);
+        ld.zero3_gather = std::max(ld.zero3_gather, 2.0 * one.largest_matrix);
+      }
+    }
+    for (size_t k = 0; !uniform && k < shapes; ++k) {
+      const int n = layout.prefix[k][b1] - layout.prefix[k][b0];
       if (n == 0) continue;
       const BlockCost& bc = pc.shape[k];
       cc.fwd_s += n * bc.fwd_s, cc.bwd_s += n * bc.bwd_s, cc.bwd_weight_s += n * bc.bwd_weight_s;

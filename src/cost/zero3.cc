@@ -76,14 +76,15 @@ class CommStream {
 }  // namespace
 
 Zero3Pass zero3_pass(const std::vector<Zero3Step>& block, int blocks, const Zero3Buckets& b,
-                     double slowdown) {
+                     double slowdown, std::vector<double>* scratch) {
   Zero3Pass pass;
   if (blocks <= 0 || block.empty()) return pass;
   // Every step is simulated: a pass that is only slightly communication-bound builds its backlog
   // over many blocks, so no early block's increment stands for the rest.
   const size_t per = block.size(), n = per * size_t(blocks);
   auto step = [&](size_t i) -> const Zero3Step& { return block[i % per]; };
-  thread_local std::vector<double> arrived;
+  std::vector<double> own;
+  std::vector<double>& arrived = scratch ? *scratch : own;  // when each step's gather lands
   arrived.assign(n, 0.0);
   CommStream comm;
   double t = 0;

@@ -19,8 +19,10 @@ struct DpCost {
 /// `params_rank`: the most loaded stage's parameters on one rank, before ZeRO; `fwd_window` and
 /// `bwd_window`: one micro-batch's forward and backward on the critical stage (what the last
 /// micro-batch's reduction and the next forward's gathers can hide behind); `lc` and
-/// `stage_blocks`: the decoder block's compute and the critical stage's blocks, for ZeRO-3.
+/// `stage_blocks`: the decoder block's compute and the critical stage's blocks, for ZeRO-3;
+/// `scratch`, when given, storage the ZeRO-3 pass reuses.
 DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
-               double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks);
+               double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks,
+               std::vector<double>* scratch = nullptr);
 
 }  // namespace planner

@@ -52,10 +52,21 @@ struct SimResult {
   bool ok() const { return error.empty(); }
 };
 
+/// Storage simulate() reuses from call to call when the caller owns one (the search's workspace).
+struct SimScratch {
+  struct Op {
+    TaskKind kind;
+    int chunk, mb;
+  };
+  std::vector<Op> ops;            ///< every stage's order, back to back
+  std::vector<size_t> begin;      ///< per stage, into ops (size pp + 1)
+  std::vector<double> finish[3];  ///< per kind (F, B, W), [vs * m + mb]; -1 = not yet run
+};
+
 /// Event-driven simulation of one iteration's pipeline: every stage runs its schedule's task order
 /// (GPipe, 1F1B, Megatron's interleaved 1F1B, ZB-H1), each task starting when its stage is free
 /// and its input has arrived (the neighbour's task plus one transfer). A schedule that cannot
 /// start (too few micro-batches) or complete is refused with a message, never a hang.
-SimResult simulate(const SimInput& in);
+SimResult simulate(const SimInput& in, SimScratch* scratch = nullptr);
 
 }  // namespace planner

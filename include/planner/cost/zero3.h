@@ -51,7 +51,8 @@ struct Zero3Pass {
   double time_s = 0;
   int scatters = 0;  ///< reduce-scatters issued (buckets flushed)
 };
+/// `scratch`, when given, is storage reused from call to call.
 Zero3Pass zero3_pass(const std::vector<Zero3Step>& block, int blocks, const Zero3Buckets& b,
-                     double slowdown);
+                     double slowdown, std::vector<double>* scratch = nullptr);
 
 }  // namespace planner
