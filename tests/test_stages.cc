@@ -377,3 +377,28 @@ TEST_CASE("without SP the receiving stage all-gathers each boundary activation o
   p.sp = true;
   CHECK(plan_costs(m, a100(), p, layout).p2p_gather_s == 0);
 }
+
+TEST_CASE("the logits' forward, backward and weight gradient reach the last chunk separately") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-1.3b.yaml");
+  Plan p = plan(1, 4, 1, 1, 8);
+  p.schedule = Schedule::zb_h1;
+  const BlockLayout layout = block_layout(m);
+  const PlanCosts pc = plan_costs(m, a100(), p, layout);
+  const HeadCompute head =
+      head_compute(m, a100(), {1, 1, 1, false, Dtype::bf16, attention_of(p, a100())});
+  CHECK(pc.logits_fwd_s == head.logits_fwd_s);
+  CHECK(pc.logits_bwd_s == head.logits_bwd_s);
+  // The weight gradient of the output GEMM is part of the backward, and a GEMM of its own.
+  CHECK(pc.logits_bwd_weight_s > 0);
+  CHECK(pc.logits_bwd_weight_s < pc.logits_bwd_s);
+  const Stages st = build_stages(layout, pc, p, even_partition(layout.count(), 4));
+  const BlockCost& b = pc.shape.front();
+  const double n = m.layers / 4.0;
+  CHECK(st.chunks.back().fwd_s == doctest::Approx(n * b.fwd_s + pc.logits_fwd_s));
+  CHECK(st.chunks.back().bwd_s == doctest::Approx(n * b.bwd_s + pc.logits_bwd_s));
+  // ZB-H1 defers exactly the blocks' weight gradients and the logits' (not the loss's kernels).
+  CHECK(st.chunks.back().bwd_weight_s ==
+        doctest::Approx(n * b.bwd_weight_s + pc.logits_bwd_weight_s));
+  CHECK(st.chunks[1].bwd_weight_s == doctest::Approx(n * b.bwd_weight_s));
+  CHECK(st.chunks.front().fwd_s == doctest::Approx(n * b.fwd_s + pc.embed_fwd_s));
+}

@@ -266,11 +266,13 @@ HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const Laye
   h.embed_bwd_s = tokens * m.hidden * kEmbeddingBwdBytesPerElement / bw + gpu.gemm.launch_s;
   h.logits_fwd_s =
       gemm_time_s(gpu, cfg.dtype, logits.fwd) + logit_elems * kCrossEntropyFwdBytes / bw;
-  h.logits_bwd_s = gemm_time_s(gpu, cfg.dtype, logits.bwd_data) +
-                   gemm_time_s(gpu, cfg.dtype, logits.bwd_weight) +
+  h.logits_bwd_weight_s = gemm_time_s(gpu, cfg.dtype, logits.bwd_weight);
+  h.logits_bwd_s = gemm_time_s(gpu, cfg.dtype, logits.bwd_data) + h.logits_bwd_weight_s +
                    logit_elems * kCrossEntropyBwdBytes / bw;
   const double eta = gpu.sustained_efficiency;
-  for (double* t : {&h.embed_fwd_s, &h.embed_bwd_s, &h.logits_fwd_s, &h.logits_bwd_s}) *t /= eta;
+  for (double* t :
+       {&h.embed_fwd_s, &h.embed_bwd_s, &h.logits_fwd_s, &h.logits_bwd_s, &h.logits_bwd_weight_s})
+    *t /= eta;
   return h;
 }
 

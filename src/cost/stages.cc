@@ -109,6 +109,9 @@ PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
         widest, 2.0 * p.mbs * l.sequences * (double(l.seq) / (l.causal ? p.cp : 1)) * l.hidden);
   }
   const HeadCompute head = cached_head ? *cached_head : head_compute(m, c, cfg);
+  pc.embed_fwd_s = head.embed_fwd_s, pc.embed_bwd_s = head.embed_bwd_s;
+  pc.logits_fwd_s = head.logits_fwd_s, pc.logits_bwd_s = head.logits_bwd_s;
+  pc.logits_bwd_weight_s = head.logits_bwd_weight_s;
   pc.embed_s = head.embed_fwd_s + head.embed_bwd_s;
   pc.logits_s = head.logits_fwd_s + head.logits_bwd_s;
   pc.embed_params = double(m.vocab) * m.hidden / p.tp;
@@ -197,13 +200,14 @@ void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
     cc.fwd_s += fwd_gather, cc.bwd_s += bwd_gather;
     tp += fwd_gather + bwd_gather;
     if (b0 <= layout.first_decoder && layout.first_decoder < b1) {
-      cc.fwd_s += pc.embed_s / 3, cc.bwd_s += 2 * pc.embed_s / 3;
+      cc.fwd_s += pc.embed_fwd_s, cc.bwd_s += pc.embed_bwd_s;
       compute += pc.embed_s;
       ld.params += pc.embed_params;
       ld.act_per_mb += pc.embed_act_bytes;
     }
     if (b0 <= last && last < b1) {
-      cc.fwd_s += pc.logits_s / 3, cc.bwd_s += 2 * pc.logits_s / 3;
+      cc.fwd_s += pc.logits_fwd_s, cc.bwd_s += pc.logits_bwd_s;
+      cc.bwd_weight_s += pc.logits_bwd_weight_s;
       compute += pc.logits_s;
       ld.params += pc.output_params;
       ld.once_bytes += pc.logits_bytes;

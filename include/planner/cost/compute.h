@@ -93,7 +93,8 @@ LayerCompute layer_compute(const ModelSpec& m, const ClusterProfile& c, const La
 /// Embedding lookup (first stage) and logits + cross-entropy (last stage) for one micro-batch.
 struct HeadCompute {
   double embed_fwd_s = 0, embed_bwd_s = 0;
-  double logits_fwd_s = 0, logits_bwd_s = 0;
+  double logits_fwd_s = 0, logits_bwd_s = 0;  ///< the backward with its weight gradient
+  double logits_bwd_weight_s = 0;             ///< the output GEMM's weight gradient alone
 };
 HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg);
 

@@ -39,6 +39,10 @@ struct BlockCost {
 struct PlanCosts {
   std::vector<BlockCost> shape;
   double embed_s = 0, logits_s = 0;  ///< forward + backward per micro-batch
+  /// The same per pass: the embedding's forward and backward, the logits' forward, backward
+  /// (data and weight together) and its weight gradient alone (which ZB-H1 defers).
+  double embed_fwd_s = 0, embed_bwd_s = 0, logits_fwd_s = 0, logits_bwd_s = 0,
+         logits_bwd_weight_s = 0;
   double embed_params = 0, output_params = 0;
   double embed_act_bytes = 0;  ///< per micro-batch on the first decoder stage
   double logits_bytes = 0;     ///< one micro-batch at a time on the last stage
