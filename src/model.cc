@@ -1,5 +1,6 @@
 #include "planner/model.h"
 
+#include "planner/block.h"
 #include "planner/error.h"
 #include "planner/limits.h"
 
@@ -17,16 +18,7 @@ const char* to_string(ComponentType t) {
   return "?";
 }
 
-double LayerShape::params() const {
-  const double h = hidden, f = ffn;
-  if (!attention) return double(in_features) * f + f * h;
-  const double d = head_dim();
-  const double qkv = h * (heads + 2.0 * kv_heads) * d;
-  const double proj = heads * d * h;
-  const double mlp = (swiglu ? 3.0 : 2.0) * h * f;
-  const double norms = 2.0 * h;
-  return qkv + proj + mlp + norms;
-}
+double LayerShape::params() const { return block_model(*this).params(); }
 
 double LayerShape::flops_per_sample() const {
   // 2 FLOPs per weight and token forward, twice that backward; attention scores and context

@@ -27,19 +27,22 @@ void add_tp_collectives(const ModelSpec& m, const ClusterProfile& c, const Plan&
   if (p.tp == 1) return;
   const GroupLayout g = tp_group(p, c.gpus_per_node);
   const double act = 2.0 * p.mbs * (double(m.seq_len) / p.cp) * m.hidden;
-  const int recompute = p.recompute == Recompute::full ? 2 : 0;  // the forward's again
+  // One collective (or all-gather + reduce-scatter pair) per row-parallel linear of the block
+  // model in each pass (Korthikanti et al. 2022, Fig. 5); full recompute runs the forward's again.
+  const int n = block_model(m.decoder_shape()).tp_collectives();
+  const int recompute = p.recompute == Recompute::full ? n : 0;
   auto add = [&](const char* name, Collective coll, Pass pass, int count) {
     w.collectives.push_back(
         {name, coll, act, p.tp, pass, count, collective_time_s(c, coll, act, g)});
   };
-  if (p.sp) {  // two allgather + reduce-scatter pairs each way (Korthikanti et al. 2022, Fig. 5)
-    add("tp_allgather", Collective::allgather, Pass::forward, 2);
-    add("tp_reduce_scatter", Collective::reduce_scatter, Pass::forward, 2);
-    add("tp_allgather", Collective::allgather, Pass::backward_data, 2 + recompute);
-    add("tp_reduce_scatter", Collective::reduce_scatter, Pass::backward_data, 2 + recompute);
+  if (p.sp) {
+    add("tp_allgather", Collective::allgather, Pass::forward, n);
+    add("tp_reduce_scatter", Collective::reduce_scatter, Pass::forward, n);
+    add("tp_allgather", Collective::allgather, Pass::backward_data, n + recompute);
+    add("tp_reduce_scatter", Collective::reduce_scatter, Pass::backward_data, n + recompute);
   } else {
-    add("tp_allreduce", Collective::allreduce, Pass::forward, 2);
-    add("tp_allreduce", Collective::allreduce, Pass::backward_data, 2 + recompute);
+    add("tp_allreduce", Collective::allreduce, Pass::forward, n);
+    add("tp_allreduce", Collective::allreduce, Pass::backward_data, n + recompute);
   }
 }
 

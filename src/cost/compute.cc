@@ -102,9 +102,10 @@ LinearShapes linear_shapes(double tokens, double in, double out) {
 
 namespace {
 
-/// One rank's slice of a block: tokens per micro-batch and the TP-sharded widths.
+/// One rank's slice of a block for its element-wise kernels: tokens per micro-batch and the
+/// TP-sharded MLP widths (the GEMMs' shapes are the block model's).
 struct Shard {
-  double tokens, h, qkv_out, attn_in, mlp_in, mlp_up, mlp_down_in;
+  double tokens, h, mlp_up, mlp_down_in;
 };
 
 Shard shard_of(const LayerShape& l, const LayerConfig& cfg) {
@@ -113,27 +114,20 @@ Shard shard_of(const LayerShape& l, const LayerConfig& cfg) {
   Shard s;
   s.tokens = double(cfg.mbs) * l.sequences * l.seq / cp;
   s.h = l.hidden;
-  s.mlp_in = l.attention ? l.hidden : l.in_features;
-  s.qkv_out = l.attention ? (l.heads + 2.0 * l.kv_heads) * l.head_dim() / t : 0;
-  s.attn_in = l.attention ? l.heads * double(l.head_dim()) / t : 0;
   s.mlp_up = (l.swiglu ? 2.0 : 1.0) * l.ffn / t;
   s.mlp_down_in = double(l.ffn) / t;
   return s;
 }
 
-void add_gemms(const Gpu& gpu, Dtype dt, const Shard& s, bool attention, std::vector<Kernel>& out) {
-  std::vector<std::pair<const char*, LinearShapes>> linears = {
-      {"fc1", linear_shapes(s.tokens, s.mlp_in, s.mlp_up)},
-      {"fc2", linear_shapes(s.tokens, s.mlp_down_in, s.h)}};
-  if (attention) {
-    linears.insert(linears.begin(), {{"qkv", linear_shapes(s.tokens, s.h, s.qkv_out)},
-                                     {"proj", linear_shapes(s.tokens, s.attn_in, s.h)}});
-  }
-  for (const auto& [name, l] : linears) {
+/// The block model's linears, each as three GEMMs (forward, backward data, backward weight).
+void add_gemms(const Gpu& gpu, Dtype dt, const BlockModel& bm, std::vector<Kernel>& out) {
+  for (const Module& m : bm) {
+    if (m.kind != ModuleKind::linear) continue;
+    const LinearShapes l = linear_shapes(bm.tokens, m.in, m.out);
     for (auto [pass, g] : {std::pair{Pass::forward, l.fwd},
                            {Pass::backward_data, l.bwd_data},
                            {Pass::backward_weight, l.bwd_weight}})
-      out.push_back({name, KernelClass::gemm, pass, g, 0, g.flops(), gemm_time_s(gpu, dt, g)});
+      out.push_back({m.name, KernelClass::gemm, pass, g, 0, g.flops(), gemm_time_s(gpu, dt, g)});
   }
 }
 
@@ -216,7 +210,7 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
                                   const LayerConfig& cfg) {
   const Shard s = shard_of(l, cfg);
   std::vector<Kernel> k;
-  add_gemms(c.gpu, cfg.dtype, s, l.attention, k);
+  add_gemms(c.gpu, cfg.dtype, block_model(l, {cfg.tp, cfg.cp, cfg.mbs, cfg.sp, cfg.attention}), k);
   if (l.attention) add_attention(l, c, cfg, k);
   add_elementwise(l, s, c, cfg, k);
   for (Kernel& x : k) x.time_s /= c.gpu.sustained_efficiency;

@@ -3,35 +3,15 @@
 #include <algorithm>
 #include <cassert>
 
+#include "planner/block.h"
+
 namespace planner {
 
-/// Korthikanti et al. 2022, Table 2, term by term (no parallelism: sbh(34 + 5as/h)):
-///   outside the TP region, 10 sbh: two layer-norm inputs (4), two dropout masks (2), the QKV
-///   and MLP GEMM inputs (2 + 2); sharded by t only with sequence parallelism;
-///   inside the TP region, 24 sbh / t: Q and the projection input (2 + 2 sbh), K and V
-///   (2 + 2 s b g d), the activation input (2 s b f_up) and the fc2 input (2 s b f);
-///   attention scores, softmax and its dropout, 5 a s^2 b / t: gone with selective recompute or a
-///   flash kernel, which keeps only fp32 softmax statistics (4 a s b / t).
-/// Full recompute keeps only each layer's input, 2 sbh (sharded with sequence parallelism).
+/// The block model's stored bytes (block.h), which follow Korthikanti et al. 2022, Table 2, term
+/// by term (no parallelism: sbh(34 + 5as/h)).
 double activation_bytes_per_layer(const LayerShape& l, int mbs, int tp, int cp, bool sp,
                                   Recompute r, AttentionKernel attn) {
-  const double s = double(l.seq) / (l.causal ? cp : 1) * l.sequences, b = mbs, h = l.hidden;
-  const double t = tp, sbh = s * b * h;
-  const double outside_tp = sp ? t : 1.0;
-  const double f = l.ffn, f_up = l.swiglu ? 2.0 * f : f;
-  if (!l.attention)  // projector MLP: its input, the activation input and the fc2 input
-    return r == Recompute::full ? 2.0 * s * b * l.in_features
-                                : 2.0 * s * b * l.in_features + s * b * (2.0 * f_up + 2.0 * f) / t;
-  if (r == Recompute::full) return 2.0 * sbh / outside_tp;
-  const double d = l.head_dim(), g = l.kv_heads, a = l.heads;
-  const double non_tp = 10.0 * sbh;
-  const double tp_part = s * b * (4.0 * h + 4.0 * g * d + 2.0 * f_up + 2.0 * f);
-  double core = 0;
-  if (attn == AttentionKernel::flash)
-    core = 4.0 * a * s * b;
-  else if (r == Recompute::none)
-    core = 5.0 * a * s * double(l.seq) * b;
-  return non_tp / outside_tp + (tp_part + core) / t;
+  return block_model(l, {tp, cp, mbs, sp, attn}).stored_bytes(r);
 }
 
 double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp, Recompute r,

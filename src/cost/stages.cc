@@ -31,14 +31,15 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
                      const LayerCompute& lc, AttentionKernel attn) {
   const GroupLayout tpg = tp_group(p, c.gpus_per_node);
   const int cp = l.causal ? p.cp : 1;
+  const BlockModel bm = block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn});
   const double act = 2.0 * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
-  // Two collectives forward (after the projection and fc2), two backward (at the QKV and fc1
-  // inputs); one each for an MLP-only block: allreduce, or allgather + reduce-scatter of the same
+  // One collective per row-parallel linear in each pass (after the projection and fc2 forward,
+  // at the QKV and fc1 inputs backward): allreduce, or allgather + reduce-scatter of the same
   // bytes with sequence parallelism (Korthikanti et al. 2022, Figure 5).
   const double ag = p.sp ? collective_time_s(c, Collective::allgather, act, tpg) : 0.0;
   const double rs = p.sp ? collective_time_s(c, Collective::reduce_scatter, act, tpg) : 0.0;
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
-  const double per_pass = (l.attention ? 2 : 1) * one;
+  const double per_pass = bm.tp_collectives() * one;
   double fwd_tp = per_pass, bwd_tp = per_pass;
   if (overlaps_of(p, c).tp_comm && p.sp && p.tp > 1 && tpg.nodes == 1) {
     // Transformer Engine's userbuffer overlap (Megatron --tp-comm-overlap, which needs sequence
@@ -52,12 +53,14 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
     auto beside = [&](double t, double gemm_s) {
       return exposed_after_overlap(t, gemm_s, tail, slow);
     };
-    const auto& g = lc.linear;
-    fwd_tp = beside(ag, g[kFc1].fwd_s) + beside(rs, g[kFc2].fwd_s);
-    bwd_tp = beside(ag, g[kFc2].bwd_data_s) + beside(rs, g[kFc1].bwd_weight_s);
-    if (l.attention) {
-      fwd_tp += beside(ag, g[kQkv].fwd_s) + beside(rs, g[kProj].fwd_s);
-      bwd_tp += beside(ag, g[kProj].bwd_data_s) + beside(rs, g[kQkv].bwd_weight_s);
+    fwd_tp = bwd_tp = 0;
+    for (const Module& m : bm) {  // each collective beside the GEMM the block model pairs it with
+      if (m.kind != ModuleKind::linear) continue;
+      const LinearTimes& g = lc.linear[m.linear];
+      if (m.column_parallel)
+        fwd_tp += beside(ag, g.fwd_s), bwd_tp += beside(rs, g.bwd_weight_s);
+      else if (m.tp_collectives > 0)
+        fwd_tp += beside(rs, g.fwd_s), bwd_tp += beside(ag, g.bwd_data_s);
     }
   }
   double cp_fwd = 0;
@@ -82,12 +85,11 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
   b.compute_s = b.times.fwd_compute_s + b.times.bwd_compute_s;
   b.cp_comm_s = 3 * cp_fwd + (p.recompute == Recompute::full ? cp_fwd : 0.0);
   b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s;
-  b.params = l.params() / p.tp;
-  b.act_bytes = activation_bytes_per_layer(l, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn);
-  b.full_act_bytes = activation_bytes_per_layer(l, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn);
-  const double up = double(l.ffn) * (l.swiglu ? 2.0 : 1.0);
-  b.largest_matrix =
-      (l.attention ? l.hidden * up : std::max(l.in_features * up, up * l.hidden)) / p.tp;
+  b.params = bm.params() / p.tp;
+  b.act_bytes = bm.stored_bytes(p.recompute);
+  b.full_act_bytes = bm.stored_bytes(Recompute::none);
+  for (const Module& m : bm)  // ZeRO-3 gathers one module's weights at a time
+    if (m.gathered) b.largest_matrix = std::max(b.largest_matrix, m.params / p.tp);
   return b;
 }
 

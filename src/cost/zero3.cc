@@ -3,43 +3,45 @@
 #include <algorithm>
 #include <array>
 
+#include "planner/block.h"
+
 namespace planner {
 
 std::vector<Zero3Step> zero3_block_steps(const LayerShape& l, const LayerCompute& lc, int tp,
                                          Recompute r, bool backward) {
-  const double t = tp, h = l.hidden, f = l.ffn, up = f * (l.swiglu ? 2.0 : 1.0);
+  // The block model's modules in order: each linear gathers its weights before it runs; the
+  // attention core (with the block's element-wise work, or, in an MLP-only block, the first
+  // linear) computes on what it has.
+  const BlockModel bm = block_model(l, {tp, 1, 1, false, AttentionKernel::flash});
   const auto& g = lc.linear;
+  const bool has_core = l.attention;
   std::vector<Zero3Step> fwd;
-  if (l.attention) {
-    const double d = l.head_dim();
-    fwd = {{g[kQkv].fwd_s, h * (l.heads + 2.0 * l.kv_heads) * d / t},
-           {lc.fwd_attn_s + lc.fwd_elementwise_s, 0},
-           {g[kProj].fwd_s, l.heads * d * h / t},
-           {g[kFc1].fwd_s, h * up / t},
-           {g[kFc2].fwd_s, f * h / t}};
-  } else {
-    fwd = {{g[kFc1].fwd_s + lc.fwd_elementwise_s, l.in_features * up / t},
-           {g[kFc2].fwd_s, f * h / t}};
+  std::vector<int> linear_of;  // per forward step: its LinearIndex, or -1 for the core
+  for (const Module& m : bm) {
+    if (m.kind == ModuleKind::attention_core) {
+      fwd.push_back({lc.fwd_attn_s + lc.fwd_elementwise_s, 0});
+      linear_of.push_back(-1);
+    } else if (m.kind == ModuleKind::linear) {
+      const bool first = fwd.empty() && !has_core;
+      fwd.push_back({g[m.linear].fwd_s + (first ? lc.fwd_elementwise_s : 0.0), m.params / tp});
+      linear_of.push_back(m.linear);
+    }
   }
   if (!backward) return fwd;
   std::vector<Zero3Step> out;
   if (r == Recompute::full) out = fwd;  // the recomputed forward gathers its parameters again
-  auto linear = [&](LinearIndex i, double params, double extra) {
-    Zero3Step s{g[i].bwd_data_s + g[i].bwd_weight_s + extra, params};
-    s.grad_params = params;
-    out.push_back(s);
-  };
   const double core =
       lc.bwd_attn_s + lc.bwd_elementwise_s + (r == Recompute::selective ? lc.fwd_attn_s : 0.0);
-  if (l.attention) {
-    linear(kFc2, fwd[4].params, 0);
-    linear(kFc1, fwd[3].params, 0);
-    linear(kProj, fwd[2].params, 0);
-    out.push_back({core, 0});
-    linear(kQkv, fwd[0].params, 0);
-  } else {
-    linear(kFc2, fwd[1].params, 0);
-    linear(kFc1, fwd[0].params, core);
+  for (size_t i = fwd.size(); i-- > 0;) {  // backward: the reverse order
+    if (linear_of[i] < 0) {
+      out.push_back({core, 0});
+      continue;
+    }
+    const LinearTimes& t = g[linear_of[i]];
+    const bool last = i == 0 && !has_core;  // an MLP-only block's fc1 also runs the core's work
+    Zero3Step s{t.bwd_data_s + t.bwd_weight_s + (last ? core : 0.0), fwd[i].params};
+    s.grad_params = fwd[i].params;
+    out.push_back(s);
   }
   return out;
 }

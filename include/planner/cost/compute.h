@@ -2,6 +2,7 @@
 #include <array>
 #include <vector>
 
+#include "planner/block.h"
 #include "planner/cluster.h"
 #include "planner/model.h"
 
@@ -35,8 +36,7 @@ LinearShapes linear_shapes(double tokens, double in, double out);
 struct LinearTimes {
   double fwd_s = 0, bwd_data_s = 0, bwd_weight_s = 0;
 };
-/// The linear layers of a block, in LayerCompute::linear (an MLP-only block has fc1 and fc2).
-enum LinearIndex { kQkv, kProj, kFc1, kFc2, kNumLinears };
+// The linear layers of a block (LinearIndex, in LayerCompute::linear) are the block model's.
 
 /// What one transformer layer costs one rank for one micro-batch (seconds and FLOPs).
 struct LayerCompute {

@@ -1,0 +1,71 @@
+#pragma once
+/// One block (a transformer layer, a ViT layer, a projector MLP) as an ordered list of modules:
+/// what each multiplies, holds and keeps for the backward. The parameter count, the GEMMs of the
+/// compute model (and so the validate workload), the activation memory under each recompute
+/// mode, the TP collectives per pass and ZeRO-3's module-by-module gathers all read it.
+///
+/// The next blocks are new module kinds, not new code paths: a mixture-of-experts layer adds a
+/// router (a linear), routed experts (a linear with `experts` > 1 run as a grouped GEMM at the
+/// per-expert token count) and the dispatch and combine all-to-all (a collective kind); multi-head
+/// latent attention replaces qkv by down- and up-projections (linears) with the compressed KV as
+/// the attention core's stored bytes; sliding-window attention is an attention core whose key
+/// length is the window.
+#include <array>
+#include <vector>
+
+#include "planner/cluster.h"
+#include "planner/model.h"
+#include "planner/plan.h"
+
+namespace planner {
+
+/// The linear layers of a block (an MLP-only block has fc1 and fc2).
+enum LinearIndex { kQkv, kProj, kFc1, kFc2, kNumLinears };
+
+enum class ModuleKind { norm, linear, attention_core, activation };
+
+struct Module {
+  const char* name = "";
+  ModuleKind kind = ModuleKind::norm;
+  int linear = -1;         ///< LinearIndex of a linear module
+  double in = 0, out = 0;  ///< a linear's weight, in x out, on one TP rank
+  double params = 0;       ///< weights before TP sharding (norms: their scale)
+  /// Activation bytes it keeps for the backward, per micro-batch on one rank, indexed by Recompute
+  /// (Korthikanti et al. 2022, Table 2, term by term).
+  std::array<double, 3> stored{};
+  /// Megatron's TP split: a column-parallel linear (its output sharded: qkv, fc1) takes the
+  /// all-gather of its input with sequence parallelism, and its input gradient's reduce-scatter
+  /// overlaps its weight gradient; a row-parallel one (proj, fc2) is followed by one TP
+  /// collective per pass (the all-reduce, or the reduce-scatter whose backward all-gather
+  /// overlaps its data gradient). TP-communication overlap pipelines each with that GEMM.
+  bool column_parallel = false;
+  int tp_collectives = 0;  ///< TP collectives after it in each pass (the row-parallel linears)
+  bool gathered = false;   ///< its weights are gathered before it runs under ZeRO-3
+};
+
+/// The layer configuration the modules depend on.
+struct BlockConfig {
+  int tp = 1, cp = 1, mbs = 1;
+  bool sp = false;
+  AttentionKernel attention = AttentionKernel::flash;
+};
+
+/// Modules a block may have (fixed storage: the search builds a block model per plan).
+inline constexpr int kMaxModules = 16;
+
+struct BlockModel {
+  std::array<Module, kMaxModules> storage{};
+  int count = 0;
+  double tokens = 0;                                      ///< tokens per micro-batch on one rank
+  const Module* begin() const { return storage.data(); }  ///< the modules, forward order
+  const Module* end() const { return storage.data() + count; }
+  void add(const Module& m) { storage.at(count++) = m; }
+  double params() const;  ///< before TP sharding
+  double stored_bytes(Recompute r) const;
+  int tp_collectives() const;
+  const Module* linear(int index) const;  ///< nullptr when the block has none such
+};
+
+BlockModel block_model(const LayerShape& l, const BlockConfig& cfg = {});
+
+}  // namespace planner
