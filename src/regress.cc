@@ -29,13 +29,8 @@ std::optional<Dtype> dtype_of(const std::string& precision) {
 /// The knobs a row fixes take its value; the others keep the full default range.
 KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl) {
   KnobSpace k = default_knobs(c.model, cl, c.num_gpus);
-  auto fix = [](const std::optional<int>& v, std::vector<int>& dst) {
-    if (v) dst = {*v};
-  };
-  using K = KnobId;
-  fix(c.tp, k[K::tp]), fix(c.pp, k[K::pp]), fix(c.cp, k[K::cp]), fix(c.vpp, k[K::vpp]);
-  fix(c.mbs, k[K::mbs]), fix(c.zero, k[K::zero]), fix(c.sp, k[K::sp]), fix(c.dp, k[K::dp]);
-  if (c.recompute) k[K::recompute] = {int(*c.recompute)};
+  for (const KnobDef& d : knob_table())  // what the row fixes; the search chooses the rest
+    if (const std::optional<int> v = c.knob(d.id)) k[d.id] = {*v};
   return k;
 }
 

@@ -30,11 +30,13 @@ TEST_CASE("regression cases parse, with quoted commas and empty knobs") {
   REQUIRE(cases.size() == 1);
   const RegressionCase& c = cases[0];
   CHECK(c.source == "Paper, Table 1");
-  CHECK(c.model.kv_heads == 24);  // empty kv_heads = heads
-  CHECK(c.tp == 1);
-  CHECK(!c.vpp.has_value());
-  CHECK(!c.mbs.has_value());
-  CHECK(c.recompute == Recompute::full);
+  CHECK(c.model.kv_heads == 24);   // empty kv_heads = heads
+  CHECK(c.knob(KnobId::tp) == 1);  // the knob columns are read through the knob table
+  CHECK(!c.knob(KnobId::vpp).has_value());
+  CHECK(!c.knob(KnobId::mbs).has_value());
+  CHECK(c.knob(KnobId::recompute) == int(Recompute::full));
+  CHECK(c.knob(KnobId::zero) == 0);
+  CHECK(!c.knob(KnobId::schedule).has_value());  // not a column of the format
   CHECK(*c.measured_tflops_per_gpu == 137);
 }
 
@@ -44,8 +46,12 @@ TEST_CASE("malformed case files name the line and the column") {
         "c.csv:2: column 'num_gpus': expected an integer from 1 to 1048576, got 'abc'");
   std::string bad = kRow;
   bad.replace(bad.find(",full,"), 6, ",most,");
-  CHECK(error_of(kHeader + bad) ==
-        "c.csv:2: column 'recompute': expected none, selective or full, got 'most'");
+  CHECK(
+      error_of(kHeader + bad) ==
+      "c.csv:2: column 'recompute': unknown value 'most' (expected one of none, selective, full)");
+  bad = kRow;
+  bad.replace(bad.find(",0,full,"), 8, ",4,full,");
+  CHECK(error_of(kHeader + bad) == "c.csv:2: column 'zero': must be 0, 1, 2 or 3, got 4");
   bad = kRow;
   bad.replace(bad.find("megatron-hfu"), 12, "guess");
   CHECK(error_of(kHeader + bad) ==

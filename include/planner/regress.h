@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 #include <map>
 #include <optional>
 #include <string>
@@ -6,6 +7,7 @@
 
 #include "planner/cluster.h"
 #include "planner/estimate.h"
+#include "planner/knob_table.h"
 #include "planner/model.h"
 
 namespace planner {
@@ -17,9 +19,11 @@ struct RegressionCase {
   std::string id, source, cluster, precision, flops_formula;
   int num_gpus = 0;
   ModelSpec model;
-  std::optional<int> tp, pp, dp, cp, vpp, mbs, zero, sp;
+  /// The plan knobs the row fixes, by knob-table row (its integer encoding); the knob table's
+  /// rows that are columns of the file (tp, pp, dp, cp, sp, vpp, mbs, zero, recompute) are read.
+  std::array<std::optional<int>, kNumKnobs> knobs;
+  std::optional<int> knob(KnobId id) const { return knobs[static_cast<int>(id)]; }
   int gbs = 0;
-  std::optional<Recompute> recompute;
   std::optional<double> measured_iter_time_s, measured_tflops_per_gpu;
 };
 

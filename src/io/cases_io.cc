@@ -4,6 +4,7 @@
 
 #include "planner/error.h"
 #include "planner/io/file.h"
+#include "planner/knob_table.h"
 #include "planner/limits.h"
 #include "planner/regress.h"
 
@@ -92,9 +93,6 @@ class Row {
     fail(col, "expected an integer from " + std::to_string(min) + " to " +
                   std::to_string(kMaxKnob) + ", got '" + f_[col] + "'");
   }
-  std::optional<int> maybe(int col, int min = 1) const {
-    return empty(col) ? std::nullopt : std::optional<int>(integer(col, min));
-  }
 
  private:
   const std::vector<std::string>& f_;
@@ -142,22 +140,17 @@ RegressionCase read_case(const Row& r, int line) {
   m.swiglu = swiglu == 1;
   m.vocab = r.integer(col("vocab"));
   m.seq_len = r.integer(col("seq"));
-  c.tp = r.maybe(col("tp")), c.pp = r.maybe(col("pp")), c.dp = r.maybe(col("dp"));
-  c.cp = r.maybe(col("cp")), c.vpp = r.maybe(col("vpp")), c.mbs = r.maybe(col("mbs"));
-  c.sp = r.maybe(col("sp"), 0), c.zero = r.maybe(col("zero"), 0);
-  if (c.sp && *c.sp > 1) r.fail(col("sp"), "expected 0 or 1, got '" + r.text(col("sp")) + "'");
-  if (c.zero && *c.zero > 3)
-    r.fail(col("zero"), "expected 0, 1, 2 or 3, got '" + r.text(col("zero")) + "'");
+  // The knob columns, read as the knob table reads a --plan value (an empty cell: not fixed).
+  for (const KnobDef& k : knob_table()) {
+    const int at = col(k.name);
+    if (at < 0 || k.id == KnobId::gbs || r.empty(at)) continue;
+    try {
+      c.knobs[static_cast<int>(k.id)] = parse_knob_value(k, r.text(at), "");
+    } catch (const InputError& e) {
+      r.fail(at, e.message());
+    }
+  }
   c.gbs = r.integer(col("gbs"));
-  const std::string& rc = r.text(col("recompute"));
-  if (rc == "none")
-    c.recompute = Recompute::none;
-  else if (rc == "selective")
-    c.recompute = Recompute::selective;
-  else if (rc == "full")
-    c.recompute = Recompute::full;
-  else if (!rc.empty())
-    r.fail(col("recompute"), "expected none, selective or full, got '" + rc + "'");
   c.precision = r.text(col("precision"));
   if (!r.empty(col("measured_iter_time_s")))
     c.measured_iter_time_s = r.number(col("measured_iter_time_s"));
