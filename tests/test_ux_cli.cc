@@ -112,7 +112,27 @@ TEST_CASE("compare: bad --vary text and too few columns") {
   check_error(c + " --vary tp=3",
               "option --vary: tp*pp*cp = 24 does not divide the baseline's 1024 GPUs");
   check_error(c + " --vary fast",
-              "option --vary: 'fast': expected NAME*FACTOR, cluster=FILE or KNOB=VALUE");
+              "option --vary: 'fast': expected NAME*FACTOR, cluster=FILE, framework=NAME or "
+              "KNOB=VALUE");
+  check_error(c + " --vary framework=jax",
+              "option --vary: unknown framework 'jax' (expected megatron or deepspeed)");
+  // A column for another framework: the same plan on its stack, its refusals its own.
+  const Run fw = planner(
+      "compare --model configs/models/llama3-70b.yaml --cluster "
+      "hw_profiles/dgx-h100-80gb.yaml --plan "
+      "tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=selective,sp=1 "
+      "--vary framework=deepspeed --vary zero=2,pp=1,dp=8 "
+      "--vary framework=deepspeed,zero=2,pp=1,dp=8 --format json");
+  REQUIRE(fw.rc == 0);
+  const nlohmann::json cols = nlohmann::json::parse(fw.out)["columns"];
+  CHECK(cols[0]["framework"] == "megatron");
+  CHECK(cols[1]["framework"] == "deepspeed");
+  // DeepSpeed runs without TP-communication overlap: the same plan's TP time is exposed.
+  CHECK(cols[1]["breakdown"]["tp_comm_s"].get<double>() >
+        2 * cols[0]["breakdown"]["tp_comm_s"].get<double>());
+  CHECK(cols[2]["feasible"] == false);  // zero=2 under Megatron-LM (the default)
+  CHECK(cols[2]["reason"].get<std::string>().rfind("Megatron-LM cannot express zero=2", 0) == 0);
+  CHECK(cols[3]["feasible"] == true);
   const Run oom = planner(c + " --vary \"hbm_size*0.25\"");
   CHECK(oom.rc == 0);
   CHECK(oom.out.find("# [2] infeasible: out of memory") != std::string::npos);

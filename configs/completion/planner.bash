@@ -116,7 +116,7 @@ _planner() {
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --plan) :; return ;;
-        --vary) _planner_words 'cluster= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap='; compopt -o nospace 2>/dev/null; return ;;
+        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap='; compopt -o nospace 2>/dev/null; return ;;
         --gpus) :; return ;;
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;

@@ -100,7 +100,8 @@ void print_table(std::ostream& out, const Inputs& in, const std::vector<Column>&
     const Column& c = cols[i];
     out << "# [" << i + 1 << "] " << c.v.label << ": " << c.v.cluster.name << " ("
         << c.v.cluster_file << "), " << c.v.cluster.gpu.name << ", --plan \""
-        << to_plan_string(c.v.plan) << "\"\n";
+        << to_plan_string(c.v.plan) << "\""
+        << (c.e.framework ? std::string(", ") + to_string(*c.e.framework) : std::string()) << "\n";
   }
   out << "# differences in % against [1]\n#\n";
   std::vector<std::pair<std::string, std::vector<std::string>>> rows(1);
@@ -181,7 +182,9 @@ int run_compare(const CompareArgs& a) {
   const EstimateOptions o = estimate_options(a);
   std::vector<Column> cols;
   for (Variant& v : variants(a, in, plan)) {
-    Estimate e = refine(in.model, cluster_for(v.cluster, o.framework), v.plan, o);
+    EstimateOptions vo = o;  // a column's own framework=NAME, else --framework
+    if (v.framework) vo.framework = v.framework;
+    Estimate e = refine(in.model, cluster_for(v.cluster, vo.framework), v.plan, vo);
     if (e.ok()) require_finite(e);
     cols.push_back({std::move(v), std::move(e)});
   }

@@ -64,7 +64,7 @@ std::string member_values(const CLI::Option* o) {
 }
 
 std::string vary_words() {
-  std::string words = "cluster=";
+  std::string words = "cluster= framework=";
   for (const std::string& n : vary_scale_names()) words += " " + n + "*";
   for (const std::string& k : knob_names()) words += " " + k + "=";
   return words;

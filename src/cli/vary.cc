@@ -146,7 +146,8 @@ Variant apply_vary(const Variant& base, const std::string& text) {
   std::vector<std::pair<std::string, std::string>> knobs;
   const std::vector<std::string> changes = split(text, ',');
   if (changes.empty())
-    throw InputError("", 0, "--vary", "expected NAME*FACTOR, cluster=FILE or KNOB=VALUE");
+    throw InputError("", 0, "--vary",
+                     "expected NAME*FACTOR, cluster=FILE, framework=NAME or KNOB=VALUE");
   for (const std::string& change : changes) {
     v.label += (v.label.empty() ? "" : ",") + change;
     const size_t star = change.find('*'), eq = change.find('=');
@@ -157,6 +158,8 @@ Variant apply_vary(const Variant& base, const std::string& text) {
       } catch (const InputError& e) {  // name the change: a column may hold several
         throw InputError("", 0, "--vary", "'" + change + "': " + e.message());
       }
+    } else if (eq != std::string::npos && change.substr(0, eq) == "framework") {
+      v.framework = parse_framework(change.substr(eq + 1), "--vary");
     } else if (eq != std::string::npos && change.substr(0, eq) == "cluster") {
       v.cluster_file = change.substr(eq + 1);
       v.cluster = io::load_cluster(v.cluster_file);
@@ -165,8 +168,9 @@ Variant apply_vary(const Variant& base, const std::string& text) {
     } else if (eq != std::string::npos) {
       knobs.push_back({change.substr(0, eq), change.substr(eq + 1)});
     } else {
-      throw InputError("", 0, "--vary",
-                       "'" + change + "': expected NAME*FACTOR, cluster=FILE or KNOB=VALUE");
+      throw InputError(
+          "", 0, "--vary",
+          "'" + change + "': expected NAME*FACTOR, cluster=FILE, framework=NAME or KNOB=VALUE");
     }
   }
   if (!knobs.empty()) v.plan = vary_plan(base.plan, knobs);

@@ -4,6 +4,7 @@
 ///   TEXT   := CHANGE[,CHANGE...]            the changes of one column, applied together
 ///   CHANGE := NAME*FACTOR                   scale a number of the cluster profile
 ///           | cluster=FILE                  another cluster profile (A100 -> H100)
+///           | framework=NAME                the plan for another framework, on its stack
 ///           | KNOB=VALUE                    a plan knob, as in --plan (zero=3, mbs=2, tp=4 ...)
 ///   NAME   := ib_busbw | ib_latency         InfiniBand (inter-node) bus bandwidth, latency
 ///           | nvlink_busbw | nvlink_latency NVLink/NVSwitch (intra-node) bus bandwidth, latency
@@ -12,6 +13,7 @@
 ///
 /// Changing tp, pp or cp without dp keeps the GPU count (dp follows); changing vpp without
 /// schedule picks interleaved for vpp > 1 and 1f1b otherwise.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@ struct Variant {
   std::string cluster_file;
   ClusterProfile cluster;
   Plan plan;
+  std::optional<Framework> framework;  ///< set by framework=NAME; else the command's --framework
 };
 
 /// The scalable profile numbers, in documentation order.
