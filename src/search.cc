@@ -228,111 +228,156 @@ struct SearchWork {
   }
 };
 
+/// One search's state: the knob space, the memoised layer costs of the current (tp, cp, mbs,
+/// sp) cell, the workspace every estimate reuses, the top plans and the counts.
+class Searcher {
+ public:
+  Searcher(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k, const SearchOptions& o)
+      : m_(m),
+        c_(c),
+        k_(k),
+        o_(o),
+        inner_(k),
+        at_(inner_.knobs.size()),
+        top_(std::max(1, o.simulate_candidates > 0 ? std::max(4 * o.top_k, o.simulate_candidates)
+                                                   : o.top_k),
+             o.objective) {
+    cache_.layout = block_layout(m);
+    blocks_ = cache_.layout.count();
+    check_space(k, o, blocks_);
+    plans_per_pp_ = inner_plans(k, blocks_);
+    r_.feasible = PlotSample(o.plot_points);
+    // Plans are ranked on a small result (no messages, no per-stage detail); the plans kept are
+    // estimated in full at the end.
+    eo_ = o.estimate;
+    eo_.reasons = false;
+    eo_.detail = false;
+    attn_ = o.attention.value_or(c.software.attention);
+  }
+
+  /// Every plan of one (GPU count, tp, cp, mbs, sp) cell: each pp, then the inner knobs.
+  void cell(int gpus, int tp, int cp, int mbs, int sp) {
+    computed_ = false;
+    for (size_t ip = 0; ip < k_[KnobId::pp].size(); ++ip) {
+      Plan p;
+      p.tp = tp, p.cp = cp, p.pp = k_[KnobId::pp][ip], p.mbs = mbs, p.sp = sp != 0;
+      p.gbs = o_.global_batch, p.dtype = o_.dtype, p.attention = o_.attention;
+      const long long model_parallel = 1LL * tp * cp * p.pp;
+      p.dp = static_cast<int>(gpus / model_parallel);
+      const std::vector<int>& dps = k_[KnobId::dp];
+      const bool divides = model_parallel * p.dp == gpus &&
+                           (dps.empty() || std::find(dps.begin(), dps.end(), p.dp) != dps.end());
+      // A rejection that no inner knob changes is counted for all of them at once, as if each
+      // had been tried.
+      const Rejection shared =
+          divides ? check_layout(m_, c_, p, eo_, nullptr) : Rejection::gpus_mismatch;
+      if (shared != Rejection::none) {
+        r_.evaluated += plans_per_pp_[ip];
+        r_.rejections[int(shared)] += plans_per_pp_[ip];
+        continue;
+      }
+      inner_plans_of(p);
+    }
+  }
+
+  /// The ranked result: the simulator's re-ranking, then the full detail of what is kept.
+  SearchResult finish() {
+    r_.top = top_.sorted();
+    if (o_.simulate_candidates > 0) rerank_simulated(m_, c_, o_, r_);
+    for (Estimate& e : r_.top)  // the closed form's detail for those the simulator did not time
+      if (!e.simulated) e = estimate(m_, c_, e.plan, o_.estimate);
+    if (r_.any_memory_rejection)
+      r_.closest_infeasible = estimate(m_, c_, r_.closest_infeasible.plan, o_.estimate);
+    if (o_.estimate.framework) r_.frameworks = {*o_.estimate.framework};
+    return std::move(r_);
+  }
+
+ private:
+  /// vpp, the schedules it allows, then the odometer over the other inner knobs.
+  void inner_plans_of(Plan& p) {
+    for (int vpp : k_[KnobId::vpp]) {
+      if (!vpp_tried(k_, blocks_, p.pp, vpp)) continue;  // a default meant for other pp
+      for (Schedule sched : schedules_for(vpp, p.pp, k_[KnobId::schedule])) {
+        std::fill(at_.begin(), at_.end(), 0);
+        do {
+          p.vpp = vpp, p.schedule = sched;
+          inner_.apply(at_, p);
+          record(p);
+        } while (inner_.advance(at_));
+      }
+    }
+  }
+
+  void record(const Plan& p) {
+    ++r_.evaluated;
+    work_.check();
+    layer_costs(p);
+    Estimate e = estimate(m_, c_, p, eo_, &cache_, &ws_);
+    if (e.ok() || e.rejection == Rejection::out_of_memory) work_.estimate();
+    ++r_.rejections[int(e.rejection)];
+    if (e.rejection == Rejection::out_of_memory) {
+      r_.any_memory_rejection = true;
+      if (r_.closest_infeasible.memory_bytes == 0 ||
+          e.memory_bytes < r_.closest_infeasible.memory_bytes)
+        r_.closest_infeasible = e;
+    }
+    if (e.ok()) {
+      top_.offer(e);
+      r_.feasible.add(e.memory_bytes, e.tflops_per_gpu);
+    }
+  }
+
+  /// The layer costs of the cell, computed once the first plan needs them: cells whose GPU
+  /// counts none of the pp values fit cost only their enumeration.
+  void layer_costs(const Plan& p) {
+    if (computed_) return;
+    computed_ = true;
+    const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, o_.dtype, attn_};
+    cache_.layer.clear();
+    for (const LayerShape& shape : cache_.layout.shapes)
+      cache_.layer.push_back(layer_compute(shape, c_, cfg));
+    cache_.head = head_compute(m_, c_, cfg);
+  }
+
+  const ModelSpec& m_;
+  const ClusterProfile& c_;
+  const KnobSpace& k_;
+  const SearchOptions& o_;
+  const InnerKnobs inner_;
+  std::vector<size_t> at_;
+  TopK top_;
+  EstimateCache cache_;
+  EstimateOptions eo_;
+  AttentionKernel attn_ = AttentionKernel::flash;
+  Workspace ws_;
+  SearchWork work_;
+  SearchResult r_;
+  std::vector<long long> plans_per_pp_;
+  int blocks_ = 0;
+  bool computed_ = false;
+};
+
 }  // namespace
 
 SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace& k,
                     const SearchOptions& o) {
-  EstimateCache cache;
-  cache.layout = block_layout(m);
-  const int blocks = cache.layout.count();
-  check_space(k, o, blocks);
-  const std::vector<long long> plans_per_pp = inner_plans(k, blocks);
-  SearchWork work;
   const auto start = std::chrono::steady_clock::now();
-  SearchResult r;
-  r.feasible = PlotSample(o.plot_points);
-  const int keep =
-      o.simulate_candidates > 0 ? std::max(4 * o.top_k, o.simulate_candidates) : o.top_k;
-  TopK top(std::max(1, keep), o.objective);
-  // Plans are ranked on a small result (no messages, no per-stage detail), in storage the search
-  // owns; the plans it keeps are estimated in full at the end.
-  EstimateOptions eo = o.estimate;
-  eo.reasons = false;
-  eo.detail = false;
-  Workspace ws;
-  const AttentionKernel attn = o.attention.value_or(c.software.attention);
+  Searcher s(m, c, k, o);
   using K = KnobId;
-  const InnerKnobs inner(k);
-  std::vector<size_t> at(inner.knobs.size());
-  const double outer = double(o.gpus.size() * k[K::tp].size() * k[K::cp].size() * k[K::mbs].size() *
+  const double cells = double(o.gpus.size() * k[K::tp].size() * k[K::cp].size() * k[K::mbs].size() *
                               k[K::sp].size());
-  double outer_done = 0;
+  double done = 0;
   for (int gpus : o.gpus)
     for (int tp : k[K::tp])
       for (int cp : k[K::cp])
         for (int mbs : k[K::mbs])
           for (int sp : k[K::sp]) {
-            if (o.progress) o.progress(outer_done / outer);
-            outer_done += 1;
-            // The layer costs of this (tp, cp, mbs, sp), computed once the first plan needs them:
-            // ranges whose GPU counts none of the pp values fit cost only their enumeration.
-            bool computed = false;
-            const auto layer_costs = [&] {
-              if (computed) return;
-              computed = true;
-              const LayerConfig cfg{tp, cp, mbs, sp != 0, o.dtype, attn};
-              cache.layer.clear();
-              for (const LayerShape& shape : cache.layout.shapes)
-                cache.layer.push_back(layer_compute(shape, c, cfg));
-              cache.head = head_compute(m, c, cfg);
-            };
-            for (size_t ip = 0; ip < k[K::pp].size(); ++ip) {
-              const int pp = k[K::pp][ip];
-              Plan p;
-              p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.gbs = o.global_batch;
-              p.dtype = o.dtype;
-              p.attention = o.attention;
-              const long long model_parallel = 1LL * tp * cp * pp;
-              p.dp = static_cast<int>(gpus / model_parallel);
-              const std::vector<int>& dps = k[K::dp];
-              const bool divides =
-                  model_parallel * p.dp == gpus &&
-                  (dps.empty() || std::find(dps.begin(), dps.end(), p.dp) != dps.end());
-              // A rejection that no vpp, schedule, ZeRO stage or recomputation changes is counted
-              // for all of them at once, as if each had been tried.
-              const Rejection shared =
-                  divides ? check_layout(m, c, p, eo, nullptr) : Rejection::gpus_mismatch;
-              if (shared != Rejection::none) {
-                r.evaluated += plans_per_pp[ip];
-                r.rejections[int(shared)] += plans_per_pp[ip];
-                continue;
-              }
-              for (int vpp : k[K::vpp]) {
-                if (!vpp_tried(k, blocks, pp, vpp)) continue;  // a default meant for other pp
-                for (Schedule sched : schedules_for(vpp, pp, k[K::schedule])) {
-                  std::fill(at.begin(), at.end(), 0);
-                  do {
-                    ++r.evaluated;
-                    p.vpp = vpp, p.schedule = sched;
-                    inner.apply(at, p);
-                    work.check();
-                    layer_costs();
-                    Estimate e = estimate(m, c, p, eo, &cache, &ws);
-                    if (e.ok() || e.rejection == Rejection::out_of_memory) work.estimate();
-                    ++r.rejections[int(e.rejection)];
-                    if (e.rejection == Rejection::out_of_memory) {
-                      r.any_memory_rejection = true;
-                      if (r.closest_infeasible.memory_bytes == 0 ||
-                          e.memory_bytes < r.closest_infeasible.memory_bytes)
-                        r.closest_infeasible = e;
-                    }
-                    if (e.ok()) {
-                      top.offer(e);
-                      r.feasible.add(e.memory_bytes, e.tflops_per_gpu);
-                    }
-                  } while (inner.advance(at));
-                }
-              }
-            }
+            if (o.progress) o.progress(done / cells);
+            done += 1;
+            s.cell(gpus, tp, cp, mbs, sp);
           }
-  r.top = top.sorted();
-  if (o.simulate_candidates > 0) rerank_simulated(m, c, o, r);
-  for (Estimate& e : r.top)  // the closed form's detail for those the simulator did not time
-    if (!e.simulated) e = estimate(m, c, e.plan, o.estimate);
-  if (r.any_memory_rejection)
-    r.closest_infeasible = estimate(m, c, r.closest_infeasible.plan, o.estimate);
+  SearchResult r = s.finish();
   r.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (o.estimate.framework) r.frameworks = {*o.estimate.framework};
   return r;
 }
 
