@@ -1,6 +1,8 @@
 // Knob ranges and --gpus lists, through `planner suggest`: the input's lines are, in order, the
 // values of --gpus, --tp, --pp, --cp, --vpp, --mbs, --zero, --sp, --recompute, --schedule and
-// --global-batch. A missing line takes a narrow value (so that an execution stays short and the
+// --global-batch, then (given only when the line is there and not empty) the execution knobs
+// --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap and --framework.
+// A missing line takes a narrow value (so that an execution stays short and the
 // fuzzer's time goes to the lines it changes); an empty line leaves the option out (its default
 // range, as a user who does not give it gets). Half the inputs also draw --plot and --report.
 #include <iterator>
@@ -30,6 +32,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (given && line.empty() && i + 1 < std::size(kOptions)) continue;  // the option's default
     args.insert(args.end(), {kOptions[i], given && !line.empty() ? line : kNarrow[i]});
   }
+  for (const char* extra :
+       {"--overlap-grad-reduce", "--overlap-param-gather", "--tp-comm-overlap", "--framework"})
+    if (std::getline(lines, line) && !line.empty()) args.insert(args.end(), {extra, line});
   if (size % 2)  // half the inputs also draw the plot and write the report
     args.insert(args.end(), {"--plot", fuzz::temp_path("plot.svg"), "--report",
                              fuzz::temp_path("report.html")});
