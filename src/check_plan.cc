@@ -155,7 +155,6 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
       return std::string("ZeRO shards over the data- and context-parallel ranks; dp x cp = 1");
     });
   return check_framework(m, c, p, o, reason);
-  return Rejection::none;
 }
 
 std::string rejection_message(const Estimate& e) {

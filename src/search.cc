@@ -397,8 +397,7 @@ SearchResult merge_results(const std::vector<SearchResult>& parts, const SearchO
     r.simulated += part.simulated;
     r.closed_form_only += part.closed_form_only;
     r.max_closed_form_gap_pct = std::max(r.max_closed_form_gap_pct, part.max_closed_form_gap_pct);
-    for (const auto* points : {&part.feasible.points()})
-      for (const PlotPoint& pt : *points) r.feasible.add(pt[0], pt[1]);
+    for (const PlotPoint& pt : part.feasible.points()) r.feasible.add(pt[0], pt[1]);
     for (const PlotPoint& pt : part.feasible.front()) r.feasible.add(pt[0], pt[1]);
     r.frameworks.insert(r.frameworks.end(), part.frameworks.begin(), part.frameworks.end());
   }

@@ -51,7 +51,7 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
       }
     } else {
       for (const std::string& w : io::parse_word_set(text, option, d.words))
-        values.push_back(int(std::find(d.words.begin(), d.words.end(), w) - d.words.begin()));
+        values.push_back(parse_knob_value(d, w, option));
     }
   }
   if (given(K::vpp)) k.vpp_whole_chunks_only = false;
