@@ -189,8 +189,8 @@ void set_provenance(const Samples& s, const FitSettings& st, const ClusterProfil
                                 std::to_string(s.hbm.size()) + " memory, " +
                                 std::to_string(s.collectives.size()) + " collective samples";
   merged["calibrate.base"] = base_file +
-                             ": datasheet peaks, sustained_efficiency, software, hop latencies "
-                             "and whatever was not measured";
+                             ": datasheet peaks, sustained_efficiency, attention-kernel rates, hop "
+                             "latencies and whatever was not measured";
   p.provenance = merged;
 }
 

@@ -87,8 +87,8 @@ struct FitOutcome {
 
 /// The base profile with every measured part replaced: GPU name, SMs and memory from the run,
 /// hbm_efficiency, the GEMM model (fitted to bf16, else fp16, else the first dtype present) and
-/// each measured tier and collective. Datasheet peaks, hop latencies, the software stack and
-/// unmeasured tiers stay the base's, and the provenance says which is which.
+/// each measured tier and collective. Datasheet peaks, hop latencies, the attention-kernel rates
+/// and unmeasured tiers stay the base's, and the provenance says which is which.
 FitOutcome fit_profile(const Samples& samples, const ClusterProfile& base, const FitSettings& s);
 
 }  // namespace planner::calibrate

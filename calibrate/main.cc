@@ -49,9 +49,10 @@ struct Options {
 void add_options(CLI::App& app, Options& o) {
   app.add_option("--out", o.fit.out_file,
                  "profile YAML to write (atomically), e.g. hw_profiles/mine.yaml");
-  app.add_option("--base", o.fit.base_file,
-                 "profile for what is not measured: datasheet peaks, "
-                 "software, unmeasured tiers (default: hw_profiles/ by the GPU's name)");
+  app.add_option(
+      "--base", o.fit.base_file,
+      "profile for what is not measured: datasheet peaks, "
+      "attention-kernel rates, unmeasured tiers (default: hw_profiles/ by the GPU's name)");
   app.add_option("--name", o.fit.name, "profile name (default: --out's file name)");
   app.add_option("--nodes", o.fit.nodes, "nodes of the cluster to plan for (default: the base's)");
   app.add_option("--samples", o.samples_out,
@@ -166,7 +167,7 @@ void calibrate_here(const Options& o, const World& w, Samples& samples,
              w, strf("#   rank %d: host %s, device %d", w.rank, w.hosts[w.node].c_str(), device)))
       out.line(line);
   out.line("# base profile: " + base_file +
-           " (datasheet peaks, software stack, what is not measured)");
+           " (datasheet peaks, attention-kernel rates, what is not measured)");
   for (const std::string& line : plan_lines(o, cases, base.gpu, nccl)) out.line(line);
   if (w.rank == 0 && !cases.empty())
     run_gemm_sweep(cases, {device, p, o.seed, base.gpu.peak_flops}, out, samples);

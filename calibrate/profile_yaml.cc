@@ -85,22 +85,11 @@ void write_gpu(std::ostream& o, const Gpu& g) {
     << "  hbm_GiB: " << num(g.hbm_bytes / kGiB) << "\n"
     << "  hbm_bandwidth_GBps: " << num(g.hbm_Bps / kGB) << "\n"
     << "  hbm_efficiency: " << num(g.hbm_efficiency) << "\n"
-    << "  sustained_efficiency: " << num(g.sustained_efficiency) << "\n";
+    << "  sustained_efficiency: " << num(g.sustained_efficiency) << "\n"
+    << "  flash_efficiency: " << num(g.flash_efficiency) << "\n"
+    << "  flash_backward_efficiency: " << num(g.flash_backward_efficiency) << "\n"
+    << "  overlap_compute_slowdown: " << num(g.overlap_compute_slowdown) << "\n";
   write_gemm(o, g.gemm);
-}
-
-void write_software(std::ostream& o, const SoftwareStack& s) {
-  const auto flag = [](bool b) { return b ? "true" : "false"; };
-  o << "software:\n"
-    << "  attention: " << (s.attention == AttentionKernel::flash ? "flash" : "unfused") << "\n"
-    << "  flash_efficiency: " << num(s.flash_efficiency) << "\n"
-    << "  flash_backward_efficiency: " << num(s.flash_backward_efficiency) << "\n"
-    << "  overlap_grad_reduce: " << flag(s.overlap_grad_reduce) << "\n"
-    << "  overlap_param_gather: " << flag(s.overlap_param_gather) << "\n"
-    << "  overlap_tp_comm: " << flag(s.overlap_tp_comm) << "\n"
-    << "  causal_attention_skip: " << flag(s.causal_attention_skip) << "\n"
-    << "  zero3_collective_nics: " << s.zero3_collective_nics << "\n"
-    << "  overlap_compute_slowdown: " << num(s.overlap_compute_slowdown) << "\n";
 }
 
 void write_collective(std::ostream& o, Collective c, const CollectiveCost& cost) {
@@ -136,7 +125,6 @@ std::string cluster_yaml(const ClusterProfile& c, const std::vector<std::string>
     << "nodes: " << c.nodes << "\n";
   if (c.gpu_hour_usd > 0) o << "gpu_hour_usd: " << num(c.gpu_hour_usd) << "\n";
   write_gpu(o, c.gpu);
-  write_software(o, c.software);
   o << "network:\n";
   write_tier(o, "intra_node", c.intra);
   write_tier(o, "inter_node", c.inter);

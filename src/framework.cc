@@ -1,6 +1,9 @@
 // The frameworks' refusals and execution stacks. Megatron-LM: NVIDIA/Megatron-LM at 307dcf37
 // (configs/frameworks/megatron-args.txt); DeepSpeed: microsoft/DeepSpeed's pipeline engine and
-// deepspeedai/Megatron-DeepSpeed at f1feb887 (configs/frameworks/megatron-deepspeed-args.txt).
+// deepspeedai/Megatron-DeepSpeed at f1feb887 (configs/frameworks/megatron-deepspeed-args.txt);
+// the 2021 stacks: what Narayanan et al. 2021 (SC21) describe running, before sequence
+// parallelism and selective recomputation (Korthikanti et al. 2022), the distributed optimizer,
+// context parallelism, FP8 (Transformer Engine) and fused flash attention existed.
 #include "planner/framework.h"
 
 #include "planner/error.h"
@@ -45,9 +48,43 @@ bool refuses_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   return false;
 }
 
-bool refuses_megatron(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+/// What neither 2021 stack had (each feature's introduction is in the header comment above).
+bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
+  const char* t = info(f).title;
+  if (p.sp) return no(reason, [&] { return fmt("%s has no sequence parallelism; use sp=0", t); });
+  if (p.recompute == Recompute::selective)
+    return no(reason, [&] {
+      return fmt(
+          "%s recomputes whole layers only (no selective recomputation); use "
+          "recompute=full or none",
+          t);
+    });
+  if (p.cp > 1)
+    return no(reason, [&] { return fmt("%s has no context parallelism; use cp=1", t); });
+  if (p.dtype == Dtype::fp8)
+    return no(reason, [&] { return fmt("%s has no fp8 training; use dtype=fp16 or bf16", t); });
+  if (p.attention == AttentionKernel::flash)
+    return no(reason, [&] { return fmt("%s has no fused flash attention; use attn=unfused", t); });
+  if (p.tp_comm_overlap.value_or(false) || p.overlap_param_gather.value_or(false))
+    return no(reason, [&] {
+      return fmt(
+          "%s overlaps neither TP communication nor the parameter gather; use "
+          "tp_comm_overlap=0 and overlap_param_gather=0",
+          t);
+    });
+  if (f == Framework::megatron_2021 && p.zero >= 1)
+    return no(reason, [&] {
+      return fmt(
+          "%s has no distributed optimizer (ZeRO-1); use zero=0 or --framework "
+          "deepspeed-2021",
+          t);
+    });
+  return false;
+}
+
+bool refuses_megatron(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                       std::string* reason) {
-  const char* commit = info(Framework::megatron).version;
+  const char* commit = info(f).version;
   // validate_args (configs/frameworks/megatron-args.txt): the overlaps' prerequisites.
   if (p.tp_comm_overlap.value_or(false) && !(p.sp && p.tp > 1))
     return no(reason, [] {
@@ -76,11 +113,14 @@ bool refuses_megatron(const ModelSpec& m, const ClusterProfile& c, const Plan& p
   if (p.schedule != Schedule::gpipe && p.schedule != Schedule::one_f_one_b &&
       p.schedule != Schedule::interleaved)
     return no(reason, [&] {
-      return fmt("Megatron-LM at commit %s has no '%s' schedule", commit, to_string(p.schedule));
+      return fmt("%s has no '%s' schedule",
+                 f == Framework::megatron ? fmt("Megatron-LM at commit %s", commit).c_str()
+                                          : info(f).title,
+                 to_string(p.schedule));
     });
   if (p.vpp <= 1) return false;
   // validate_args: pipeline-model-parallel size should be greater than 2 with interleaving.
-  if (p.pp <= 2)
+  if (f == Framework::megatron && p.pp <= 2)
     return no(reason, [&] {
       return fmt("Megatron-LM runs the interleaved schedule (vpp=%d) only with pp > 2, got pp=%d",
                  p.vpp, p.pp);
@@ -156,17 +196,32 @@ std::optional<Framework> framework_named(std::string_view name) {
   return std::nullopt;
 }
 
-Framework parse_framework(const std::string& text, const std::string& option) {
-  if (const auto f = framework_named(text)) return *f;
-  throw InputError("", 0, option,
-                   "unknown framework '" + text + "' (expected megatron or deepspeed)");
+std::string framework_names(bool emitting) {
+  std::string out;
+  const size_t n = emitting ? kCurrentFrameworks.size() : kFrameworks.size();
+  for (size_t i = 0; i < n; ++i)
+    out += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + to_string(kFrameworks[i]);
+  return out;
+}
+
+Framework parse_framework(const std::string& text, const std::string& option, bool emitting) {
+  const std::optional<Framework> f = framework_named(text);
+  if (!f)
+    throw InputError(
+        "", 0, option,
+        "unknown framework '" + text + "' (expected " + framework_names(emitting) + ")");
+  if (emitting && !info(*f).emits)
+    throw InputError("", 0, option,
+                     std::string("no launch files for ") + info(*f).title +
+                         ": they are written for " + framework_names(true));
+  return *f;
 }
 
 bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p,
              std::string* reason) {
   if (refuses_common(m, c, p, reason)) return true;
-  return f == Framework::megatron ? refuses_megatron(m, c, p, reason)
-                                  : refuses_deepspeed(p, reason);
+  if (!info(f).emits && refuses_2021(f, p, reason)) return true;
+  return is_megatron(f) ? refuses_megatron(f, m, c, p, reason) : refuses_deepspeed(p, reason);
 }
 
 std::optional<std::string> why_not(Framework f, const ModelSpec& m, const ClusterProfile& c,
@@ -176,19 +231,19 @@ std::optional<std::string> why_not(Framework f, const ModelSpec& m, const Cluste
   return std::nullopt;
 }
 
-SoftwareStack execution_stack(Framework f, const SoftwareStack& profile, std::string* note) {
-  SoftwareStack s = profile;
+SoftwareStack execution_stack(Framework f, const ClusterProfile& c, std::string* note) {
   const FrameworkInfo& fw = info(f);
+  if (note) note->clear();
+  if (!c.legacy_software) return fw.stack;
+  SoftwareStack s = *c.legacy_software;
   std::string off;
   if (!fw.tp_comm_overlap && s.overlap_tp_comm) s.overlap_tp_comm = false, off = "overlap_tp_comm";
   if (!fw.param_gather_overlap && s.overlap_param_gather)
     s.overlap_param_gather = false,
     off += std::string(off.empty() ? "" : " and ") + "overlap_param_gather";
-  if (note)
-    *note = off.empty() ? ""
-                        : std::string(fw.title) + " runs without the profile's software." + off +
-                              ": predicted without " +
-                              (off.find(" and ") == std::string::npos ? "it" : "them");
+  if (note && !off.empty())
+    *note = std::string(fw.title) + " runs without the profile's software." + off +
+            ": predicted without " + (off.find(" and ") == std::string::npos ? "it" : "them");
   return s;
 }
 

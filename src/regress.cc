@@ -49,7 +49,10 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile,
   row.cluster = profile;  // the job's size, on the profile's node type
   ClusterProfile& cl = row.cluster;
   cl.nodes = (c.num_gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
-  if (framework) cl.software = execution_stack(*framework, cl.software);
+  // The stack: --framework's, else the one the row ran on. The refusals: --framework's only (the
+  // row fixes what it ran; the pinned versions' rules are not the ones of every run's version).
+  const std::optional<Framework> fw = framework ? framework : c.framework;
+  if (fw) cl.software = execution_stack(*fw, cl);
   SearchOptions o;
   o.estimate.framework = framework;
   o.gpus = {c.num_gpus};

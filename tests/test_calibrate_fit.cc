@@ -280,7 +280,7 @@ TEST_CASE("the written profile loads with io::load_cluster and round-trips the f
   CHECK(back.intra.reference_ranks == 8);
   CHECK(back.inter.reference_ranks == 2);
   CHECK(back.inter.hop_latency_s == base.inter.hop_latency_s);  // not measured: the base's
-  CHECK(back.software.flash_efficiency == base.software.flash_efficiency);
+  CHECK(back.gpu.flash_efficiency == base.gpu.flash_efficiency);
   CHECK(back.provenance.at("calibrate.versions") ==
         "GPU NVIDIA H200 (synthetic) (132 SMs, compute capability 9.0), driver 580.159, CUDA "
         "runtime 13.0, cuBLAS 13.0.2, NCCL 2.28.3");

@@ -124,7 +124,7 @@ TEST_CASE("bad input: one clear message and exit 2") {
               "option --plan: tp=5 does not divide heads=96 and kv_heads=96 (model "
               "configs/models/gpt3-175b.yaml, cluster hw_profiles/dgx-a100-80gb.yaml)");
   check_error("estimate " + kModel + " " + kCluster + " --plan \"tp=8,pp=1,dp=1,gbs=8\"",
-              "option --plan: out of memory: the plan needs 441.1 GiB per GPU of 80.0 GiB");
+              "option --plan: out of memory: the plan needs 417.2 GiB per GPU of 80.0 GiB");
 }
 
 TEST_CASE("a model that fits no plan says how far the closest is and what would help") {
@@ -223,11 +223,17 @@ TEST_CASE("emit refuses what the framework cannot run, and writes nothing") {
 
 TEST_CASE("suggest --emit deepspeed ranks and predicts on the stack DeepSpeed runs, and says so") {
   const std::string out = fresh_out("suggest_emit_h100");
+  // A profile written before the hardware/software split: its software block asks for the TP and
+  // parameter-gather overlaps, which DeepSpeed lacks (a hardware-only profile gives DeepSpeed's
+  // own stack, and no such line).
   const Run r = planner(
-      "suggest --model configs/models/llama3-70b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
-      "--gpus 64 --global-batch 128 --top 3 --emit deepspeed --out " +
+      "suggest --model configs/models/llama3-70b.yaml --cluster "
+      "tests/data/legacy/dgx-h100-80gb.yaml --gpus 64 --global-batch 128 --top 3 --emit deepspeed "
+      "--out " +
       out);
   REQUIRE(r.rc == 0);
+  CHECK(r.out.find("tests/data/legacy/dgx-h100-80gb.yaml: its software block is read as the "
+                   "default execution choices") != std::string::npos);
   const std::string launcher = slurp(out + "/deepspeed_launch.sh");
   CHECK(launcher.find(
             "# stack      DeepSpeed runs without the profile's software.overlap_tp_comm and "
@@ -379,7 +385,8 @@ TEST_CASE("suggest --framework: the table says which framework; emit writes rank
               "option --emit: the plans are ranked for --framework megatron; --emit deepspeed "
               "needs --framework deepspeed or all");
   check_error(s + " --framework jax",
-              "option --framework: unknown framework 'jax' (expected megatron, deepspeed or all)");
+              "option --framework: unknown framework 'jax' (expected megatron, deepspeed, "
+              "megatron-2021 or deepspeed-2021, or all)");
   check_error("estimate " + std::string("--model configs/models/llama3-70b.yaml --cluster "
                                         "hw_profiles/dgx-h100-80gb.yaml --plan "
                                         "tp=8,dp=8,gbs=128,zero=2"),

@@ -29,7 +29,7 @@ SearchResult search_for(Framework f, int top = 10) {
   o.top_k = top;
   o.estimate.framework = f;
   ClusterProfile c = h100();
-  c.software = execution_stack(f, c.software);
+  c.software = execution_stack(f, c);
   return search(llama70(), c, default_knobs(llama70(), c, 64), o);
 }
 }  // namespace
@@ -62,22 +62,71 @@ TEST_CASE("each framework's refusals, with the reason it gives") {
 TEST_CASE("names both ways, and the stack each framework runs") {
   for (Framework f : kFrameworks) CHECK(framework_named(to_string(f)) == f);
   CHECK(!framework_named("jax"));
+  CHECK(!framework_named("megatron_2021"));
   std::string note = "unset";
-  const SoftwareStack mg = execution_stack(Framework::megatron, h100().software, &note);
+  const SoftwareStack mg = execution_stack(Framework::megatron, h100(), &note);
   CHECK(note.empty());
+  CHECK(mg == kMegatronStack);
   CHECK(mg.overlap_tp_comm);
   CHECK(mg.overlap_param_gather);
-  const SoftwareStack ds = execution_stack(Framework::deepspeed, h100().software, &note);
+  const SoftwareStack ds = execution_stack(Framework::deepspeed, h100(), &note);
+  CHECK(note.empty());
   CHECK(!ds.overlap_tp_comm);
   CHECK(!ds.overlap_param_gather);
-  CHECK(ds.overlap_grad_reduce == h100().software.overlap_grad_reduce);
+  CHECK(ds.overlap_grad_reduce);
+  // The A100 runs of 2021: unfused attention, no overlaps, ZeRO-3 over one NIC per node.
+  for (Framework f : {Framework::megatron_2021, Framework::deepspeed_2021}) {
+    const SoftwareStack s = execution_stack(f, h100());
+    CHECK(s.attention == AttentionKernel::unfused);
+    CHECK(!s.overlap_grad_reduce);
+    CHECK(s.zero3_collective_nics == 1);
+  }
+  // A legacy block whose overlaps the framework lacks: masked, with the note.
+  ClusterProfile legacy = h100();
+  legacy.legacy_software = kMegatronStack;
+  const SoftwareStack masked = execution_stack(Framework::deepspeed, legacy, &note);
+  CHECK(!masked.overlap_tp_comm);
+  CHECK(!masked.overlap_param_gather);
   CHECK(note ==
         "DeepSpeed runs without the profile's software.overlap_tp_comm and overlap_param_gather: "
         "predicted without them");
 }
 
+TEST_CASE("the 2021 stacks refuse what did not exist yet, and write no launch files") {
+  const ModelSpec& m = llama70();
+  const ClusterProfile& c = h100();
+  CHECK(why_not(Framework::megatron_2021, m, c, plan("tp=8,pp=4,dp=2,gbs=128,sp=1")) ==
+        "Megatron-LM 2021 has no sequence parallelism; use sp=0");
+  CHECK(why_not(Framework::megatron_2021, m, c, plan("tp=8,pp=4,dp=2,gbs=128,zero=1")) ==
+        "Megatron-LM 2021 has no distributed optimizer (ZeRO-1); use zero=0 or --framework "
+        "deepspeed-2021");
+  CHECK(
+      why_not(Framework::megatron_2021, m, c, plan("tp=8,pp=4,dp=2,gbs=128,recompute=selective")) ==
+      "Megatron-LM 2021 recomputes whole layers only (no selective recomputation); use "
+      "recompute=full or none");
+  CHECK(why_not(Framework::deepspeed_2021, m, c, plan("tp=8,pp=1,dp=8,gbs=128,attn=flash")) ==
+        "DeepSpeed 2021 has no fused flash attention; use attn=unfused");
+  CHECK(why_not(Framework::deepspeed_2021, m, c, plan("tp=8,cp=2,dp=4,gbs=128")) ==
+        "DeepSpeed 2021 has no context parallelism; use cp=1");
+  // What they could run: PTD-P with full recomputation; ZeRO-3 without model parallelism.
+  CHECK(!why_not(Framework::megatron_2021, m, c,
+                 plan("tp=8,pp=4,dp=2,vpp=2,gbs=128,recompute=full,schedule=interleaved")));
+  CHECK(!why_not(Framework::deepspeed_2021, m, c, plan("tp=1,pp=1,dp=64,gbs=128,zero=3")));
+  // Megatron-LM 2021's interleaving had no pp > 2 rule (validate_args gained it later).
+  CHECK(!why_not(Framework::megatron_2021, m, c,
+                 plan("tp=8,pp=2,dp=4,vpp=2,gbs=128,recompute=full,schedule=interleaved")));
+  CHECK(parse_framework("megatron-2021", "--framework") == Framework::megatron_2021);
+  CHECK_THROWS_WITH(
+      parse_framework("megatron-2021", "--emit", true),
+      "option --emit: no launch files for Megatron-LM 2021: they are written for megatron "
+      "or deepspeed");
+  CHECK_THROWS_WITH(parse_framework("jax", "--framework"),
+                    "option --framework: unknown framework 'jax' (expected megatron, deepspeed, "
+                    "megatron-2021 or deepspeed-2021)");
+}
+
 TEST_CASE("the search ranks only plans the framework runs, on its even split") {
-  for (Framework f : kFrameworks) {
+  for (Framework f : kFrameworks) {  // the 2021 stacks too: zero=0 PTD-P plans, full recompute
     CAPTURE(to_string(f));
     const SearchResult r = search_for(f);
     REQUIRE(!r.top.empty());

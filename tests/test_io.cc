@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "planner/error.h"
+#include "planner/framework.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/knobs.h"
 #include "planner/io/model_io.h"
@@ -96,24 +97,73 @@ TEST_CASE("bad cluster profiles name the key") {
         "c.yaml:5: key 'gpus_per_nod': unknown key, did you mean 'gpus_per_node'?");
   CHECK(err(replace(text, "hbm_GiB: 80", "hbm_GiB: -80")) ==
         "c.yaml:11: key 'gpu.hbm_GiB': must be in [0.1, 16384], got -80");
-  CHECK(err(replace(text, "attention: unfused", "attention: fast")) ==
-        "c.yaml:23: key 'software.attention': expected flash or unfused, got 'fast'");
   CHECK(err(replace(text, "sms: 108", "sms: 0")) ==
         "c.yaml:9: key 'gpu.sms': must be an integer from 1 to 100000, got 0");
   CHECK(err(replace(text, "overlap_compute_slowdown: 0.189", "overlap_compute_slowdown: 1.5")) ==
-        "c.yaml:30: key 'software.overlap_compute_slowdown': must be in [0, 1], got 1.5");
-  // Profiles from before the two keys existed still load, with the documented defaults.
-  const std::string old_profile = replace(replace(text, "  flash_backward_efficiency: 0.46\n", ""),
-                                          "  overlap_compute_slowdown: 0.189\n", "");
-  const ClusterProfile c = io::parse_cluster(old_profile, "c.yaml");
-  CHECK(c.software.flash_backward_efficiency == doctest::Approx(0.6 * kFlashBackwardOverForward));
-  CHECK(c.software.overlap_compute_slowdown == kOverlapComputeSlowdown);
-  CHECK_FALSE(c.software.overlap_tp_comm);  // optional, off unless the stack says so
-  const std::string with_tp = replace(text, "  overlap_param_gather: false\n",
-                                      "  overlap_param_gather: false\n  overlap_tp_comm: true\n");
-  CHECK(io::parse_cluster(with_tp, "c.yaml").software.overlap_tp_comm);
-  CHECK(err(replace(with_tp, "overlap_tp_comm: true", "overlap_tp_comm: maybe"))
-            .find("key 'software.overlap_tp_comm'") != std::string::npos);
+        "c.yaml:17: key 'gpu.overlap_compute_slowdown': must be in [0, 1], got 1.5");
+  CHECK(err(replace(text, "  flash_efficiency: 0.6\n", "")) ==
+        "c.yaml:8: key 'gpu.flash_efficiency': missing required key");
+  // The optional kernel keys take the documented defaults.
+  const std::string bare = replace(replace(text, "  flash_backward_efficiency: 0.46\n", ""),
+                                   "  overlap_compute_slowdown: 0.189\n", "");
+  const ClusterProfile c = io::parse_cluster(bare, "c.yaml");
+  CHECK(c.gpu.flash_backward_efficiency == doctest::Approx(0.6 * kFlashBackwardOverForward));
+  CHECK(c.gpu.overlap_compute_slowdown == kOverlapComputeSlowdown);
+  // A profile describes hardware: the stack is Megatron-LM's until a framework is chosen.
+  CHECK(!c.legacy_software);
+  CHECK(c.software == info(Framework::megatron).stack);
+  CHECK(err(replace(text, "network:\n", "software:\n  attention: flash\nnetwork:\n")) ==
+        "c.yaml:26: key 'software.overlap_grad_reduce': missing required key");
+}
+
+TEST_CASE("a profile's legacy software block: the default execution choices, kernel rates kept") {
+  const std::string path = PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml";
+  std::string text;
+  {
+    std::ifstream in(path);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // The A100 profile as written before the hardware/software split.
+  const std::string kernel =
+      "  flash_efficiency: 0.6\n  flash_backward_efficiency: 0.46\n  overlap_compute_slowdown: "
+      "0.189\n";
+  const std::string legacy =
+      replace(replace(text, kernel, ""), "network:\n",
+              "software:\n  attention: unfused\n" + kernel +
+                  "  overlap_grad_reduce: false\n  overlap_param_gather: false\n"
+                  "  causal_attention_skip: true\n  zero3_collective_nics: 1\nnetwork:\n");
+  const ClusterProfile c = io::parse_cluster(legacy, "c.yaml");
+  REQUIRE(c.legacy_software);
+  CHECK(c.software == *c.legacy_software);
+  CHECK(c.software == kStack2021);  // what the block said is what megatron-2021 now says
+  CHECK(c.gpu.flash_efficiency == 0.6);
+  CHECK(c.gpu.flash_backward_efficiency == 0.46);
+  CHECK(execution_stack(Framework::megatron, c) == kStack2021);  // the block wins
+  std::string note;
+  const SoftwareStack with_tp = [&] {
+    ClusterProfile t = c;
+    t.legacy_software->overlap_tp_comm = true;
+    return execution_stack(Framework::deepspeed, t, &note);
+  }();
+  CHECK(!with_tp.overlap_tp_comm);
+  CHECK(note ==
+        "DeepSpeed runs without the profile's software.overlap_tp_comm: predicted without it");
+  auto err = [](const std::string& t) {
+    try {
+      io::parse_cluster(t, "c.yaml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(err(replace(legacy, "attention: unfused", "attention: fast")) ==
+        "c.yaml:23: key 'software.attention': expected flash or unfused, got 'fast'");
+  CHECK(err(replace(legacy, "zero3_collective_nics: 1", "zero3_collective_nics: maybe"))
+            .find("key 'software.zero3_collective_nics'") != std::string::npos);
+  // A kernel rate in both blocks is refused: one value per key.
+  CHECK(err(replace(legacy, "  gemm:", "  flash_efficiency: 0.5\n  gemm:")) ==
+        "c.yaml:25: key 'software.flash_efficiency': given twice, also as gpu.flash_efficiency; "
+        "keep the gpu one");
 }
 
 TEST_CASE("--plan strings parse, round-trip, and reject unknown knobs") {

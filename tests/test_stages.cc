@@ -6,6 +6,7 @@
 #include "planner/cost/stages.h"
 #include "planner/error.h"
 #include "planner/estimate.h"
+#include "planner/framework.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
 #include "planner/plan.h"
@@ -275,7 +276,8 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   const Plan p =
       parse_plan("tp=1,pp=1,dp=384,mbs=4,gbs=1536,zero=3,recompute=full,dtype=fp16", "test");
   ClusterProfile c = a100();
-  c.software.overlap_compute_slowdown = 0;
+  c.software = info(Framework::deepspeed_2021).stack;  // the stack that run used
+  c.gpu.overlap_compute_slowdown = 0;
   const Estimate e0 = estimate(m, c, p);
   REQUIRE(e0.ok());
   const double total = e0.dp_comm_total_s, layers = m.layers, compute = e0.breakdown.compute_s;
@@ -297,7 +299,7 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   CHECK(e0.breakdown.dp_comm_s > 2 * total / layers);    // more than a whole-pass overlap's tail
   CHECK(e0.breakdown.dp_comm_s < 0.3 * total);
   // Compute beside the collectives slows: more exposed.
-  c.software.overlap_compute_slowdown = 0.189;
+  c.gpu.overlap_compute_slowdown = 0.189;
   const Estimate e = estimate(m, c, p);
   CHECK(e.breakdown.dp_comm_s > e0.breakdown.dp_comm_s + 0.05 * compute);
   // Communication-bound (one sequence per GPU): the link is busy throughout, so the exposed part
@@ -316,7 +318,7 @@ TEST_CASE("TP communication overlapped with the GEMMs beside it (overlap_tp_comm
       io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
   const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-70b.yaml");
   ClusterProfile c = h100;
-  c.software.overlap_compute_slowdown = 0;
+  c.gpu.overlap_compute_slowdown = 0;
   const Plan p = parse_plan("tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=full,sp=1", "test");
   c.software.overlap_tp_comm = false;
   const Estimate off = estimate(m, c, p);

@@ -159,7 +159,7 @@ TEST_CASE("--update-profile writes measured GEMM efficiencies that the model the
   // The model now reproduces the measured (doubled) time of that shape.
   CHECK(gemm_time_s(c.gpu, Dtype::bf16, qkv.gemm) ==
         doctest::Approx(2 * qkv.time_s).epsilon(0.001));
-  CHECK(c.software.flash_efficiency == h200().software.flash_efficiency);  // no reference: kept
+  CHECK(c.gpu.flash_efficiency == h200().gpu.flash_efficiency);  // no reference: kept
 
   // With an attention reference, its FLOP rates set the flash efficiencies.
   Measured ref = m;

@@ -42,7 +42,7 @@ _planner() {
         --objective) _planner_words 'time cost'; return ;;
         --train-tokens) :; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed all'; return ;;
+        --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021 all'; return ;;
         --format) _planner_words 'table json csv'; return ;;
         --emit) _planner_words 'megatron deepspeed'; return ;;
         --out) _planner_dirs; return ;;
@@ -60,7 +60,7 @@ _planner() {
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed'; return ;;
+        --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021'; return ;;
         --train-tokens) :; return ;;
         --format) _planner_words 'text json'; return ;;
         --trace) _planner_files 'json'; return ;;
@@ -77,7 +77,7 @@ _planner() {
         --tolerance) :; return ;;
         --format) _planner_words 'table json'; return ;;
         --explain) :; return ;;
-        --framework) _planner_words 'megatron deepspeed'; return ;;
+        --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021'; return ;;
       esac
       if [[ $cur == -* ]]; then _planner_words '--help --cases --profiles --tolerance --allow-unsupported --format --explain --framework'; else _planner_words ''; fi ;;
     validate)
@@ -122,7 +122,7 @@ _planner() {
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --seq-len) :; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed'; return ;;
+        --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021'; return ;;
         --format) _planner_words 'table json'; return ;;
       esac
       if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --global-batch --dtype --seq-len --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;

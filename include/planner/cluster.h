@@ -1,6 +1,7 @@
 #pragma once
 #include <array>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,12 +50,10 @@ inline constexpr double kFlashBackwardOverForward = 0.76;
 /// average over A100, H100, MI250 and MI210 (Lee et al. 2025, arXiv 2507.03114).
 inline constexpr double kOverlapComputeSlowdown = 0.189;
 
-/// What the measured software stack does; the profile states it because measurements depend on it.
+/// The execution choices a training stack makes: they belong to the framework (framework.h gives
+/// each version's defaults) and to the plan's execution knobs, not to the hardware.
 struct SoftwareStack {
   AttentionKernel attention = AttentionKernel::flash;
-  double flash_efficiency = 0.6;  ///< flash attention forward FLOP/s / dense peak
-  /// Its backward (2.5x the forward's FLOPs) likewise.
-  double flash_backward_efficiency = flash_efficiency * kFlashBackwardOverForward;
   bool overlap_grad_reduce = true;   ///< DP reduce-scatter/allreduce overlapped with backward
   bool overlap_param_gather = true;  ///< ZeRO parameter allgather overlapped with forward
   /// TP allgathers and reduce-scatters pipelined with the GEMMs beside them (Transformer Engine
@@ -64,9 +63,12 @@ struct SoftwareStack {
   /// NICs per node that ZeRO-3 parameter gathers and gradient scatters effectively use; NCCL's
   /// own hierarchical collectives use all of them (gpus_per_node).
   int zero3_collective_nics = 8;
-  /// Fraction by which compute slows while a collective runs beside it (NCCL's kernels take SMs
-  /// and HBM bandwidth): a GEMM that takes t alone takes t x (1 + this) during the overlap.
-  double overlap_compute_slowdown = kOverlapComputeSlowdown;
+  bool operator==(const SoftwareStack& o) const {  // spelled out: nvcc's C++17 has no = default
+    return attention == o.attention && overlap_grad_reduce == o.overlap_grad_reduce &&
+           overlap_param_gather == o.overlap_param_gather && overlap_tp_comm == o.overlap_tp_comm &&
+           causal_attention_skip == o.causal_attention_skip &&
+           zero3_collective_nics == o.zero3_collective_nics;
+  }
 };
 
 struct Gpu {
@@ -80,6 +82,12 @@ struct Gpu {
   /// from (clocks under long power and thermal load, gaps between kernels). A global per-GPU fit.
   double sustained_efficiency = 1.0;
   GemmModel gemm;
+  double flash_efficiency = 0.6;  ///< flash attention forward FLOP/s / dense peak
+  /// Its backward (2.5x the forward's FLOPs) likewise.
+  double flash_backward_efficiency = flash_efficiency * kFlashBackwardOverForward;
+  /// Fraction by which compute slows while a collective runs beside it (NCCL's kernels take SMs
+  /// and HBM bandwidth): a GEMM that takes t alone takes t x (1 + this) during the overlap.
+  double overlap_compute_slowdown = kOverlapComputeSlowdown;
   double hbm_achieved_Bps() const { return hbm_Bps * hbm_efficiency; }
 };
 
@@ -112,7 +120,13 @@ struct ClusterProfile {
   int nodes = 1;
   NetworkTier intra;  ///< NVLink / NVSwitch
   NetworkTier inter;  ///< InfiniBand, per GPU NIC
+  /// The execution stack the job runs: the framework's (cluster_for / execution_stack in
+  /// framework.h); until a framework is chosen, the loader's default (Megatron-LM's, or the
+  /// profile's legacy software block).
   SoftwareStack software;
+  /// A profile written before the hardware/software split may still carry a `software:` block:
+  /// it then gives the default execution choices in place of the framework's.
+  std::optional<SoftwareStack> legacy_software;
   double gpu_hour_usd = 0;  ///< optional price, for --objective cost reports
   std::map<std::string, std::string> provenance;
   int total_gpus() const { return gpus_per_node * nodes; }

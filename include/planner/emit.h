@@ -27,7 +27,7 @@ struct EmitRequest {
   ClusterProfile cluster;
   Plan plan;
   Estimate estimate;
-  std::string stack_note;                    ///< how the profile's stack was adapted (framework.h)
+  std::string stack_note;                    ///< how a legacy profile block was adapted
   std::string model_file, cluster_file;      ///< as the user named them
   std::string model_sha256, cluster_sha256;  ///< of the files' bytes, lower-case hex
 };

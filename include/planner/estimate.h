@@ -154,7 +154,7 @@ std::string rejection_message(const Estimate& e);
 /// it.
 bool finite_result(const Estimate& e);
 
-/// The attention kernel a plan runs: its own override, else the profile's stack.
+/// The attention kernel a plan runs: its own override, else the execution stack's.
 AttentionKernel attention_of(const Plan& p, const ClusterProfile& c);
 
 }  // namespace planner

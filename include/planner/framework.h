@@ -13,34 +13,88 @@
 
 namespace planner {
 
-enum class Framework { megatron, deepspeed };
-inline constexpr std::array kFrameworks = {Framework::megatron, Framework::deepspeed};
+/// A framework at one version. The first two are what the launch files target; the 2021 ones are
+/// the stacks the A100 runs of Narayanan et al. 2021 measured (Megatron-LM for PTD-P, DeepSpeed
+/// for its ZeRO-3 comparison), kept so those runs are predicted on what they ran.
+enum class Framework { megatron, deepspeed, megatron_2021, deepspeed_2021 };
+inline constexpr std::array kFrameworks = {Framework::megatron, Framework::deepspeed,
+                                           Framework::megatron_2021, Framework::deepspeed_2021};
+/// What `--framework all` ranks and what launch files are written for.
+inline constexpr std::array kCurrentFrameworks = {Framework::megatron, Framework::deepspeed};
 
-/// What the planner knows of one framework at the version its launch files target.
+/// Megatron-Core with Transformer Engine as the Megatron-LM README's 2024 H100 table ran it:
+/// fused (cuDNN flash) attention, --overlap-grad-reduce, --overlap-param-gather and
+/// --tp-comm-overlap ("Fine-grained overlapping with DP ..., TP (--tp-comm-overlap), and PP").
+inline constexpr SoftwareStack kMegatronStack{.attention = AttentionKernel::flash,
+                                              .overlap_grad_reduce = true,
+                                              .overlap_param_gather = true,
+                                              .overlap_tp_comm = true,
+                                              .causal_attention_skip = true,
+                                              .zero3_collective_nics = 8};
+/// DeepSpeed (ZeRO's overlap_comm overlaps the gradient reduction) with Megatron-DeepSpeed's
+/// flash attention; no TP-communication overlap, parameters gathered inside the optimizer step.
+/// No ZeRO-3 measurement on H100 in the reference: NCCL's hierarchical rate (all NICs) assumed.
+inline constexpr SoftwareStack kDeepSpeedStack{.attention = AttentionKernel::flash,
+                                               .overlap_grad_reduce = true,
+                                               .overlap_param_gather = false,
+                                               .overlap_tp_comm = false,
+                                               .causal_attention_skip = true,
+                                               .zero3_collective_nics = 8};
+/// Megatron-LM and DeepSpeed as Narayanan et al. 2021 (SC21) measured them on Selene: unfused
+/// attention with the fused scale-mask-softmax, no overlap of the DP all-reduce with backward.
+/// zero3_collective_nics = 1 is fitted in-sample to that paper's Table 2 ZeRO-3 rows: 175B on
+/// 768-1536 GPUs and 530B on 1120-2240 GPUs at one micro-batch per GPU move 21-24 GB/s of gather
+/// and scatter traffic per GPU, one 200G NIC (24 GB/s), not the node's eight.
+inline constexpr SoftwareStack kStack2021{.attention = AttentionKernel::unfused,
+                                          .overlap_grad_reduce = false,
+                                          .overlap_param_gather = false,
+                                          .overlap_tp_comm = false,
+                                          .causal_attention_skip = true,
+                                          .zero3_collective_nics = 1};
+
+/// What the planner knows of one framework at one version.
 struct FrameworkInfo {
   Framework id;
-  const char* name;     ///< the option value: "megatron", "deepspeed"
-  const char* title;    ///< "Megatron-LM", "DeepSpeed"
-  const char* version;  ///< the pinned commit the refusals and flags were read from
-  /// Layers may be split unevenly over the pipeline stages (neither pinned version can).
+  const char* name;     ///< the option value: "megatron", "deepspeed", "megatron-2021", ...
+  const char* title;    ///< "Megatron-LM", "DeepSpeed", "Megatron-LM 2021", ...
+  const char* version;  ///< the pinned commit the refusals and flags were read from, or the run
+  /// Layers may be split unevenly over the pipeline stages (no version here can).
   bool uneven_stages;
   /// Transformer Engine's TP-communication overlap (--tp-comm-overlap) exists.
   bool tp_comm_overlap;
   /// ZeRO-1/2's parameter all-gather can run beside the next forward (--overlap-param-gather);
   /// DeepSpeed gathers inside the optimizer step.
   bool param_gather_overlap;
+  /// Launch files are written for it (the pinned versions; not the 2021 stacks).
+  bool emits;
+  SoftwareStack stack;  ///< its default execution choices
 };
 
-inline constexpr std::array<FrameworkInfo, 2> kFrameworkInfo = {{
-    {Framework::megatron, "megatron", "Megatron-LM", "307dcf37", false, true, true},
-    {Framework::deepspeed, "deepspeed", "DeepSpeed", "f1feb887", false, false, false},
+inline constexpr std::array<FrameworkInfo, 4> kFrameworkInfo = {{
+    {Framework::megatron, "megatron", "Megatron-LM", "307dcf37", false, true, true, true,
+     kMegatronStack},
+    {Framework::deepspeed, "deepspeed", "DeepSpeed", "f1feb887", false, false, false, true,
+     kDeepSpeedStack},
+    {Framework::megatron_2021, "megatron-2021", "Megatron-LM 2021",
+     "as Narayanan et al. 2021 ran it", false, false, false, false, kStack2021},
+    {Framework::deepspeed_2021, "deepspeed-2021", "DeepSpeed 2021",
+     "as Narayanan et al. 2021 ran it", false, false, false, false, kStack2021},
 }};
 constexpr const FrameworkInfo& info(Framework f) { return kFrameworkInfo[static_cast<int>(f)]; }
+/// Megatron-LM at either version, DeepSpeed at either: the family decides the refusals' wording.
+constexpr bool is_megatron(Framework f) {
+  return f == Framework::megatron || f == Framework::megatron_2021;
+}
 const char* to_string(Framework f);
-/// "megatron" or "deepspeed"; std::nullopt for anything else.
+/// A framework's option value ("megatron", "deepspeed-2021", ...); std::nullopt for anything else.
 std::optional<Framework> framework_named(std::string_view name);
-/// Likewise, throwing InputError naming `option` for anything else.
-Framework parse_framework(const std::string& text, const std::string& option);
+/// "megatron, deepspeed, megatron-2021 or deepspeed-2021" (or, `emitting`, the two with launch
+/// files), for messages and help.
+std::string framework_names(bool emitting = false);
+/// Likewise, throwing InputError naming `option` for anything else; `emitting`: only frameworks
+/// with launch files (the 2021 stacks are refused with a reason).
+Framework parse_framework(const std::string& text, const std::string& option,
+                          bool emitting = false);
 
 /// Why framework `f` cannot run `p` as planned (ZeRO stages, schedules, interleaving, context
 /// parallelism, precision, whole nodes, batch arithmetic, layers per stage), or std::nullopt when
@@ -50,10 +104,10 @@ bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Pla
 std::optional<std::string> why_not(Framework f, const ModelSpec& m, const ClusterProfile& c,
                                    const Plan& p);
 
-/// The execution stack `f` runs on this hardware: the profile's default execution choices, less
-/// what the framework lacks (DeepSpeed: TP-communication overlap and the parameter gather beside
-/// the forward). `note`, when given, receives a line saying what changed ("" when nothing did).
-SoftwareStack execution_stack(Framework f, const SoftwareStack& profile,
-                              std::string* note = nullptr);
+/// The execution stack `f` runs on this hardware: its own default execution choices, or a legacy
+/// profile's software block less what the framework lacks (DeepSpeed: TP-communication overlap
+/// and the parameter gather beside the forward). `note`, when given, receives a line saying what
+/// changed from the profile's block ("" when nothing did, or there is no block).
+SoftwareStack execution_stack(Framework f, const ClusterProfile& c, std::string* note = nullptr);
 
 }  // namespace planner

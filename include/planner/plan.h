@@ -30,7 +30,7 @@ struct Plan {
   bool sp = false;
   Schedule schedule = Schedule::one_f_one_b;
   Dtype dtype = Dtype::bf16;
-  std::optional<AttentionKernel> attention;  ///< overrides the profile's stack when set
+  std::optional<AttentionKernel> attention;  ///< overrides the stack's when set
   /// Execution choices that override the profile's defaults when set (the framework decides
   /// whether it offers them: framework.h). DP gradient reduction beside the backward, ZeRO-1/2's
   /// parameter gather beside the next forward, TP collectives pipelined with their GEMMs.
@@ -48,8 +48,8 @@ struct Plan {
   }
 };
 
-/// The overlaps a plan runs: its own execution knobs where set, else the profile's stack (which
-/// the framework's execution_stack has already narrowed to what it offers).
+/// The overlaps a plan runs: its own execution knobs where set, else the execution stack's (the
+/// framework's, from execution_stack in framework.h).
 struct Overlaps {
   bool grad_reduce, param_gather, tp_comm;
 };

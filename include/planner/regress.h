@@ -25,6 +25,10 @@ struct RegressionCase {
   std::optional<int> knob(KnobId id) const { return knobs[static_cast<int>(id)]; }
   int gbs = 0;
   std::optional<double> measured_iter_time_s, measured_tflops_per_gpu;
+  /// The framework version the run used (the optional `framework` column): the row is predicted
+  /// on its execution stack. None: the loaded profile's default stack (Megatron-LM's, or a legacy
+  /// software block's).
+  std::optional<Framework> framework;
 };
 
 /// Reads the CSV; a malformed file throws InputError naming the line (row) and the column.
@@ -52,8 +56,8 @@ std::optional<double> formula_flops(const std::string& formula, const ModelSpec&
 
 /// Runs every case: loads `profiles_dir`/<cluster>.yaml, fixes the given knobs, searches the rest.
 /// `framework`: the rows' plans and stack for that framework (execution_stack; rows it cannot run
-/// are unsupported); none, the default: each row as it ran, refused only where no framework runs
-/// it, on the profile's stack.
+/// are unsupported); none, the default: each row as it ran, on the stack of the framework its
+/// `framework` column names (else the profile's default), refused only where no framework runs it.
 RegressionReport run_regression(const std::vector<RegressionCase>& cases,
                                 const std::string& profiles_dir,
                                 std::optional<Framework> framework = std::nullopt);

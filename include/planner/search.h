@@ -40,7 +40,7 @@ struct SearchOptions {
   int top_k = 10;
   Objective objective = Objective::time;
   Dtype dtype = Dtype::bf16;
-  std::optional<AttentionKernel> attention;  ///< overrides the profile's software.attention
+  std::optional<AttentionKernel> attention;  ///< overrides the stack's attention
   EstimateOptions estimate;
   /// The closed form pre-filters; this many of its best plans (at least 4 x top_k) are then run
   /// through the pipeline simulator on the even and the balanced partition and re-ranked.

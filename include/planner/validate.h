@@ -97,7 +97,7 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r);
 
 /// The profile text with gpu.gemm.measured set to the measured efficiency (FLOP/s over the dense
 /// peak, before sustained_efficiency) of every GEMM the workload ran and, when `m` has an
-/// attention reference, software.flash_efficiency and flash_backward_efficiency set to its
+/// attention reference, gpu.flash_efficiency and flash_backward_efficiency set to its
 /// forward and backward rates; other lines untouched.
 std::string update_profile_text(const std::string& profile_text, const Workload& w,
                                 const Measured& m, const ClusterProfile& c);

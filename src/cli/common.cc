@@ -82,26 +82,28 @@ void add_limit_options(CLI::App* s, LimitArgs& a, const std::string& memory_help
 
 std::vector<Framework> frameworks_of(const std::string& text, bool all_allowed) {
   if (text.empty()) return {Framework::megatron};
-  if (all_allowed && text == "all") return {kFrameworks.begin(), kFrameworks.end()};
+  if (all_allowed && text == "all") return {kCurrentFrameworks.begin(), kCurrentFrameworks.end()};
   if (const auto f = framework_named(text)) return {*f};
   throw InputError("", 0, "--framework",
-                   "unknown framework '" + text + "' (expected megatron, deepspeed" +
-                       (all_allowed ? " or all)" : " or, with suggest, all)"));
+                   "unknown framework '" + text + "' (expected " + framework_names() +
+                       (all_allowed ? ", or all)" : "; with suggest, all)"));
 }
 
 ClusterProfile cluster_for(const ClusterProfile& c, std::optional<Framework> f, bool announce) {
   if (!f) return c;
   ClusterProfile out = c;
   std::string note;
-  out.software = execution_stack(*f, c.software, &note);
+  out.software = execution_stack(*f, c, &note);
   if (!note.empty() && announce) spdlog::info("--framework {}: {}", to_string(*f), note);
   return out;
 }
 
 void add_framework_option(CLI::App* s, std::string& framework, bool all) {
   s->add_option("--framework", framework,
-                all ? "megatron (default), deepspeed, or all: rank the best plans of each"
-                    : "megatron (default) or deepspeed: the plans it can run, on its stack");
+                all ? "megatron (default), deepspeed, megatron-2021, deepspeed-2021, or all: rank "
+                      "the best plans of megatron and deepspeed"
+                    : "megatron (default), deepspeed, megatron-2021 or deepspeed-2021: the plans "
+                      "it can run, on its stack");
 }
 
 EstimateOptions estimate_options(const LimitArgs& a, bool all_allowed) {
@@ -121,6 +123,12 @@ Inputs load_inputs(const std::string& model_file, const std::string& cluster_fil
   in.model = io::parse_model_file(in.model_bytes, model_file);
   in.cluster_bytes = io::read_file(cluster_file);
   in.cluster = io::parse_cluster(in.cluster_bytes, cluster_file);
+  if (in.cluster.legacy_software)
+    spdlog::warn(
+        "{}: its software block is read as the default execution choices; a profile now describes "
+        "hardware only (flash_efficiency, flash_backward_efficiency and overlap_compute_slowdown "
+        "go under gpu:), the stack comes from --framework and the plan's knobs",
+        cluster_file);
   return in;
 }
 

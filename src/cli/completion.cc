@@ -41,11 +41,13 @@ std::map<std::string, std::string> value_options() {
       out[k.option()] = join(v);
     }
   }
-  std::vector<std::string> frameworks;
+  std::vector<std::string> frameworks, emitting;
   for (Framework f : kFrameworks) frameworks.push_back(to_string(f));
-  out["--emit"] = join(frameworks);
+  for (Framework f : kCurrentFrameworks) emitting.push_back(to_string(f));
+  out["--emit"] = join(emitting);        // and emit's --framework: the versions with launch files
+  out[" framework"] = join(frameworks);  // every other command's --framework
   frameworks.push_back("all");
-  out["--framework"] = join(frameworks);
+  out["--framework"] = join(frameworks);  // suggest's
   out["--dtype"] = join(knob(KnobId::dtype).words);
   out["--attention"] = join(knob(KnobId::attn).words);
   return out;
@@ -84,7 +86,8 @@ std::string value_cases(const CLI::App& sub) {
     else if (const std::string v = member_values(o); !v.empty())
       action = "_planner_words '" + v + "'";
     else if (name == "--framework" && sub.get_name() != "suggest")  // "all" is suggest's only
-      action = "_planner_words '" + values.at("--emit") + "'";
+      action =
+          "_planner_words '" + values.at(sub.get_name() == "emit" ? "--emit" : " framework") + "'";
     else if (auto w = values.find(name); w != values.end())
       action = "_planner_words '" + w->second + "'";
     else if (name == "--vary")

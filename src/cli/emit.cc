@@ -18,7 +18,7 @@ struct EmitArgs : PlanArgs, LimitArgs {
 };
 
 int run_emit(const EmitArgs& a) {
-  const Framework f = parse_framework(a.framework, "--framework");
+  const Framework f = parse_framework(a.framework, "--framework", true);
   Inputs in = load_inputs(a.model, a.cluster);
   apply_seq_len(in, a.extra);
   const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
@@ -35,7 +35,7 @@ int run_emit(const EmitArgs& a) {
 
 void emit_top_plan(const Inputs& in, const SearchResult& r, const std::string& framework,
                    const std::string& out) {
-  const Framework f = parse_framework(framework, "--emit");
+  const Framework f = parse_framework(framework, "--emit", true);
   // The search ranked only plans the framework runs; with --framework all, the best of f's. The
   // emitter's own refusals (a model with encoders) remain.
   for (size_t rank = 0; rank < r.top.size(); ++rank) {

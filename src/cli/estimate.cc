@@ -59,8 +59,7 @@ void add_estimate(CLI::App& app, int* rc) {
                 "report days and GPU-hours for this many tokens");
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   s->add_option("--trace", a->trace, "write the simulated iteration as a Chrome trace (Perfetto)");
-  s->add_option("--attention", a->attention,
-                "flash or unfused (default: the profile's software.attention)");
+  s->add_option("--attention", a->attention, "flash or unfused (default: the framework's stack)");
   add_output_options(s, a->extra, "the time breakdown and memory per GPU against capacity");
   s->callback([a, rc] { *rc = run_estimate(*a); });
 }

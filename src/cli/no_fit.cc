@@ -44,8 +44,9 @@ std::string remedies(const Inputs& in, const Plan& base, std::optional<Framework
     // A change the plan's framework cannot run is offered with one that can, or not at all.
     std::optional<Framework> f = framework;
     double bytes = peak_memory(in, x.plan, f);
-    for (size_t i = 0; bytes <= 0 && framework && i < kFrameworks.size(); ++i)
-      if (kFrameworks[i] != *framework) f = kFrameworks[i], bytes = peak_memory(in, x.plan, f);
+    for (size_t i = 0; bytes <= 0 && framework && i < kCurrentFrameworks.size(); ++i)
+      if (kCurrentFrameworks[i] != *framework)
+        f = kCurrentFrameworks[i], bytes = peak_memory(in, x.plan, f);
     if (bytes <= 0) continue;
     out += fmt("\n  %-16s -> %.1f GiB", x.what.c_str(), bytes / kGiB);
     if (f != framework) out += std::string(" (with --framework ") + to_string(*f) + ")";

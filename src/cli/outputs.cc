@@ -64,7 +64,7 @@ std::string emit_line(const Inputs& in, const Plan& p, const OutputArgs& a,
 std::vector<LaunchCommand> launch_commands(const Inputs& in, const std::vector<Estimate>& ranked,
                                            const OutputArgs& a, const EstimateOptions& o) {
   std::vector<LaunchCommand> out;
-  for (Framework f : kFrameworks) {
+  for (Framework f : kCurrentFrameworks) {
     LaunchCommand l;
     l.framework = to_string(f);
     for (size_t rank = 0; rank < ranked.size() && l.rank == 0; ++rank) {

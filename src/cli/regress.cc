@@ -156,9 +156,10 @@ void add_regress(CLI::App& app, int* rc) {
               "pass although some rows cannot be modelled (by default they fail the run)");
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   s->add_option("--explain", a->explain, "one row's full breakdown next to its measurement");
-  s->add_option("--framework", a->framework,
-                "megatron or deepspeed: every row's plan and stack for that framework (default: "
-                "each row as it ran, on the profile's stack)");
+  s->add_option(
+      "--framework", a->framework,
+      "megatron, deepspeed, megatron-2021 or deepspeed-2021: every row's plan and stack "
+      "for that framework (default: each row as it ran, on its framework column's stack)");
   s->callback([a, rc] { *rc = run_regress(*a); });
 }
 

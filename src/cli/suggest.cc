@@ -66,7 +66,7 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
 /// for another would not be the plans of the table.
 std::vector<Framework> frameworks_to_rank(const SuggestArgs& a) {
   if (a.emit.empty()) return frameworks_of(a.framework, true);
-  const Framework e = parse_framework(a.emit, "--emit");
+  const Framework e = parse_framework(a.emit, "--emit", true);
   if (a.framework.empty()) return {e};
   const std::vector<Framework> f = frameworks_of(a.framework, true);
   if (std::find(f.begin(), f.end(), e) == f.end())
@@ -150,8 +150,7 @@ void add_suggest(CLI::App& app, int* rc) {
       ->required();
   for (const KnobDef& d : knob_table())  // the searched knobs of the knob table
     if (d.searched) s->add_option(d.option(), a->knobs[int(d.id)], d.help);
-  s->add_option("--attention", a->attention,
-                "flash or unfused (default: the profile's software.attention)");
+  s->add_option("--attention", a->attention, "flash or unfused (default: the framework's stack)");
   s->add_option("--trace", a->trace, "write the top plan's simulated iteration as a Chrome trace");
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_option("--top", a->top, "plans to list (default 10, at most 1000)")

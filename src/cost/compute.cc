@@ -169,8 +169,8 @@ void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConf
   const double causal = l.causal && c.software.causal_attention_skip ? 0.5 : 1.0;
   const double fwd_flops = 4.0 * batch * sq * sk * d * causal;
   const double peak = gpu.peak_flops[static_cast<int>(cfg.dtype)];
-  const double rate = peak * c.software.flash_efficiency;
-  const double bwd_rate = peak * c.software.flash_backward_efficiency;
+  const double rate = peak * c.gpu.flash_efficiency;
+  const double bwd_rate = peak * c.gpu.flash_backward_efficiency;
   const GemmShape shape{sq, sk, d, batch};  // the problem size, for validation
   out.push_back({"flash_attention", attn, Pass::forward, shape, 0, fwd_flops,
                  fwd_flops / rate + gpu.gemm.launch_s});

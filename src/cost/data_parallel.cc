@@ -58,8 +58,7 @@ Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     }
     Zero3Buckets b;
     b.scatter_latency_s = scatter_latency_s;
-    const Zero3Pass pass =
-        zero3_pass(steps, blocks, b, c.software.overlap_compute_slowdown, scratch);
+    const Zero3Pass pass = zero3_pass(steps, blocks, b, c.gpu.overlap_compute_slowdown, scratch);
     t += pass.time_s;
     z.total += pass.scatters * scatter_latency_s;
   }
@@ -79,7 +78,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   const double param_bytes = params_rank * kWeightBytesPerParam;
   const SoftwareStack& sw = c.software;
   const Overlaps ov = overlaps_of(p, c);
-  const double slow = sw.overlap_compute_slowdown;
+  const double slow = c.gpu.overlap_compute_slowdown;
   if (p.zero == 0) {
     const double ar = collective_time_s(c, Collective::allreduce, grad_bytes, dpg);
     d.total = ar;

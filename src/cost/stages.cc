@@ -49,7 +49,7 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
     // gradients and the reduce-scatters with QKV's and fc1's weight gradients. The last chunk
     // of each stays exposed, and the GEMM slows beside the rest. Its userbuffers map the peers'
     // memory over NVLink, inside a node: a TP group across nodes stays exposed.
-    const double tail = 1.0 / p.tp, slow = c.software.overlap_compute_slowdown;
+    const double tail = 1.0 / p.tp, slow = c.gpu.overlap_compute_slowdown;
     auto beside = [&](double t, double gemm_s) {
       return exposed_after_overlap(t, gemm_s, tail, slow);
     };

@@ -31,7 +31,7 @@ nlohmann::ordered_json zero_config(const ClusterProfile& c, const Plan& p) {
   z["stage"] = p.zero;
   if (p.zero == 0) return z;
   // overlap_comm overlaps the gradient reduction (and, at stage 3, the parameter prefetch) with
-  // the backward pass. Stages 1-2: on exactly when the profile's software stack, which the
+  // the backward pass. Stages 1-2: on exactly when the execution stack, which the
   // prediction assumed, overlaps them. Stage 3: always, as the prediction (src/cost/zero3.cc)
   // and DeepSpeed's own stage-3 default (ZERO3_OPTIMIZATION_OVERLAP_COMM_DEFAULT) have it.
   const bool overlap = p.zero == 3 || overlaps_of(p, c).grad_reduce;

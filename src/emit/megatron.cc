@@ -61,17 +61,18 @@ ArgGroup memory_group(const Plan& p) {
   return g;
 }
 
-/// Overlap flags follow the cluster profile's software stack, which the prediction assumed.
+/// Overlap flags follow the execution stack (the framework's, or a legacy profile block's) and the
+/// plan's execution knobs, as the prediction assumed.
 ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
   const Overlaps s = overlaps_of(p, c);
-  // Each flag's comment names where the choice came from: the plan's knob, else the profile.
+  // Each flag's comment names where the choice came from: the plan's knob, else the stack.
   auto from = [](const std::optional<bool>& knob, const char* plan_key, const char* profile_key,
                  bool on) {
     return knob ? fmt("the plan's %s=%d", plan_key, on ? 1 : 0)
-                : fmt("software.%s: %s", profile_key, on ? "true" : "false");
+                : fmt("the stack's %s: %s", profile_key, on ? "true" : "false");
   };
   ArgGroup g{
-      "Communication overlap, as the prediction assumed (cluster profile, software.*)", {}, {}};
+      "Communication overlap, as the prediction assumed (the stack, or the plan's knobs)", {}, {}};
   // --tp-comm-overlap requires --sequence-parallel (validate_args) and Transformer Engine, whose
   // userbuffers work inside a node; the prediction charges TP communication the same way.
   const bool tp_in_node = tp_group(p, c.gpus_per_node).nodes == 1;
@@ -102,7 +103,7 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
          from(p.overlap_param_gather, "overlap_param_gather", "overlap_param_gather", true)});
   else if (p.zero == 1)
     g.notes.push_back(
-        "no --overlap-param-gather: it needs software.overlap_param_gather and "
+        "no --overlap-param-gather: it needs the stack's overlap_param_gather and "
         "overlap_grad_reduce");
   return g;
 }
@@ -169,13 +170,12 @@ std::vector<EnvVar> megatron_env(const EmitRequest& r) {
                 "parallelism or the asynchronous TP all-reduce (on by default)."},
                false});
   if (attention_of(r.plan, r.cluster) == AttentionKernel::unfused) {
-    v.push_back(
-        {"NVTE_FLASH_ATTN",
-         "0",
-         {"Attention as planned: unfused (batched GEMMs, fused softmax), from the profile's",
-          "software.attention or the plan's attn. Transformer Engine's flash and cuDNN",
-          "fused attention backends off:"},
-         false});
+    v.push_back({"NVTE_FLASH_ATTN",
+                 "0",
+                 {"Attention as planned: unfused (batched GEMMs, fused softmax), from the stack's",
+                  "attention or the plan's attn. Transformer Engine's flash and cuDNN",
+                  "fused attention backends off:"},
+                 false});
     v.push_back({"NVTE_FUSED_ATTN", "0", {}, false});
   }
   if (r.plan.dtype == Dtype::tf32)

@@ -23,7 +23,7 @@ EmitRequest prepare(Framework f, const std::string& model_file, const std::strin
   r.model_sha256 = sha256_hex(model_bytes);
   r.cluster_sha256 = sha256_hex(cluster_bytes);
   r.plan = plan;
-  r.cluster.software = execution_stack(f, cluster.software, &r.stack_note);
+  r.cluster.software = execution_stack(f, cluster, &r.stack_note);
   if (estimated && estimated->framework == f &&
       to_plan_string(estimated->plan) == to_plan_string(plan)) {  // the string has every knob
     r.estimate = *estimated;

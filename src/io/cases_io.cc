@@ -71,8 +71,9 @@ class Row {
       : f_(f), file_(file), line_(line) {}
   const std::string& text(int col) const { return f_[col]; }
   bool empty(int col) const { return f_[col].empty(); }
-  [[noreturn]] void fail(int col, const std::string& what) const {
-    throw InputError(file_, line_, "", "column '" + kColumns[col] + "': " + what);
+  [[noreturn]] void fail(int col, const std::string& what) const { fail(kColumns[col], what); }
+  [[noreturn]] void fail(const std::string& column, const std::string& what) const {
+    throw InputError(file_, line_, "", "column '" + column + "': " + what);
   }
   double number(int col) const {
     try {
@@ -116,7 +117,11 @@ int col(const char* name) {
   return -1;
 }
 
-RegressionCase read_case(const Row& r, int line) {
+/// The optional last column: the framework version the run used, whose execution stack and
+/// refusals the row is predicted with.
+constexpr const char* kFrameworkColumn = "framework";
+
+RegressionCase read_case(const Row& r, int line, bool has_framework) {
   RegressionCase c;
   c.line = line;
   c.id = r.text(col("id"));
@@ -166,6 +171,13 @@ RegressionCase read_case(const Row& r, int line) {
       !formula_flops(c.flops_formula, m, 1))
     r.fail(col("flops_formula"),
            "unknown formula '" + c.flops_formula + "' (megatron-hfu, megatron-mfu)");
+  const std::string& fw = has_framework ? r.text(static_cast<int>(kColumns.size())) : "";
+  if (!fw.empty()) {
+    c.framework = framework_named(fw);
+    if (!c.framework)
+      r.fail(kFrameworkColumn,
+             "unknown framework '" + fw + "' (expected " + framework_names() + ")");
+  }
   return c;
 }
 
@@ -182,21 +194,28 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
       throw InputError(file, 1, "",
                        "expected column " + std::to_string(i + 1) + " to be '" + kColumns[i] +
                            "', found '" + (i < fields.size() ? fields[i] : std::string()) + "'");
-  if (fields.size() != kColumns.size())
-    throw InputError(file, 1, "", "unexpected extra column '" + fields[kColumns.size()] + "'");
+  const bool has_framework =
+      fields.size() == kColumns.size() + 1 && fields.back() == kFrameworkColumn;
+  if (fields.size() != kColumns.size() && !has_framework)
+    throw InputError(file, 1, "",
+                     "unexpected extra column '" + fields[kColumns.size()] + "'" +
+                         (fields.size() == kColumns.size() + 1
+                              ? std::string(" (the one optional last column is 'framework')")
+                              : std::string()));
+  const size_t columns = fields.size();
   std::vector<RegressionCase> cases;
   for (int n = 2; std::getline(in, line); ++n) {
     if (line.empty() || line == "\r") continue;
     if (!split_csv(line, fields)) throw InputError(file, n, "", "unterminated quote");
-    if (fields.size() != kColumns.size())
+    if (fields.size() != columns)
       throw InputError(file, n, "",
-                       "expected " + std::to_string(kColumns.size()) + " columns, found " +
+                       "expected " + std::to_string(columns) + " columns, found " +
                            std::to_string(fields.size()));
     if (cases.size() == limits::kCaseRows)
       throw InputError(file, n, "",
                        "more than " + std::to_string(limits::kCaseRows) +
                            " rows (each is a search); split the file");
-    cases.push_back(read_case(Row(fields, file, n), n));
+    cases.push_back(read_case(Row(fields, file, n), n, has_framework));
   }
   if (cases.empty()) throw InputError(file, 0, "", "no rows");
   return cases;

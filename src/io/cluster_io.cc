@@ -4,6 +4,7 @@
 
 #include "planner/error.h"
 #include "planner/format.h"
+#include "planner/framework.h"
 #include "planner/io/yaml_util.h"
 #include "planner/limits.h"
 #include "planner/units.h"
@@ -101,7 +102,8 @@ GemmModel read_gemm(const YamlReader& r) {
 
 Gpu read_gpu(const YamlReader& r) {
   r.check_keys({"name", "sms", "peak_tflops", "hbm_GiB", "hbm_bandwidth_GBps", "hbm_efficiency",
-                "sustained_efficiency", "gemm"});
+                "sustained_efficiency", "gemm", "flash_efficiency", "flash_backward_efficiency",
+                "overlap_compute_slowdown"});
   Gpu g;
   g.name = r.get_string("name");
   g.sms = int_in(r, "sms", 1, limits::kSms);
@@ -159,6 +161,25 @@ NetworkTier read_tier(const YamlReader& r) {
   return t;
 }
 
+/// The GPU's attention-kernel rates and its compute slowdown beside a collective, each from the
+/// gpu block or else (profiles written before the hardware/software split) the software block.
+void read_kernel_rates(const YamlReader& gpu, const YamlReader* legacy, Gpu& g) {
+  auto from = [&](const char* key) -> const YamlReader& {
+    return legacy && !gpu.has(key) && legacy->has(key) ? *legacy : gpu;
+  };
+  g.flash_efficiency = in_range(from("flash_efficiency"), "flash_efficiency", limits::kEfficiency);
+  // Optional (profiles written before these keys existed): the defaults' sources are in cluster.h.
+  const YamlReader& bwd = from("flash_backward_efficiency");
+  g.flash_backward_efficiency =
+      bwd.has("flash_backward_efficiency")
+          ? in_range(bwd, "flash_backward_efficiency", limits::kEfficiency)
+          : g.flash_efficiency * kFlashBackwardOverForward;
+  const YamlReader& slow = from("overlap_compute_slowdown");
+  if (slow.has("overlap_compute_slowdown"))
+    g.overlap_compute_slowdown = in_range(slow, "overlap_compute_slowdown", {0, 1});
+}
+
+/// A legacy `software:` block: the default execution choices, read as before.
 SoftwareStack read_software(const YamlReader& r) {
   r.check_keys({"attention", "flash_efficiency", "flash_backward_efficiency", "overlap_grad_reduce",
                 "overlap_param_gather", "overlap_tp_comm", "causal_attention_skip",
@@ -168,19 +189,25 @@ SoftwareStack read_software(const YamlReader& r) {
   if (attn != "flash" && attn != "unfused")
     r.fail("attention", "expected flash or unfused, got '" + attn + "'");
   s.attention = attn == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
-  s.flash_efficiency = in_range(r, "flash_efficiency", limits::kEfficiency);
-  // Optional (profiles written before these keys existed): the defaults' sources are in cluster.h.
-  s.flash_backward_efficiency = r.has("flash_backward_efficiency")
-                                    ? in_range(r, "flash_backward_efficiency", limits::kEfficiency)
-                                    : s.flash_efficiency * kFlashBackwardOverForward;
   s.overlap_grad_reduce = r.get_bool("overlap_grad_reduce");
   s.overlap_param_gather = r.get_bool("overlap_param_gather");
-  if (r.has("overlap_tp_comm")) s.overlap_tp_comm = r.get_bool("overlap_tp_comm");
+  s.overlap_tp_comm = r.has("overlap_tp_comm") && r.get_bool("overlap_tp_comm");
   s.causal_attention_skip = r.get_bool("causal_attention_skip");
   s.zero3_collective_nics = int_in(r, "zero3_collective_nics", 1, limits::kNics);
-  if (r.has("overlap_compute_slowdown"))
-    s.overlap_compute_slowdown = in_range(r, "overlap_compute_slowdown", {0, 1});
   return s;
+}
+
+/// The kernel rates, and a legacy software block's execution choices (a key in both is refused).
+void read_rates_and_legacy(const YamlReader& r, ClusterProfile& c) {
+  const YamlReader gpu = r.child("gpu");
+  if (!r.has("software")) return read_kernel_rates(gpu, nullptr, c.gpu);
+  const YamlReader sw = r.child("software");
+  c.legacy_software = read_software(sw);
+  for (const char* key :
+       {"flash_efficiency", "flash_backward_efficiency", "overlap_compute_slowdown"})
+    if (gpu.has(key) && sw.has(key))
+      sw.fail(key, std::string("given twice, also as gpu.") + key + "; keep the gpu one");
+  read_kernel_rates(gpu, &sw, c.gpu);
 }
 
 ClusterProfile read_cluster(const YamlReader& r) {
@@ -199,7 +226,8 @@ ClusterProfile read_cluster(const YamlReader& r) {
                         " GPUs, over the limit of " + std::to_string(limits::kClusterGpus));
   if (r.has("gpu_hour_usd")) c.gpu_hour_usd = in_range(r, "gpu_hour_usd", limits::kGpuHourUsd);
   c.gpu = read_gpu(r.child("gpu"));
-  c.software = read_software(r.child("software"));
+  read_rates_and_legacy(r, c);
+  c.software = c.legacy_software.value_or(info(Framework::megatron).stack);
   const YamlReader net = r.child("network");
   net.check_keys({"intra_node", "inter_node"});
   c.intra = read_tier(net.child("intra_node"));

@@ -135,8 +135,8 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
                  k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
   }
   // With an attention reference (a production fused kernel timed at the workload's shapes), its
-  // forward and backward FLOP rates over the peak become software.flash_efficiency and
-  // software.flash_backward_efficiency.
+  // forward and backward FLOP rates over the peak become gpu.flash_efficiency and
+  // gpu.flash_backward_efficiency (the lines are rewritten where they stand, legacy block too).
   double flops[2] = {0, 0}, seconds[2] = {0, 0};
   for (size_t i = 0; i < w.kernels.size() && !m.attention_reference_s.empty(); ++i) {
     const Kernel& k = w.kernels[i];
