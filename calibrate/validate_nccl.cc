@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include "calibrate/collectives.h"
@@ -109,22 +110,45 @@ std::vector<double> tp_times(const RunnerWorkload& w, const RepeatPolicy& policy
   return out;
 }
 
-double dp_time(const RunnerWorkload& w, const RepeatPolicy& policy, unsigned long long seed,
-               Watchdog& wd, double max_chunk_bytes,
-               const std::function<void(const std::string&)>& log) {
-  const WorkCollective& dp = w.dp;
-  const double chunk = std::min(dp.bytes, max_chunk_bytes);
-  const double full = std::floor(dp.bytes / chunk), rest = dp.bytes - full * chunk;
-  LocalTeam team = make_team(dp.ranks, chunk, seed, wd);
-  double t = full * time_one(team, dp.coll, chunk, policy, wd);
-  if (rest > 0) t += time_one(team, dp.coll, rest, policy, wd);
-  destroy(team);
-  log(
-      strf("# dp_gradients       %-15s %12.0f B over %d GPUs (%.0f chunks of <= %.0f B): %.3f ms "
-           "(predicted %.3f ms)",
-           to_string(dp.coll), dp.bytes, dp.ranks, full + (rest > 0), chunk, t * 1e3,
-           dp.predicted_s * 1e3));
+/// One call of `c`, in chunks of at most `max_chunk_bytes` whose times are added.
+double chunked_time(const LocalTeam& team, const WorkCollective& c, const RepeatPolicy& policy,
+                    Watchdog& wd, double max_chunk_bytes) {
+  if (c.bytes <= 0) return 0;
+  const double chunk = std::min(c.bytes, max_chunk_bytes);
+  const double full = std::floor(c.bytes / chunk), rest = c.bytes - full * chunk;
+  double t = full * time_one(team, c.coll, chunk, policy, wd);
+  if (rest > 0) t += time_one(team, c.coll, rest, policy, wd);
   return t;
+}
+
+std::vector<double> dp_times(const RunnerWorkload& w, const RepeatPolicy& policy,
+                             unsigned long long seed, Watchdog& wd, double max_chunk_bytes,
+                             const std::function<void(const std::string&)>& log) {
+  double largest = 0;
+  for (const WorkCollective& c : w.dp)
+    largest = std::max(largest, std::min(c.bytes, max_chunk_bytes));
+  LocalTeam team;  // one communicator at a time, rebuilt when the ranks change
+  std::map<std::tuple<int, double, int>, double> seen;
+  std::vector<double> out;
+  for (const WorkCollective& c : w.dp) {
+    const auto key = std::tuple{int(c.coll), c.bytes, c.ranks};
+    auto it = seen.find(key);
+    if (it == seen.end()) {
+      if (team.n != c.ranks) {
+        if (team.n > 0) destroy(team);
+        team = make_team(c.ranks, std::max(largest, 4.0 * c.ranks), seed, wd);
+      }
+      it = seen.emplace(key, chunked_time(team, c, policy, wd, max_chunk_bytes)).first;
+    }
+    out.push_back(it->second);
+    log(
+        strf("# %-26s %-15s %12.0f B over %d GPUs (chunks of <= %.0f B): %.3f ms (predicted "
+             "%.3f ms)",
+             c.name.c_str(), to_string(c.coll), c.bytes, c.ranks, max_chunk_bytes, it->second * 1e3,
+             c.predicted_s * 1e3));
+  }
+  if (team.n > 0) destroy(team);
+  return out;
 }
 
 }  // namespace
@@ -137,20 +161,21 @@ CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& po
   Watchdog wd(timeout_s);
   int tp_ranks = 0;
   for (const WorkCollective& c : w.collectives) tp_ranks = std::max(tp_ranks, c.ranks);
-  if (!w.collectives.empty() && local_gpus >= tp_ranks)
+  if (!w.collectives.empty() && local_gpus >= tp_ranks) {
     out.collectives_s = tp_times(w, policy, seed, wd, log);
-  else if (!w.collectives.empty())
+  } else if (!w.collectives.empty()) {
     log(
         strf("# TP collectives: %d local GPU%s, the plan's need %d: not measured (the profile's "
              "times stand)",
              local_gpus, local_gpus == 1 ? "" : "s", tp_ranks));
-  if (w.dp.bytes > 0 && w.dp.ranks > 1) {
-    if (local_gpus >= w.dp.ranks)
-      out.dp_s = dp_time(w, policy, seed, wd, max_chunk_bytes, log);
-    else
-      log(strf("# DP reduction: %d local GPU%s, it needs %d: not measured", local_gpus,
-               local_gpus == 1 ? "" : "s", w.dp.ranks));
   }
+  int dp_ranks = 0;
+  for (const WorkCollective& c : w.dp) dp_ranks = std::max(dp_ranks, c.ranks);
+  if (!w.dp.empty() && local_gpus >= dp_ranks)
+    out.dp_s = dp_times(w, policy, seed, wd, max_chunk_bytes, log);
+  else if (!w.dp.empty())
+    log(strf("# DP collectives: %d local GPU%s, they need %d: not measured", local_gpus,
+             local_gpus == 1 ? "" : "s", dp_ranks));
   return out;
 }
 

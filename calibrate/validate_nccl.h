@@ -12,13 +12,13 @@
 namespace planner::calibrate {
 
 struct CollectiveTimes {
-  std::vector<double> collectives_s;  ///< one call each, in workload order; empty: not measured
-  double dp_s = -1;                   ///< the DP reduction; < 0: not measured
+  std::vector<double> collectives_s;  ///< one call each, alone, in workload order; empty: not run
+  std::vector<double> dp_s;  ///< one call of each DP collective, alone; empty: not measured
 };
 
 /// Measures what the local GPUs allow: the TP collectives when there are at least their ranks
-/// (all or none, as the planner reads them), the DP reduction likewise. A reduction larger than
-/// `max_chunk_bytes` runs as chunks of that size (gradient buckets) and their times are added.
+/// (all or none, as the planner reads them), the DP collectives likewise. A DP collective larger
+/// than `max_chunk_bytes` runs as chunks of that size (buckets) and their times are added.
 /// Throws CollectiveTimeout (watchdog.h) when a step exceeds `timeout_s`.
 CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& policy,
                                  double timeout_s, unsigned long long seed, int local_gpus,
