@@ -1,7 +1,10 @@
 #pragma once
 /// The plan's collectives on the local GPUs: one process drives `ranks` GPUs through
 /// ncclCommInitAll (nccl-tests -g), each collective at its real size S with the calibrate
-/// definitions (collectives.h), timed by the harness, every step under the watchdog.
+/// definitions (collectives.h), timed by the harness, every step under the watchdog. A TP
+/// collective the estimate overlaps with a GEMM is also timed beside that GEMM: the GEMM on a
+/// compute stream of every GPU of the team, the collective on the team's NCCL stream, forked
+/// from and joined back to the compute stream by CUDA events each iteration.
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,6 +16,9 @@ namespace planner::calibrate {
 
 struct CollectiveTimes {
   std::vector<double> collectives_s;  ///< one call each, alone, in workload order; empty: not run
+  /// What each added to its GEMM run beside it (the pair's time less the GEMM's alone, at least
+  /// 0); the time alone for those not overlapped. Empty when collectives_s is.
+  std::vector<double> collectives_exposed_s;
   std::vector<double> dp_s;  ///< one call of each DP collective, alone; empty: not measured
 };
 
