@@ -1,12 +1,16 @@
 #include "calibrate/validate_nccl.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <tuple>
 #include <utility>
 
 #include "calibrate/collectives.h"
 #include "calibrate/device.h"
+#include "calibrate/matmul.h"
 #include "calibrate/nccl_poll.h"
 #include "calibrate/watchdog.h"
 
@@ -85,46 +89,201 @@ double time_one(const LocalTeam& t, Collective c, double S, const RepeatPolicy& 
   return measure(op, policy).median_s;
 }
 
-std::vector<double> tp_times(const RunnerWorkload& w, const RepeatPolicy& policy,
-                             unsigned long long seed, Watchdog& wd,
-                             const std::function<void(const std::string&)>& log) {
+/// One GEMM of the workload on every GPU of a team: per GPU a compute stream, a cuBLASLt
+/// handle, random operands, and the events that fork the team's NCCL stream from the compute
+/// stream and join it back. Raw like LocalTeam: released by destroy() only.
+struct TeamGemm {
+  std::vector<cudaStream_t> streams;
+  std::vector<cublasLtHandle_t> handles;
+  std::vector<std::unique_ptr<Matmul>> mm;
+  std::vector<std::array<void*, 4>> bufs;  ///< A, B, C, workspace
+  std::vector<cudaEvent_t> fork, join;
+};
+
+TeamGemm make_gemm(const LocalTeam& t, const KernelRun& r, unsigned long long seed) {
+  TeamGemm g;
+  const MatmulTypes ty = matmul_types(r.dtype);
+  const size_t na = size_t(r.m) * r.k * r.batch, nb = size_t(r.k) * r.n * r.batch;
+  const size_t c_bytes = size_t(r.m) * r.n * r.batch * element_bytes(ty.out);
+  for (int i = 0; i < t.n; ++i) {
+    CAL_CUDA(cudaSetDevice(t.devices[i]));
+    g.streams.push_back(nullptr), g.handles.push_back(nullptr);
+    g.fork.push_back(nullptr), g.join.push_back(nullptr), g.bufs.push_back({});
+    CAL_CUDA(cudaStreamCreateWithFlags(&g.streams.back(), cudaStreamNonBlocking));
+    CAL_CUBLAS(cublasLtCreate(&g.handles.back()));
+    CAL_CUDA(cudaEventCreateWithFlags(&g.fork.back(), cudaEventDisableTiming));
+    CAL_CUDA(cudaEventCreateWithFlags(&g.join.back(), cudaEventDisableTiming));
+    std::array<void*, 4>& b = g.bufs.back();
+    CAL_CUDA(cudaMalloc(&b[0], na * element_bytes(ty.fill)));
+    CAL_CUDA(cudaMalloc(&b[1], nb * element_bytes(ty.fill)));
+    CAL_CUDA(cudaMalloc(&b[2], c_bytes));
+    CAL_CUDA(cudaMalloc(&b[3], kMatmulWorkspaceBytes));
+    fill_uniform(b[0], na, ty.fill, seed + 31 * i, g.streams.back());
+    fill_uniform(b[1], nb, ty.fill, seed + 31 * i + 1, g.streams.back());
+    CAL_CUDA(cudaMemsetAsync(b[2], 0, c_bytes, g.streams.back()));
+    g.mm.push_back(std::make_unique<Matmul>(
+        g.handles.back(), r.dtype, MatmulShape{r.transa, r.transb, r.m, r.n, r.k, r.batch}));
+    if (!g.mm.back()->ok()) throw DeviceError("cuBLASLt has no algorithm for " + describe(r));
+    CAL_CUDA(cudaStreamSynchronize(g.streams.back()));
+  }
+  CAL_CUDA(cudaSetDevice(0));
+  return g;
+}
+
+void destroy(TeamGemm& g, const LocalTeam& t) {
+  for (size_t i = 0; i < g.streams.size(); ++i) {
+    cudaSetDevice(t.devices[i]);
+    cudaStreamSynchronize(g.streams[i]);
+    for (void* p : g.bufs[i]) cudaFree(p);
+    cudaEventDestroy(g.fork[i]), cudaEventDestroy(g.join[i]);
+    g.mm[i].reset();
+    cublasLtDestroy(g.handles[i]);
+    cudaStreamDestroy(g.streams[i]);
+  }
+  cudaSetDevice(0);
+  g = TeamGemm{};
+}
+
+/// `iters` of the GEMM on every GPU; with `d`, the collective of `bytes` beside each: the NCCL
+/// stream waits for the compute stream (fork), both run, and the compute stream waits for the
+/// collective (join), so every iteration's pair starts together and the next waits for both.
+void enqueue_gemm(const LocalTeam& t, const TeamGemm& g, const CollectiveDef* d, double bytes,
+                  int iters) {
+  for (int it = 0; it < iters; ++it) {
+    if (d) {
+      for (int i = 0; i < t.n; ++i) {
+        CAL_CUDA(cudaSetDevice(t.devices[i]));
+        CAL_CUDA(cudaEventRecord(g.fork[i], g.streams[i]));
+        CAL_CUDA(cudaStreamWaitEvent(t.streams[i], g.fork[i], 0));
+      }
+      CAL_NCCL(ncclGroupStart());
+      for (int i = 0; i < t.n; ++i)
+        CAL_NCCL(
+            d->launch(t.send[i], t.recv[i], size_t(bytes / 4), i, t.n, t.comms[i], t.streams[i]));
+      CAL_NCCL(ncclGroupEnd());
+    }
+    for (int i = 0; i < t.n; ++i) {
+      CAL_CUDA(cudaSetDevice(t.devices[i]));
+      const std::array<void*, 4>& b = g.bufs[i];
+      g.mm[i]->run(b[0], b[1], b[2], b[3], g.streams[i]);
+      if (!d) continue;
+      CAL_CUDA(cudaEventRecord(g.join[i], t.streams[i]));
+      CAL_CUDA(cudaStreamWaitEvent(g.streams[i], g.join[i], 0));
+    }
+  }
+  CAL_CUDA(cudaSetDevice(0));
+}
+
+/// Median seconds per iteration of the GEMM on the team's GPUs, with `d` beside it when given.
+double time_gemm(const LocalTeam& t, const TeamGemm& g, const CollectiveDef* d, double bytes,
+                 const RepeatPolicy& policy, Watchdog& wd, const std::string& what) {
+  const PollTarget target = nccl_poll_target(g.streams, t.comms);
+  TimedOp op;
+  for (int i = 0; i < t.n; ++i) op.streams.push_back({t.devices[i], g.streams[i]});
+  op.hide_launch_gaps = true;
+  op.enqueue = [&](int iters) {
+    ArmedStep step(wd, what);
+    enqueue_gemm(t, g, d, bytes, iters);
+  };
+  op.wait = [&] { wd.wait(target, what); };
+  return measure(op, policy).median_s;
+}
+
+/// What collective `c` adds to the GEMM `r` when both run at once on every GPU of the team.
+double time_beside(const LocalTeam& t, Collective c, double S, const KernelRun& r,
+                   const RepeatPolicy& policy, unsigned long long seed, Watchdog& wd) {
+  const CollectiveDef& d = def_of(c);
+  const double bytes = collective_bytes(d, S, t.n);
+  TeamGemm g = make_gemm(t, r, seed);
+  const std::string what =
+      strf("%s beside %s on local GPUs 0-%d", to_string(c), describe(r).c_str(), t.n - 1);
+  const double alone = time_gemm(t, g, nullptr, 0, policy, wd, describe(r));
+  const double pair = bytes > 0 ? time_gemm(t, g, &d, bytes, policy, wd, what) : alone;
+  destroy(g, t);
+  return std::max(0.0, pair - alone);
+}
+
+struct TpTimes {
+  std::vector<double> alone, exposed;
+};
+
+TpTimes tp_times(const RunnerWorkload& w, const RepeatPolicy& policy, unsigned long long seed,
+                 Watchdog& wd, const std::function<void(const std::string&)>& log) {
   int n = 0;
   double largest = 0;
   for (const WorkCollective& c : w.collectives)
     n = std::max(n, c.ranks), largest = std::max(largest, c.bytes);
   LocalTeam team = make_team(n, largest, seed, wd);
-  std::map<std::pair<int, double>, double> seen;  // the same collective and size: measured once
-  std::vector<double> out;
+  // The same collective and size (and GEMM): measured once.
+  std::map<std::pair<int, double>, double> seen;
+  std::map<std::tuple<int, double, std::string>, double> beside;
+  TpTimes out;
   for (const WorkCollective& c : w.collectives) {
     auto it = seen.find({int(c.coll), c.bytes});
     if (it == seen.end())
       it =
           seen.emplace(std::pair{int(c.coll), c.bytes}, time_one(team, c.coll, c.bytes, policy, wd))
               .first;
-    out.push_back(it->second);
-    log(strf("# %-18s %-15s %12.0f B over %d GPUs: %9.1f us (predicted %.1f us)", c.name.c_str(),
-             to_string(c.coll), c.bytes, c.ranks, it->second * 1e6, c.predicted_s * 1e6));
+    out.alone.push_back(it->second);
+    out.exposed.push_back(it->second);
+    if (c.beside >= 0) {
+      const KernelRun r = kernel_run(w, size_t(c.beside));
+      const auto key = std::tuple{int(c.coll), c.bytes, describe(r)};
+      auto b = beside.find(key);
+      if (b == beside.end())
+        b = beside.emplace(key, time_beside(team, c.coll, c.bytes, r, policy, seed, wd)).first;
+      out.exposed.back() = b->second;
+    }
+    log(strf("# %-18s %-15s %12.0f B over %d GPUs: %9.1f us (predicted %.1f us)%s", c.name.c_str(),
+             to_string(c.coll), c.bytes, c.ranks, it->second * 1e6, c.predicted_s * 1e6,
+             c.beside < 0 ? ""
+                          : strf("; beside kernel %d it adds %.1f us (the estimate charges %.1f)",
+                                 c.beside, out.exposed.back() * 1e6, c.exposed_s * 1e6)
+                                .c_str()));
   }
   destroy(team);
   return out;
 }
 
-double dp_time(const RunnerWorkload& w, const RepeatPolicy& policy, unsigned long long seed,
-               Watchdog& wd, double max_chunk_bytes,
-               const std::function<void(const std::string&)>& log) {
-  const WorkCollective& dp = w.dp;
-  const double chunk = std::min(dp.bytes, max_chunk_bytes);
-  const double full = std::floor(dp.bytes / chunk), rest = dp.bytes - full * chunk;
-  LocalTeam team = make_team(dp.ranks, chunk, seed, wd);
-  double t = full * time_one(team, dp.coll, chunk, policy, wd);
-  if (rest > 0) t += time_one(team, dp.coll, rest, policy, wd);
-  destroy(team);
-  log(
-      strf("# dp_gradients       %-15s %12.0f B over %d GPUs (%.0f chunks of <= %.0f B): %.3f ms "
-           "(predicted %.3f ms)",
-           to_string(dp.coll), dp.bytes, dp.ranks, full + (rest > 0), chunk, t * 1e3,
-           dp.predicted_s * 1e3));
+/// One call of `c`, in chunks of at most `max_chunk_bytes` whose times are added.
+double chunked_time(const LocalTeam& team, const WorkCollective& c, const RepeatPolicy& policy,
+                    Watchdog& wd, double max_chunk_bytes) {
+  if (c.bytes <= 0) return 0;
+  const double chunk = std::min(c.bytes, max_chunk_bytes);
+  const double full = std::floor(c.bytes / chunk), rest = c.bytes - full * chunk;
+  double t = full * time_one(team, c.coll, chunk, policy, wd);
+  if (rest > 0) t += time_one(team, c.coll, rest, policy, wd);
   return t;
+}
+
+std::vector<double> dp_times(const RunnerWorkload& w, const RepeatPolicy& policy,
+                             unsigned long long seed, Watchdog& wd, double max_chunk_bytes,
+                             const std::function<void(const std::string&)>& log) {
+  double largest = 0;
+  for (const WorkCollective& c : w.dp)
+    largest = std::max(largest, std::min(c.bytes, max_chunk_bytes));
+  LocalTeam team;  // one communicator at a time, rebuilt when the ranks change
+  std::map<std::tuple<int, double, int>, double> seen;
+  std::vector<double> out;
+  for (const WorkCollective& c : w.dp) {
+    const auto key = std::tuple{int(c.coll), c.bytes, c.ranks};
+    auto it = seen.find(key);
+    if (it == seen.end()) {
+      if (team.n != c.ranks) {
+        if (team.n > 0) destroy(team);
+        team = make_team(c.ranks, std::max(largest, 4.0 * c.ranks), seed, wd);
+      }
+      it = seen.emplace(key, chunked_time(team, c, policy, wd, max_chunk_bytes)).first;
+    }
+    out.push_back(it->second);
+    log(
+        strf("# %-26s %-15s %12.0f B over %d GPUs (chunks of <= %.0f B): %.3f ms (predicted "
+             "%.3f ms)",
+             c.name.c_str(), to_string(c.coll), c.bytes, c.ranks, max_chunk_bytes, it->second * 1e3,
+             c.predicted_s * 1e3));
+  }
+  if (team.n > 0) destroy(team);
+  return out;
 }
 
 }  // namespace
@@ -137,20 +296,22 @@ CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& po
   Watchdog wd(timeout_s);
   int tp_ranks = 0;
   for (const WorkCollective& c : w.collectives) tp_ranks = std::max(tp_ranks, c.ranks);
-  if (!w.collectives.empty() && local_gpus >= tp_ranks)
-    out.collectives_s = tp_times(w, policy, seed, wd, log);
-  else if (!w.collectives.empty())
+  if (!w.collectives.empty() && local_gpus >= tp_ranks) {
+    TpTimes t = tp_times(w, policy, seed, wd, log);
+    out.collectives_s = std::move(t.alone), out.collectives_exposed_s = std::move(t.exposed);
+  } else if (!w.collectives.empty()) {
     log(
         strf("# TP collectives: %d local GPU%s, the plan's need %d: not measured (the profile's "
              "times stand)",
              local_gpus, local_gpus == 1 ? "" : "s", tp_ranks));
-  if (w.dp.bytes > 0 && w.dp.ranks > 1) {
-    if (local_gpus >= w.dp.ranks)
-      out.dp_s = dp_time(w, policy, seed, wd, max_chunk_bytes, log);
-    else
-      log(strf("# DP reduction: %d local GPU%s, it needs %d: not measured", local_gpus,
-               local_gpus == 1 ? "" : "s", w.dp.ranks));
   }
+  int dp_ranks = 0;
+  for (const WorkCollective& c : w.dp) dp_ranks = std::max(dp_ranks, c.ranks);
+  if (!w.dp.empty() && local_gpus >= dp_ranks)
+    out.dp_s = dp_times(w, policy, seed, wd, max_chunk_bytes, log);
+  else if (!w.dp.empty())
+    log(strf("# DP collectives: %d local GPU%s, they need %d: not measured", local_gpus,
+             local_gpus == 1 ? "" : "s", dp_ranks));
   return out;
 }
 

@@ -1,7 +1,10 @@
 #pragma once
 /// The plan's collectives on the local GPUs: one process drives `ranks` GPUs through
 /// ncclCommInitAll (nccl-tests -g), each collective at its real size S with the calibrate
-/// definitions (collectives.h), timed by the harness, every step under the watchdog.
+/// definitions (collectives.h), timed by the harness, every step under the watchdog. A TP
+/// collective the estimate overlaps with a GEMM is also timed beside that GEMM: the GEMM on a
+/// compute stream of every GPU of the team, the collective on the team's NCCL stream, forked
+/// from and joined back to the compute stream by CUDA events each iteration.
 #include <functional>
 #include <string>
 #include <vector>
@@ -12,13 +15,16 @@
 namespace planner::calibrate {
 
 struct CollectiveTimes {
-  std::vector<double> collectives_s;  ///< one call each, in workload order; empty: not measured
-  double dp_s = -1;                   ///< the DP reduction; < 0: not measured
+  std::vector<double> collectives_s;  ///< one call each, alone, in workload order; empty: not run
+  /// What each added to its GEMM run beside it (the pair's time less the GEMM's alone, at least
+  /// 0); the time alone for those not overlapped. Empty when collectives_s is.
+  std::vector<double> collectives_exposed_s;
+  std::vector<double> dp_s;  ///< one call of each DP collective, alone; empty: not measured
 };
 
 /// Measures what the local GPUs allow: the TP collectives when there are at least their ranks
-/// (all or none, as the planner reads them), the DP reduction likewise. A reduction larger than
-/// `max_chunk_bytes` runs as chunks of that size (gradient buckets) and their times are added.
+/// (all or none, as the planner reads them), the DP collectives likewise. A DP collective larger
+/// than `max_chunk_bytes` runs as chunks of that size (buckets) and their times are added.
 /// Throws CollectiveTimeout (watchdog.h) when a step exceeds `timeout_s`.
 CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& policy,
                                  double timeout_s, unsigned long long seed, int local_gpus,

@@ -110,13 +110,34 @@ WorkKernel parse_kernel(const Reader& r, const json& j, const std::string& p) {
 
 WorkCollective parse_collective(const Reader& r, const json& j, const std::string& p, bool dp) {
   WorkCollective c;
-  c.name = dp ? "dp_gradients" : r.text(j, "name", p);
+  c.name = r.text(j, "name", p);
   c.coll = Collective(r.choice(j, "collective", p, kCollectives));
   c.bytes = r.amount(j, "bytes", p);
   c.ranks = r.positive_int(j, "ranks", p);
-  c.count = dp ? 1 : static_cast<int>(r.extent(j, "count", p));
+  c.pass = Pass(r.choice(j, "pass", p, kPasses));
+  c.count = static_cast<int>(r.extent(j, "count", p));
   c.predicted_s = r.amount(j, "predicted_s", p);
+  c.overlapped = r.boolean(j, "overlapped", p);
+  if (dp) {
+    c.per_microbatch = r.choice(j, "per", p, {"iteration", "microbatch"}) == 1;
+    c.exposed_s = c.predicted_s;
+    return c;
+  }
+  c.exposed_s = r.amount(j, "exposed_s", p);
+  if (!r.at(j, "beside", p).is_null()) c.beside = int(r.extent(j, "beside", p));
   return c;
+}
+
+/// A list of collectives under `key`, each parsed as a TP (`dp` false) or DP entry.
+std::vector<WorkCollective> parse_collectives(const Reader& r, const json& j, const char* key,
+                                              bool dp) {
+  const json& list = r.at(j, key, "");
+  if (!list.is_array()) r.fail(key, "expected a list");
+  std::vector<WorkCollective> out;
+  for (size_t i = 0; i < list.size(); ++i)
+    out.push_back(
+        parse_collective(r, list[i], std::string(key) + "[" + std::to_string(i) + "].", dp));
+  return out;
 }
 
 }  // namespace
@@ -126,9 +147,9 @@ RunnerWorkload parse_runner_workload(const std::string& text, const std::string&
   const json j = io::parse_json(text, origin);
   if (!j.is_object())
     r.fail("", "not a JSON object (is it a workload from planner validate --workload-out?)");
-  if (r.text(j, "schema", "") != "planner-validate-workload/1")
+  if (r.text(j, "schema", "") != "planner-validate-workload/2")
     r.fail("schema",
-           "expected planner-validate-workload/1, found '" + j["schema"].get<std::string>() + "'");
+           "expected planner-validate-workload/2, found '" + j["schema"].get<std::string>() + "'");
   RunnerWorkload w;
   w.model = j.contains("model") ? r.text(j, "model", "") : "?";
   w.plan = j.contains("plan") ? r.text(j, "plan", "") : "?";
@@ -139,12 +160,18 @@ RunnerWorkload parse_runner_workload(const std::string& text, const std::string&
   if (!kernels.is_array() || kernels.empty()) r.fail("kernels", "expected a non-empty list");
   for (size_t i = 0; i < kernels.size(); ++i)
     w.kernels.push_back(parse_kernel(r, kernels[i], "kernels[" + std::to_string(i) + "]."));
-  const json& colls = r.at(j, "collectives", "");
-  if (!colls.is_array()) r.fail("collectives", "expected a list");
-  for (size_t i = 0; i < colls.size(); ++i)
-    w.collectives.push_back(
-        parse_collective(r, colls[i], "collectives[" + std::to_string(i) + "].", false));
-  w.dp = parse_collective(r, r.at(j, "dp", ""), "dp.", true);
+  w.collectives = parse_collectives(r, j, "collectives", false);
+  w.dp = parse_collectives(r, j, "dp", true);
+  w.microbatches = j.contains("microbatches") ? r.positive_int(j, "microbatches", "") : 1;
+  for (size_t i = 0; i < w.collectives.size(); ++i) {
+    const WorkCollective& c = w.collectives[i];
+    const std::string key = "collectives[" + std::to_string(i) + "].beside";
+    if (c.beside >= int(w.kernels.size()))
+      r.fail(key, "no kernel " + std::to_string(c.beside) + " (the workload has " +
+                      std::to_string(w.kernels.size()) + ")");
+    if (c.beside >= 0 && w.kernels[size_t(c.beside)].cls != KernelClass::gemm)
+      r.fail(key, "names kernel " + std::to_string(c.beside) + ", which is not a GEMM");
+  }
   try {
     for (size_t i = 0; i < w.kernels.size(); ++i) kernel_run(w, i);  // every entry can run
   } catch (const InputError& e) {
@@ -318,65 +345,6 @@ double run_bytes(const KernelRun& r) {
       return (r.swiglu ? 10 : 6) * rh;
   }
   return 0;
-}
-
-std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus) {
-  std::vector<std::string> out;
-  char buf[400];
-  const WorkLayer& l = w.layer;
-  out.push_back("# workload: " + w.model + " --plan \"" + w.plan + "\"");
-  std::snprintf(
-      buf, sizeof buf,
-      "# layer: hidden %d, heads %d (kv %d), ffn %d%s, seq %d; tp %d, cp %d, mbs %d, sp %d; "
-      "%s, %s attention, %s",
-      l.hidden, l.heads, l.kv_heads, l.ffn, l.swiglu ? " swiglu" : "", l.seq, l.tp, l.cp, l.mbs,
-      int(l.sp), to_string(w.dtype), w.flash ? "flash" : "unfused",
-      l.swiglu ? "RMSNorm" : "layer norm");
-  out.push_back(buf);
-  out.push_back(
-      "#   i  kernel            pass             rec  pred_us   model_MB  kernel_MB  runs");
-  std::set<std::string> distinct;
-  for (size_t i = 0; i < w.kernels.size(); ++i) {
-    const WorkKernel& k = w.kernels[i];
-    const KernelRun r = kernel_run(w, i);
-    distinct.insert(describe(r));
-    std::snprintf(buf, sizeof buf, "%5zu  %-16s  %-15s  %-3s %8.1f %10.1f %10.1f  %s%s%s", i,
-                  k.name.c_str(), kPasses[int(k.pass)].c_str(), k.recompute ? "yes" : "",
-                  k.predicted_s * 1e6, k.bytes / 1e6, run_bytes(r) / 1e6, describe(r).c_str(),
-                  r.note.empty() ? "" : "  # ", r.note.c_str());
-    out.push_back(buf);
-  }
-  std::snprintf(buf, sizeof buf, "# %zu kernels, %zu distinct runs (each timed once)",
-                w.kernels.size(), distinct.size());
-  out.push_back(buf);
-  std::vector<WorkCollective> all = w.collectives;
-  if (w.dp.bytes > 0 && w.dp.ranks > 1) all.push_back(w.dp);
-  for (const WorkCollective& c : all) {
-    const bool dp = &c == &all.back() && w.dp.bytes > 0 && w.dp.ranks > 1;
-    const std::string times =
-        dp ? "once per iteration" : "x " + std::to_string(c.count) + " per layer";
-    std::snprintf(buf, sizeof buf, "# %s: NCCL %s of %.0f bytes over %d GPUs, %s: %s",
-                  c.name.c_str(), to_string(c.coll), c.bytes, c.ranks, times.c_str(),
-                  local_gpus < 0 ? "measured where the machine has that many GPUs"
-                  : local_gpus >= c.ranks
-                      ? "measured on the local GPUs"
-                      : "needs more local GPUs: null (the profile's time stands)");
-    out.push_back(buf);
-  }
-  if (all.empty()) out.push_back("# no collectives (tp = 1 and dp = 1)");
-  return out;
-}
-
-std::string results_json(const RunnerResults& r) {
-  json j = {
-      {"schema", "planner-validate-results/1"}, {"device", r.device}, {"kernels_s", r.kernels_s}};
-  j["collectives_s"] = r.collectives_s.empty() ? json(nullptr) : json(r.collectives_s);
-  j["dp_s"] = r.dp_s < 0 ? json(nullptr) : json(r.dp_s);
-  json checks = json::array();
-  for (const auto& [name, err] : r.checks)
-    checks.push_back({{"kernel", name}, {"relative_error", err}});
-  j["checks"] = checks;
-  return io::dump_json(j, 2) + "\n";
 }
 
 }  // namespace planner::calibrate

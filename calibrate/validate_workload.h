@@ -35,8 +35,13 @@ struct WorkCollective {
   Collective coll = Collective::allreduce;
   double bytes = 0;  ///< nccl-tests size S
   int ranks = 1;
-  int count = 1;
-  double predicted_s = 0;
+  Pass pass = Pass::forward;
+  int count = 1;                ///< TP: per layer; DP: per iteration, or per micro-batch
+  bool per_microbatch = false;  ///< DP (ZeRO-3): count is per micro-batch
+  bool overlapped = false;      ///< the estimate hides it, in part, behind compute
+  int beside = -1;              ///< TP overlap: the workload kernel (a GEMM) it runs beside
+  double predicted_s = 0;       ///< each, alone
+  double exposed_s = 0;         ///< TP: each, what the estimate charges after the overlap
 };
 
 struct RunnerWorkload {
@@ -44,9 +49,10 @@ struct RunnerWorkload {
   Dtype dtype = Dtype::bf16;
   bool flash = true;
   WorkLayer layer;
+  int microbatches = 1;
   std::vector<WorkKernel> kernels;
-  std::vector<WorkCollective> collectives;
-  WorkCollective dp;  ///< bytes 0 or ranks 1: nothing to reduce
+  std::vector<WorkCollective> collectives;  ///< TP, per layer
+  std::vector<WorkCollective> dp;           ///< DP collectives of an iteration
 };
 
 /// Throws InputError naming `origin` and the key ("kernels[3].pass") for anything malformed.
@@ -98,12 +104,15 @@ std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus);
 struct RunnerResults {
   std::string device;
   std::vector<double> kernels_s;
-  std::vector<double> collectives_s;                   ///< empty: not measured (null)
-  double dp_s = -1;                                    ///< < 0: not measured (null)
+  std::vector<double> collectives_s;  ///< each alone; empty: not measured (null)
+  /// Each beside its GEMM when overlapped (what it added to the GEMM), else as collectives_s;
+  /// empty: not measured (absent).
+  std::vector<double> collectives_exposed_s;
+  std::vector<double> dp_s;                            ///< one per DP collective; empty: null
   std::vector<std::pair<std::string, double>> checks;  ///< kernel, relative error
 };
-/// {"device", "kernels_s", "collectives_s" (or null), "dp_s" (or null), "checks"}: what
-/// planner::parse_measured reads.
+/// {"device", "kernels_s", "collectives_s" (or null), "collectives_exposed_s" (when measured),
+/// "dp_s" (or null), "checks"}: what planner::parse_measured reads.
 std::string results_json(const RunnerResults& r);
 
 }  // namespace planner::calibrate

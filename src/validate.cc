@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "planner/cost/memory.h"
 #include "planner/error.h"
 #include "planner/units.h"
 
@@ -23,27 +24,30 @@ const char* pass_name(Pass p) {
                                     : "backward_weight";
 }
 
-void add_tp_collectives(const ModelSpec& m, const ClusterProfile& c, const Plan& p, Workload& w) {
-  if (p.tp == 1) return;
-  const GroupLayout g = tp_group(p, c.gpus_per_node);
-  const double act = 2.0 * p.mbs * (double(m.seq_len) / p.cp) * m.hidden;
-  // One collective (or all-gather + reduce-scatter pair) per row-parallel linear of the block
-  // model in each pass (Korthikanti et al. 2022, Fig. 5); full recompute runs the forward's again.
-  const int n = block_model(m.decoder_shape()).tp_collectives();
-  const int recompute = p.recompute == Recompute::full ? n : 0;
-  auto add = [&](const char* name, Collective coll, Pass pass, int count) {
-    w.collectives.push_back(
-        {name, coll, act, p.tp, pass, count, collective_time_s(c, coll, act, g)});
-  };
-  if (p.sp) {
-    add("tp_allgather", Collective::allgather, Pass::forward, n);
-    add("tp_reduce_scatter", Collective::reduce_scatter, Pass::forward, n);
-    add("tp_allgather", Collective::allgather, Pass::backward_data, n + recompute);
-    add("tp_reduce_scatter", Collective::reduce_scatter, Pass::backward_data, n + recompute);
-  } else {
-    add("tp_allreduce", Collective::allreduce, Pass::forward, n);
-    add("tp_allreduce", Collective::allreduce, Pass::backward_data, n + recompute);
+/// The list of `n` times >= 0 under `key`; empty when absent or null.
+std::vector<double> optional_times(const nlohmann::json& j, const char* key, size_t n,
+                                   const std::string& origin) {
+  std::vector<double> out;
+  if (!j.contains(key) || j[key].is_null()) return out;
+  if (!j[key].is_array() || j[key].size() != n)
+    throw InputError(origin, 0, key, "expected " + std::to_string(n) + " times");
+  for (const auto& t : j[key]) {
+    if (!t.is_number() || !(t.get<double>() >= 0) || !std::isfinite(t.get<double>()))
+      throw InputError(origin, 0, key, "times must be numbers >= 0");
+    out.push_back(t.get<double>());
   }
+  return out;
+}
+
+nlohmann::json collective_json(const WorkCollective& c) {
+  return {{"name", c.name},
+          {"collective", to_string(c.coll)},
+          {"bytes", c.bytes},
+          {"ranks", c.ranks},
+          {"pass", pass_name(c.pass)},
+          {"count", c.count},
+          {"predicted_s", c.predicted_s},
+          {"overlapped", c.overlapped}};
 }
 
 }  // namespace
@@ -74,17 +78,11 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   }
   for (const Kernel& k : all)
     if (k.pass != Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);
-  add_tp_collectives(m, c, p, w);
+  w.collectives = tp_collectives(m, c, p, w.kernels, w.is_recompute, e.layer_compute);
   double params = 0;  // the most loaded stage's parameters on one rank, before ZeRO
   for (int s = 0; s < p.pp; ++s) params = std::max(params, stage_params_per_rank(m, p, s));
-  w.dp = {"dp_gradients",
-          p.zero >= 1 ? Collective::reduce_scatter : Collective::allreduce,
-          p.weight_replicas() > 1 ? params * grad_wire_bytes(p.dtype) : 0.0,
-          int(p.weight_replicas()),
-          Pass::backward_weight,
-          1,
-          0};
-  w.dp.predicted_s = collective_time_s(c, w.dp.coll, w.dp.bytes, dp_group(p, c.gpus_per_node));
+  w.dp = dp_collectives(m, c, p, params, e.layer_compute, w.stage_layers);
+  w.dp_total_s = e.dp_comm_total_s, w.dp_exposed_s = e.breakdown.dp_comm_s;
   return w;
 }
 
@@ -105,17 +103,20 @@ nlohmann::json workload_json(const Workload& w) {
                        {"flops", k.flops},
                        {"predicted_s", k.time_s}});
   }
-  json colls = json::array();
-  for (const WorkCollective& c : w.collectives)
-    colls.push_back({{"name", c.name},
-                     {"collective", to_string(c.coll)},
-                     {"bytes", c.bytes},
-                     {"ranks", c.ranks},
-                     {"pass", pass_name(c.pass)},
-                     {"count", c.count},
-                     {"predicted_s", c.predicted_s}});
+  json colls = json::array(), dp = json::array();
+  for (const WorkCollective& c : w.collectives) {
+    json j = collective_json(c);
+    j["beside"] = c.beside >= 0 ? json(c.beside) : json(nullptr);
+    j["exposed_s"] = c.exposed_s;
+    colls.push_back(j);
+  }
+  for (const WorkCollective& c : w.dp) {
+    json j = collective_json(c);
+    j["per"] = c.per_microbatch ? "microbatch" : "iteration";
+    dp.push_back(j);
+  }
   const LayerShape& s = w.shape;
-  return {{"schema", "planner-validate-workload/1"},
+  return {{"schema", "planner-validate-workload/2"},
           {"plan", to_plan_string(w.plan)},
           {"model", w.model},
           {"dtype", to_string(w.plan.dtype)},
@@ -134,11 +135,8 @@ nlohmann::json workload_json(const Workload& w) {
           {"layers", w.layers},
           {"kernels", kernels},
           {"collectives", colls},
-          {"dp",
-           {{"collective", to_string(w.dp.coll)},
-            {"bytes", w.dp.bytes},
-            {"ranks", w.dp.ranks},
-            {"predicted_s", w.dp.predicted_s}}}};
+          {"microbatches", w.plan.microbatches()},
+          {"dp", dp}};
 }
 
 Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::string& origin) {
@@ -162,16 +160,14 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
     if (!time_ok(t)) fail("kernels_s", "times must be positive numbers of seconds, at most 3600");
     m.kernel_s.push_back(t.get<double>());
   }
-  if (j.contains("collectives_s") && j["collectives_s"].is_array()) {
-    if (j["collectives_s"].size() != w.collectives.size())
-      fail("collectives_s", "expected " + std::to_string(w.collectives.size()) + " times");
-    for (const auto& t : j["collectives_s"]) {
-      if (!t.is_number() || t.get<double>() < 0)
-        fail("collectives_s", "times must be numbers >= 0");
-      m.collective_s.push_back(t.get<double>());
-    }
-  }
-  if (j.contains("dp_s") && j["dp_s"].is_number()) m.dp_s = j["dp_s"].get<double>();
+  m.collective_s = optional_times(j, "collectives_s", w.collectives.size(), origin);
+  m.collective_exposed_s = optional_times(j, "collectives_exposed_s", w.collectives.size(), origin);
+  if (!m.collective_exposed_s.empty() && m.collective_s.empty())
+    fail("collectives_exposed_s", "given without collectives_s");
+  if (j.contains("dp_s") && j["dp_s"].is_number() && w.dp.size() == 1)  // an older runner's
+    m.dp_s = {j["dp_s"].get<double>()};
+  else
+    m.dp_s = optional_times(j, "dp_s", w.dp.size(), origin);
   if (j.contains("attention_reference")) {
     const auto& ref = j["attention_reference"];
     if (!ref.is_object() || !ref.contains("kernels_s") || !ref["kernels_s"].is_array() ||
@@ -195,6 +191,37 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
   return m;
 }
 
+namespace {
+
+/// The communication component and the DP collectives of the report. TP: what the estimate
+/// charges after overlap against what the collectives added beside their GEMMs, or, when the
+/// runner ran them only alone, both on the wire; the profile's times when not measured. DP: each
+/// collective per iteration on the wire (the runner runs them alone).
+void add_communication(const Workload& w, const Measured& m, ValidationReport& r) {
+  const bool exposed = !m.collective_exposed_s.empty();
+  r.communication_basis = r.communication_measured && !exposed ? "wire" : "exposed";
+  for (size_t i = 0; i < w.collectives.size(); ++i) {
+    const WorkCollective& c = w.collectives[i];
+    const bool fwd = c.pass == Pass::forward;
+    const double predicted = r.communication_basis == "wire" ? c.predicted_s : c.exposed_s;
+    const double measured = exposed                    ? m.collective_exposed_s[i]
+                            : r.communication_measured ? m.collective_s[i]
+                                                       : predicted;
+    (fwd ? r.predicted[3].fwd_s : r.predicted[3].bwd_s) += c.count * predicted;
+    (fwd ? r.measured[3].fwd_s : r.measured[3].bwd_s) += c.count * measured;
+  }
+  r.dp_exposed_s = w.dp_exposed_s;
+  r.dp_measured_total_s = m.dp_s.empty() ? -1 : 0;
+  for (size_t i = 0; i < w.dp.size(); ++i) {
+    r.dp_predicted_s.push_back(w.dp_calls(i) * w.dp[i].predicted_s);
+    r.dp_measured_s.push_back(m.dp_s.empty() ? -1 : w.dp_calls(i) * m.dp_s[i]);
+    r.dp_predicted_total_s += r.dp_predicted_s.back();
+    if (!m.dp_s.empty()) r.dp_measured_total_s += r.dp_measured_s.back();
+  }
+}
+
+}  // namespace
+
 double ValidationReport::diff_pct(double predicted_s, double measured_s) const {
   return measured_s > 0 ? 100.0 * (predicted_s - measured_s) / measured_s : 0.0;
 }
@@ -216,14 +243,7 @@ ValidationReport compare(const Workload& w, const Measured& m) {
     if (referenced) (fwd ? r.own_attention.fwd_s : r.own_attention.bwd_s) += m.kernel_s[i];
   }
   r.attention_source = m.attention_reference_source;
-  r.dp_predicted_s = w.dp.predicted_s, r.dp_measured_s = m.dp_s;
-  for (size_t i = 0; i < w.collectives.size(); ++i) {
-    const WorkCollective& c = w.collectives[i];
-    const bool fwd = c.pass == Pass::forward;
-    const double measured = r.communication_measured ? m.collective_s[i] : c.predicted_s;
-    (fwd ? r.predicted[3].fwd_s : r.predicted[3].bwd_s) += c.count * c.predicted_s;
-    (fwd ? r.measured[3].fwd_s : r.measured[3].bwd_s) += c.count * measured;
-  }
+  add_communication(w, m, r);
   for (int c = 0; c < 4; ++c) {
     r.predicted_layer.fwd_s += r.predicted[c].fwd_s,
         r.predicted_layer.bwd_s += r.predicted[c].bwd_s;

@@ -261,8 +261,21 @@ TEST_CASE("the runner's view of a workload: cuBLAS layouts, flash shape, element
   CHECK(run_bytes(norm) == w.kernels[5].bytes);  // 22 bytes per element, as the cost model
   CHECK(norm.note.empty());
   CHECK(run_bytes(kernel_run(w, 6)) == w.kernels[6].bytes);  // GeLU: read 2 B, write 2 B
-  CHECK(w.collectives.size() == 4);
-  CHECK(w.dp.coll == Collective::reduce_scatter);
+  // The H200 stack overlaps TP communication: each collective beside the GEMM it pairs with.
+  REQUIRE(w.collectives.size() == 8);
+  for (const auto& c : w.collectives) {
+    CHECK(c.overlapped);
+    REQUIRE(c.beside >= 0);
+    CHECK(w.kernels[size_t(c.beside)].cls == KernelClass::gemm);
+    CHECK(c.exposed_s < c.predicted_s);
+  }
+  CHECK(w.kernels[size_t(w.collectives[0].beside)].name == "qkv");
+  REQUIRE(w.dp.size() == 2);  // ZeRO-2: the gradients' reduce-scatter, the parameters' gather
+  CHECK(w.dp[0].coll == Collective::reduce_scatter);
+  CHECK(w.dp[1].coll == Collective::allgather);
+  CHECK(w.dp[1].name == "dp_param_allgather");
+  CHECK(w.dp[1].pass == Pass::forward);
+  CHECK(w.microbatches == 8);
 }
 
 TEST_CASE("unfused attention: batched GEMM layouts and the softmax of the cost model's bytes") {
@@ -309,10 +322,15 @@ TEST_CASE("malformed workloads are refused with the file and key") {
   CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
                     "w.json: key 'kernels[0].class': unknown value 'gem', did you mean 'gemm'?");
   bad = j;
-  bad["schema"] = "something/2";
+  bad["schema"] = "planner-validate-workload/1";  // before the DP list and the overlaps
+  CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
+                    "w.json: key 'schema': expected planner-validate-workload/2, found "
+                    "'planner-validate-workload/1'");
+  bad = j;
+  bad["dp"][0]["per"] = "microbatches";
   CHECK_THROWS_WITH(
       parse_runner_workload(bad.dump(), "w.json"),
-      "w.json: key 'schema': expected planner-validate-workload/1, found 'something/2'");
+      "w.json: key 'dp[0].per': unknown value 'microbatches', did you mean 'microbatch'?");
   bad = j;
   bad["layer"].erase("ffn");
   CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
@@ -329,14 +347,18 @@ TEST_CASE("malformed workloads are refused with the file and key") {
 TEST_CASE("dry run lists every kernel; results JSON is what planner validate reads") {
   const RunnerWorkload w = workload("megatron-1.7b.yaml", "tp=1,dp=8,mbs=16,gbs=512,zero=2");
   const std::vector<std::string> lines = dry_run_lines(w, 1);
-  CHECK(lines.size() == 3 + w.kernels.size() + 1 + 1);  // header 3, kernels, count, dp
+  // header 3, kernels, count, the DP reduce-scatter and all-gather
+  REQUIRE(lines.size() == 3 + w.kernels.size() + 1 + 2);
   CHECK(lines[3 + w.kernels.size()] == "# 18 kernels, 18 distinct runs (each timed once)");
+  CHECK(lines.back().find("# dp_param_allgather: NCCL allgather of ") == 0);
+  CHECK(lines.back().find("x 1 per iteration, overlapped with forward") != std::string::npos);
   CHECK(lines.back().find("needs more local GPUs") != std::string::npos);
   RunnerResults r;
   r.device = "GPU";
   r.kernels_s = std::vector<double>(w.kernels.size(), 1e-3);
   const nlohmann::json j = nlohmann::json::parse(results_json(r));
   CHECK(j["collectives_s"].is_null());
+  CHECK(!j.contains("collectives_exposed_s"));
   CHECK(j["dp_s"].is_null());
   const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/megatron-1.7b.yaml");
   const Workload planner_side =
@@ -344,4 +366,31 @@ TEST_CASE("dry run lists every kernel; results JSON is what planner validate rea
   const Measured measured = parse_measured(j, planner_side, "r.json");
   CHECK(measured.kernel_s.size() == w.kernels.size());
   CHECK(measured.collective_s.empty());
+}
+
+TEST_CASE("the runner reads each overlapped TP collective's GEMM and refuses one that is not") {
+  nlohmann::json j = workload_json(
+      build_workload(io::load_model(PLANNER_SOURCE_DIR "/configs/models/megatron-18.4b.yaml"),
+                     h200(), parse_plan("tp=8,dp=8,mbs=1,gbs=64,sp=1,zero=1", "--plan")));
+  const RunnerWorkload w = parse_runner_workload(j.dump(), "w.json");
+  REQUIRE(w.collectives.size() == 8);
+  const std::vector<std::string> lines = dry_run_lines(w, 8);
+  const std::string first = lines[3 + w.kernels.size() + 1];
+  CHECK(first.find("# tp_allgather: NCCL allgather of ") == 0);
+  CHECK(first.find("beside kernel 0 (qkv forward; the estimate charges") != std::string::npos);
+  CHECK(first.find("measured on the local GPUs") != std::string::npos);
+  nlohmann::json bad = j;
+  bad["collectives"][0]["beside"] = 4;  // the flash attention kernel
+  CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
+                    "w.json: key 'collectives[0].beside': names kernel 4, which is not a GEMM");
+  bad["collectives"][0]["beside"] = 1000;
+  CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
+                    "w.json: key 'collectives[0].beside': no kernel 1000 (the workload has 18)");
+  RunnerResults r;
+  r.kernels_s = std::vector<double>(w.kernels.size(), 1e-3);
+  r.collectives_s = r.collectives_exposed_s = std::vector<double>(w.collectives.size(), 1e-4);
+  r.dp_s = {0.1, 0.05};
+  const nlohmann::json out = nlohmann::json::parse(results_json(r));
+  CHECK(out["collectives_exposed_s"].size() == 8);
+  CHECK(out["dp_s"].size() == 2);
 }

@@ -10,20 +10,35 @@
 
 namespace planner {
 
-/// A collective one layer issues, with its real message size.
+/// A collective of the plan with its real message size, as the estimate charges it.
 struct WorkCollective {
-  std::string name;  ///< tp_allreduce, tp_allgather, tp_reduce_scatter
+  /// TP (per layer): tp_allreduce, tp_allgather, tp_reduce_scatter. DP (Workload::dp):
+  /// dp_grad_allreduce (ZeRO-0), dp_grad_reduce_scatter and dp_param_allgather (ZeRO-1/2),
+  /// zero3_allgather_<linear> and zero3_grad_reduce_scatter (ZeRO-3), tied_embedding_allreduce.
+  std::string name;
   Collective coll = Collective::allreduce;
   double bytes = 0;  ///< nccl-tests size S
   int ranks = 1;
   Pass pass = Pass::forward;
-  int count = 0;           ///< per layer in this pass (recompute included)
-  double predicted_s = 0;  ///< each
+  /// TP: per layer in this pass (recompute included). DP: per iteration, or per micro-batch
+  /// when `per_microbatch` (ZeRO-3's gathers and reduce-scatters, over the stage's layers).
+  int count = 0;
+  bool per_microbatch = false;
+  double predicted_s = 0;  ///< each, on the wire
+  /// The estimate hides it, in part, behind compute: a TP collective beside the GEMM `beside`
+  /// (TP-communication overlap), the gradient reduction beside the backward, ZeRO-1/2's
+  /// parameter gather beside the next forward, ZeRO-3's prefetched gathers and bucketed
+  /// reduce-scatters.
+  bool overlapped = false;
+  int beside = -1;  ///< TP overlap: index in Workload::kernels of its GEMM; -1 none
+  /// TP: each, what the estimate charges after the overlap (predicted_s when not overlapped).
+  /// DP: predicted_s (the estimate charges DP's exposure as a whole: Workload::dp_exposed_s).
+  double exposed_s = 0;
 };
 
 /// The work of one pipeline stage of a plan as one of its ranks runs it: one decoder layer's
 /// kernels (forward, then backward with the plan's recomputation), its TP collectives, the DP
-/// gradient reduction, and how many layers and micro-batches that stands for.
+/// collectives of an iteration, and how many layers and micro-batches that stands for.
 struct Workload {
   Plan plan;
   std::string model;
@@ -34,22 +49,48 @@ struct Workload {
   std::vector<Kernel> kernels;     ///< execution order; recompute re-runs included
   std::vector<bool> is_recompute;  ///< per kernel: a forward re-run during backward
   std::vector<WorkCollective> collectives;
-  WorkCollective dp;  ///< once per iteration (bytes 0 when dp = 1)
+  std::vector<WorkCollective> dp;  ///< empty when nothing is reduced (dp x cp = 1, no tied copy)
+  double dp_total_s = 0;           ///< the estimate's DP communication on the wire, per iteration
+  double dp_exposed_s = 0;         ///< what it charges of that after overlap
+  /// Calls of DP collective `i` per iteration: its count, times the micro-batches when per
+  /// micro-batch.
+  double dp_calls(size_t i) const {
+    return double(dp[i].count) * (dp[i].per_microbatch ? plan.microbatches() : 1);
+  }
 };
+
+/// The TP collectives of one layer (collectives.cc): per pass one per row-parallel linear of
+/// the block model, all-reduce or all-gather + reduce-scatter with SP, the recomputed forward's
+/// again in backward; under the estimate's TP overlap each beside the GEMM it pairs with.
+/// `kernels` and `is_recompute` are the workload's (for the pairing); `lc` the estimate's layer.
+std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProfile& c,
+                                           const Plan& p, const std::vector<Kernel>& kernels,
+                                           const std::vector<bool>& is_recompute,
+                                           const LayerCompute& lc);
+/// The DP collectives of one iteration as cost/data_parallel.cc charges them, over the dp x cp
+/// group, for the most loaded stage's `params_rank` parameters on one rank (`stage_blocks`
+/// blocks, `lc` the estimate's layer: ZeRO-3's module-by-module steps).
+std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProfile& c,
+                                           const Plan& p, double params_rank,
+                                           const LayerCompute& lc, int stage_blocks);
 
 /// Throws InputError for a plan the cost model rejects (with the reason).
 Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan& p, int layers = 0);
 
-/// What the GPU runner reads (schema planner-validate-workload/1) and what it writes back:
+/// What the GPU runner reads (schema planner-validate-workload/2) and what it writes back:
 /// {"device": ..., "kernels_s": [one per workload kernel], "collectives_s": [one per collective,
-/// each a single call] or null when they were not run, "dp_s": number or null}.
+/// each a single call, alone] or null when they were not run, "collectives_exposed_s": [one per
+/// collective: what it added to its GEMM when run beside it; the time alone when not
+/// overlapped] or absent, "dp_s": [one per DP collective, each a single call] or null}.
 nlohmann::json workload_json(const Workload& w);
 
 struct Measured {
   std::string device;
   std::vector<double> kernel_s;
   std::vector<double> collective_s;  ///< empty: not measured, the profile's times stand in
-  double dp_s = -1;                  ///< < 0: not measured
+  /// Beside their GEMMs (as collective_s for those not overlapped); empty: not measured so.
+  std::vector<double> collective_exposed_s;
+  std::vector<double> dp_s;  ///< one per DP collective; empty: not measured
   /// Optional "attention_reference": the workload's attention kernels timed with a production
   /// fused kernel (calibrate/sdpa_reference.py: PyTorch SDPA); NaN for the other kernels, empty
   /// when absent. When present it stands for attention in the measured totals.
@@ -68,6 +109,10 @@ struct ComponentTimes {
 struct ValidationReport {
   std::string device;
   bool communication_measured = false;
+  /// The communication component: "exposed" (what the estimate charges after TP overlap,
+  /// measured beside the GEMMs, or the profile's when not measured) or "wire" (the runner ran
+  /// the collectives alone, so the prediction is their time alone too).
+  std::string communication_basis = "exposed";
   std::vector<std::string> components;  ///< gemm, attention, elementwise, communication
   std::vector<ComponentTimes> predicted, measured;
   ComponentTimes predicted_layer, measured_layer;
@@ -75,9 +120,11 @@ struct ValidationReport {
   /// (then not in the totals).
   std::string attention_source;
   ComponentTimes own_attention;
-  /// The DP gradient reduction, once per iteration (not in the layer): predicted, and measured
-  /// (< 0 when the runner could not, e.g. fewer local GPUs than dp).
-  double dp_predicted_s = 0, dp_measured_s = -1;
+  /// The DP collectives of an iteration (not in the layer), each run alone: predicted and
+  /// measured on the wire per iteration (measured < 0 when the runner could not, e.g. fewer
+  /// local GPUs than dp x cp), and what the estimate charges after overlap.
+  std::vector<double> dp_predicted_s, dp_measured_s;
+  double dp_predicted_total_s = 0, dp_measured_total_s = -1, dp_exposed_s = 0;
   int layers = 1, stage_layers = 1, microbatches = 1;
   /// The layer without communication (GEMMs, attention, element-wise): what the GPU ran.
   ComponentTimes predicted_compute() const { return sum_compute(predicted); }

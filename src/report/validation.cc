@@ -29,15 +29,56 @@ std::string comment_text(std::string text) {
   return text;
 }
 
+const char* communication_source(const Workload& w, const ValidationReport& r) {
+  const bool overlap = std::any_of(w.collectives.begin(), w.collectives.end(),
+                                   [](const WorkCollective& c) { return c.overlapped; });
+  if (!r.communication_measured) return "from the profile (fewer local GPUs than tp)";
+  if (!overlap) return "measured with NCCL";
+  return r.communication_basis == "wire" ? "measured with NCCL alone, so on the wire on both sides "
+                                           "(the TP overlap not measured)"
+                                         : "measured with NCCL, each overlapped collective beside "
+                                           "its GEMM (what it adds to it)";
+}
+
+const char* window_of(const WorkCollective& c) {
+  if (!c.overlapped) return "";
+  return c.pass == Pass::forward ? ", overlapped with forward" : ", overlapped with backward";
+}
+
+/// The DP collectives, each per iteration on the wire, and what the estimate charges of them.
+void print_dp(std::ostream& out, const Workload& w, const ValidationReport& r) {
+  if (w.dp.empty()) return;
+  out << "# DP collectives per iteration, each run alone (on the wire):\n";
+  for (size_t i = 0; i < w.dp.size(); ++i) {
+    const WorkCollective& c = w.dp[i];
+    const std::string calls =
+        fmt("%.0f%s", w.dp_calls(i),
+            c.per_microbatch ? fmt(" (%d per micro-batch)", c.count).c_str() : "");
+    const std::string measured =
+        r.dp_measured_s[i] >= 0 ? fmt("measured %.3f s (%+.1f%%)", r.dp_measured_s[i],
+                                      r.diff_pct(r.dp_predicted_s[i], r.dp_measured_s[i]))
+                                : std::string("not measured (fewer local GPUs than its ranks)");
+    line(out, "#   %-26s %-14s %10.1f MB over %d ranks x %s%s: predicted %.3f s, %s\n",
+         c.name.c_str(), to_string(c.coll), c.bytes / 1e6, c.ranks, calls.c_str(), window_of(c),
+         r.dp_predicted_s[i], measured.c_str());
+  }
+  const std::string measured = r.dp_measured_total_s >= 0
+                                   ? fmt("measured %.3f s (%+.1f%%)", r.dp_measured_total_s,
+                                         r.diff_pct(r.dp_predicted_total_s, r.dp_measured_total_s))
+                                   : std::string("not measured");
+  line(out,
+       "# DP on the wire: predicted %.3f s, %s; the estimate charges %.3f s of it after "
+       "overlap (not run beside compute here)\n",
+       r.dp_predicted_total_s, measured.c_str(), r.dp_exposed_s);
+}
+
 }  // namespace
 
 void print_validation(std::ostream& out, const Workload& w, const ValidationReport& r) {
   line(out, "# planner validate: %s on %s\n", w.model.c_str(), r.device.c_str());
   out << "# plan    --plan \"" << to_plan_string(w.plan) << "\"\n";
   line(out, "# one rank's stage: %d layers (ran %d), %d micro-batches; communication %s\n#\n",
-       r.stage_layers, r.layers, r.microbatches,
-       r.communication_measured ? "measured with NCCL"
-                                : "from the profile (fewer local GPUs than tp)");
+       r.stage_layers, r.layers, r.microbatches, communication_source(w, r));
   out << "# one layer, one micro-batch (ms), kernels timed in isolation against the kernel-level\n"
          "# prediction (the profile's sustained_efficiency applies to whole iterations, not "
          "here)\n";
@@ -64,20 +105,33 @@ void print_validation(std::ostream& out, const Workload& w, const ValidationRepo
        "# per iteration of compute and TP communication (x %d micro-batches): predicted %.3f s, "
        "measured %.3f s\n",
        r.microbatches, r.predicted_layer.total() * k, r.measured_layer.total() * k);
-  if (w.dp.bytes > 0) {
-    if (r.dp_measured_s >= 0)
-      line(out,
-           "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted "
-           "%.3f s, measured %.3f s (%+.1f%%)\n",
-           to_string(w.dp.coll), w.dp.bytes / 1e6, w.dp.ranks, r.dp_predicted_s, r.dp_measured_s,
-           r.diff_pct(r.dp_predicted_s, r.dp_measured_s));
-    else
-      line(out,
-           "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted "
-           "%.3f s, not measured (fewer local GPUs than dp)\n",
-           to_string(w.dp.coll), w.dp.bytes / 1e6, w.dp.ranks, r.dp_predicted_s);
-  }
+  print_dp(out, w, r);
 }
+
+namespace {
+
+nlohmann::json dp_json(const Workload& w, const ValidationReport& r) {
+  using nlohmann::json;
+  auto seconds = [](double t) { return t >= 0 ? json(t) : json(nullptr); };
+  json list = json::array();
+  for (size_t i = 0; i < w.dp.size(); ++i) {
+    const WorkCollective& c = w.dp[i];
+    list.push_back({{"name", c.name},
+                    {"collective", to_string(c.coll)},
+                    {"bytes", c.bytes},
+                    {"ranks", c.ranks},
+                    {"calls", w.dp_calls(i)},
+                    {"overlapped", c.overlapped},
+                    {"predicted_s", r.dp_predicted_s[i]},
+                    {"measured_s", seconds(r.dp_measured_s[i])}});
+  }
+  return {{"predicted_s", r.dp_predicted_total_s},
+          {"measured_s", seconds(r.dp_measured_total_s)},
+          {"exposed_predicted_s", r.dp_exposed_s},
+          {"collectives", list}};
+}
+
+}  // namespace
 
 nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
   using nlohmann::json;
@@ -93,7 +147,7 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
   json comps = json::object();
   for (size_t c = 0; c < r.components.size(); ++c)
     comps[r.components[c]] = times(r.predicted[c], r.measured[c]);
-  return {{"schema_version", 1},
+  return {{"schema_version", 2},
           {"plan", to_plan_string(w.plan)},
           {"model", w.model},
           {"device", r.device},
@@ -102,9 +156,8 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
           {"microbatches", r.microbatches},
           {"layer", times(r.predicted_layer, r.measured_layer)},
           {"compute", times(r.predicted_compute(), r.measured_compute())},
-          {"dp_reduction",
-           {{"predicted_s", r.dp_predicted_s},
-            {"measured_s", r.dp_measured_s >= 0 ? json(r.dp_measured_s) : json(nullptr)}}},
+          {"communication_basis", r.communication_basis},
+          {"dp", dp_json(w, r)},
           {"components", comps},
           {"attention_reference", r.attention_source.empty()
                                       ? json(nullptr)

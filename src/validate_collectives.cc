@@ -1,0 +1,212 @@
+// The collectives of validate's workload, as the estimate charges them: the TP collectives of a
+// layer with their pairing under TP-communication overlap (cost/stages.cc block_cost), and the
+// DP collectives of an iteration (cost/data_parallel.cc dp_cost, cost/zero3.cc).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "planner/block.h"
+#include "planner/cost/communication.h"
+#include "planner/cost/memory.h"
+#include "planner/cost/zero3.h"
+#include "planner/validate.h"
+
+namespace planner {
+namespace {
+
+const char* linear_name(int index) {
+  static const char* kNames[kNumLinears] = {"qkv", "proj", "fc1", "fc2"};
+  return kNames[index];
+}
+
+/// The workload kernel of linear `index` in `pass` (a recomputed forward when `recompute`).
+int kernel_index(const std::vector<Kernel>& kernels, const std::vector<bool>& is_recompute,
+                 int index, Pass pass, bool recompute) {
+  for (size_t i = 0; i < kernels.size(); ++i)
+    if (kernels[i].cls == KernelClass::gemm && kernels[i].pass == pass &&
+        is_recompute[i] == recompute && std::strcmp(kernels[i].name, linear_name(index)) == 0)
+      return int(i);
+  return -1;
+}
+
+/// Builds a layer's TP collectives, each of the activation's size over the TP group.
+struct TpCollectives {
+  const ClusterProfile& c;
+  const Plan& p;
+  const std::vector<Kernel>& kernels;
+  const std::vector<bool>& is_recompute;
+  const LayerCompute& lc;
+  GroupLayout g;
+  double act;
+  std::vector<WorkCollective> out;
+
+  /// `beside` >= 0: chunked beside that GEMM of `window_s`, the last of tp chunks exposed.
+  void add(const char* name, Collective coll, Pass pass, int count, int beside = -1,
+           double window_s = 0) {
+    WorkCollective w{name, coll, act, p.tp, pass, count};
+    w.predicted_s = w.exposed_s = collective_time_s(c, coll, act, g);
+    if (beside >= 0) {
+      w.overlapped = true, w.beside = beside;
+      w.exposed_s = exposed_after_overlap(w.predicted_s, window_s, 1.0 / p.tp,
+                                          c.software.overlap_compute_slowdown);
+    }
+    out.push_back(w);
+  }
+
+  /// Without overlap: `n` per pass (one per row-parallel linear, Korthikanti et al. 2022,
+  /// Fig. 5), all-reduce or all-gather + reduce-scatter with SP; `again` more in backward for
+  /// the recomputed forward.
+  void unpaired(int n, int again) {
+    if (p.sp) {
+      add("tp_allgather", Collective::allgather, Pass::forward, n);
+      add("tp_reduce_scatter", Collective::reduce_scatter, Pass::forward, n);
+      add("tp_allgather", Collective::allgather, Pass::backward_data, n + again);
+      add("tp_reduce_scatter", Collective::reduce_scatter, Pass::backward_data, n + again);
+    } else {
+      add("tp_allreduce", Collective::allreduce, Pass::forward, n);
+      add("tp_allreduce", Collective::allreduce, Pass::backward_data, n + again);
+    }
+  }
+
+  /// Transformer Engine's overlap, paired as the estimate pairs it (stages.cc): a
+  /// column-parallel linear's input all-gather beside its forward GEMM and its input gradient's
+  /// reduce-scatter beside its weight gradient; a row-parallel one's reduce-scatter beside its
+  /// forward GEMM and the backward all-gather beside its data gradient. A recomputed forward's
+  /// beside the recomputed GEMM, counted in backward as the estimate counts it.
+  void paired(const Module& mod, Pass pass, bool recompute) {
+    const LinearTimes& t = lc.linear[mod.linear];
+    const bool gather = (pass == Pass::forward) == mod.column_parallel;
+    const Pass gemm = pass == Pass::forward ? Pass::forward
+                      : mod.column_parallel ? Pass::backward_weight
+                                            : Pass::backward_data;
+    const double window = gemm == Pass::forward         ? t.fwd_s
+                          : gemm == Pass::backward_data ? t.bwd_data_s
+                                                        : t.bwd_weight_s;
+    add(gather ? "tp_allgather" : "tp_reduce_scatter",
+        gather ? Collective::allgather : Collective::reduce_scatter,
+        recompute ? Pass::backward_data : pass, 1,
+        kernel_index(kernels, is_recompute, mod.linear, gemm, recompute), window);
+  }
+};
+
+}  // namespace
+
+std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProfile& c,
+                                           const Plan& p, const std::vector<Kernel>& kernels,
+                                           const std::vector<bool>& is_recompute,
+                                           const LayerCompute& lc) {
+  if (p.tp == 1) return {};
+  TpCollectives tp{c,
+                   p,
+                   kernels,
+                   is_recompute,
+                   lc,
+                   tp_group(p, c.gpus_per_node),
+                   2.0 * p.mbs * (double(m.seq_len) / p.cp) * m.hidden,
+                   {}};
+  const BlockModel bm =
+      block_model(m.decoder_shape(), {p.tp, p.cp, p.mbs, p.sp, attention_of(p, c)});
+  const bool full = p.recompute == Recompute::full;
+  if (!(overlaps_of(p, c).tp_comm && p.sp && tp.g.nodes == 1)) {  // as block_cost's condition
+    tp.unpaired(bm.tp_collectives(), full ? bm.tp_collectives() : 0);
+    return tp.out;
+  }
+  for (int step = 0; step < (full ? 3 : 2); ++step)  // forward, backward, recomputed forward
+    for (const Module& mod : bm)
+      if (mod.kind == ModuleKind::linear && (mod.column_parallel || mod.tp_collectives > 0))
+        tp.paired(mod, step == 1 ? Pass::backward_data : Pass::forward, step == 2);
+  return tp.out;
+}
+
+namespace {
+
+/// ZeRO-3 (data_parallel.cc zero3_cost): per micro-batch, every linear's weights gathered before
+/// it runs, forward and backward (again for the recomputed forward), each its share by
+/// parameters of one whole-stage gather's wire time plus a latency; the gradients reduce-scattered
+/// a bucket at a time (zero3_pass's flushes), each bucket its share plus a latency.
+void add_zero3(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
+               const LayerCompute& lc, int blocks, std::vector<WorkCollective>& out) {
+  GroupLayout z3 = dp_group(p, c.gpus_per_node);
+  z3.ranks_per_node = std::min(z3.ranks_per_node, c.software.zero3_collective_nics);
+  const double param_bytes = params_rank * kWeightBytesPerParam;
+  const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
+  const double ag_latency = collective_latency_s(c, Collective::allgather, z3);
+  const double rs_latency = collective_latency_s(c, Collective::reduce_scatter, z3);
+  const double ag_wire = collective_time_s(c, Collective::allgather, param_bytes, z3) - ag_latency;
+  const double rs_wire =
+      collective_time_s(c, Collective::reduce_scatter, grad_bytes, z3) - rs_latency;
+  blocks = std::max(1, blocks);
+  const BlockModel bm = block_model(m.decoder_shape(), {p.tp, 1, 1, false});
+  double block_params = 0;  // on one TP rank
+  for (const Module& mod : bm)
+    if (mod.kind == ModuleKind::linear) block_params += mod.params / p.tp;
+  if (block_params <= 0) return;
+  const int ranks = int(p.weight_replicas());
+  const int passes = p.recompute == Recompute::full ? 3 : 2;  // fwd, bwd, recomputed fwd
+  for (int pass = 0; pass < passes; ++pass)
+    for (const Module& mod : bm) {
+      if (mod.kind != ModuleKind::linear) continue;
+      const double share = mod.params / p.tp / (blocks * block_params);
+      WorkCollective w{std::string("zero3_allgather_") + linear_name(mod.linear),
+                       Collective::allgather,
+                       share * param_bytes,
+                       ranks,
+                       pass == 0 ? Pass::forward : Pass::backward_data,
+                       blocks,
+                       true,
+                       share * ag_wire + ag_latency};
+      w.overlapped = true, w.exposed_s = w.predicted_s;
+      out.push_back(w);
+    }
+  const std::vector<Zero3Step> bwd =
+      zero3_block_steps(m.decoder_shape(), lc, p.tp, p.recompute, true);
+  const int scatters = zero3_pass(bwd, blocks, Zero3Buckets{}, 0.0).scatters;
+  if (scatters <= 0) return;
+  WorkCollective rs{"zero3_grad_reduce_scatter",
+                    Collective::reduce_scatter,
+                    grad_bytes / scatters,
+                    ranks,
+                    Pass::backward_weight,
+                    scatters,
+                    true,
+                    rs_wire / scatters + rs_latency};
+  rs.overlapped = true, rs.exposed_s = rs.predicted_s;
+  out.push_back(rs);
+}
+
+}  // namespace
+
+std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProfile& c,
+                                           const Plan& p, double params_rank,
+                                           const LayerCompute& lc, int stage_blocks) {
+  std::vector<WorkCollective> out;
+  const GroupLayout dpg = dp_group(p, c.gpus_per_node);
+  const int ranks = int(p.weight_replicas());
+  const Overlaps ov = overlaps_of(p, c);
+  auto add = [&](const char* name, Collective coll, double bytes, int group_ranks,
+                 const GroupLayout& g, Pass pass, bool overlapped) {
+    WorkCollective w{name, coll, bytes, group_ranks, pass, 1};
+    w.predicted_s = w.exposed_s = collective_time_s(c, coll, bytes, g);
+    w.overlapped = overlapped;
+    out.push_back(w);
+  };
+  const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
+  if (ranks > 1 && p.zero == 0) {
+    add("dp_grad_allreduce", Collective::allreduce, grad_bytes, ranks, dpg, Pass::backward_weight,
+        ov.grad_reduce);
+  } else if (ranks > 1 && p.zero <= 2) {  // and after the optimizer step, the updated weights
+    add("dp_grad_reduce_scatter", Collective::reduce_scatter, grad_bytes, ranks, dpg,
+        Pass::backward_weight, ov.grad_reduce);
+    add("dp_param_allgather", Collective::allgather, params_rank * kWeightBytesPerParam, ranks, dpg,
+        Pass::forward, ov.param_gather);
+  } else if (ranks > 1) {
+    add_zero3(m, c, p, params_rank, lc, stage_blocks, out);
+  }
+  if (p.pp > 1 && m.tied_embeddings)  // first and last stage all-reduce the shared embedding
+    add("tied_embedding_allreduce", Collective::allreduce,
+        double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype), 2,
+        pp_pair(p, c.gpus_per_node), Pass::backward_weight, false);
+  return out;
+}
+
+}  // namespace planner
