@@ -48,7 +48,7 @@ struct TpCollectives {
     if (beside >= 0) {
       w.overlapped = true, w.beside = beside;
       w.exposed_s = exposed_after_overlap(w.predicted_s, window_s, 1.0 / p.tp,
-                                          c.software.overlap_compute_slowdown);
+                                          c.gpu.overlap_compute_slowdown);
     }
     out.push_back(w);
   }
