@@ -18,9 +18,9 @@ namespace planner::calibrate {
 namespace {
 
 /// 6 significant digits: what a measurement supports, and what the round-trip test expects.
-std::string num(double v) { return fmt("%.6g", v); }
+std::string num(double v) { return fmt("{:.6g}", v); }
 
-std::string integer(double v) { return fmt("%.0f", v); }
+std::string integer(double v) { return fmt("{:.0f}", v); }
 
 /// A YAML double-quoted scalar.
 std::string quoted(const std::string& s) {
@@ -34,7 +34,7 @@ std::string quoted(const std::string& s) {
     } else if (c == '\t') {
       out += "\\t";
     } else if (c < 0x20) {
-      out += fmt("\\x%02x", c);
+      out += fmt("\\x{:02x}", c);
     } else {
       out += ch;
     }

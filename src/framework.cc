@@ -25,23 +25,23 @@ bool refuses_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const long long world = p.gpus();
   if (world > c.total_gpus())
     return no(reason, [&] {
-      return fmt("tp*pp*dp*cp = %lld GPUs exceeds the cluster's %d", world, c.total_gpus());
+      return fmt("tp*pp*dp*cp = {} GPUs exceeds the cluster's {}", world, c.total_gpus());
     });
   if (world > c.gpus_per_node && world % c.gpus_per_node != 0)
     return no(reason, [&] {
-      return fmt("tp*pp*dp*cp = %lld GPUs is not a whole number of %d-GPU nodes", world,
+      return fmt("tp*pp*dp*cp = {} GPUs is not a whole number of {}-GPU nodes", world,
                  c.gpus_per_node);
     });
   if (p.gbs % (1LL * p.mbs * p.dp) != 0)
     return no(reason, [&] {
       return fmt(
-          "gbs=%d is not mbs x dp x gradient-accumulation steps: mbs*dp = %d does not "
+          "gbs={} is not mbs x dp x gradient-accumulation steps: mbs*dp = {} does not "
           "divide it",
           p.gbs, p.mbs * p.dp);
     });
   if (m.encoders.empty() && m.layers % p.pp != 0)
     return no(reason,
-              [&] { return fmt("pp=%d does not divide the model's %d layers", p.pp, m.layers); });
+              [&] { return fmt("pp={} does not divide the model's {} layers", p.pp, m.layers); });
   return false;
 }
 
@@ -64,7 +64,7 @@ bool refuses_megatron(const ModelSpec& m, const ClusterProfile& c, const Plan& p
   if (p.zero >= 2)
     return no(reason, [&] {
       return fmt(
-          "Megatron-LM cannot express zero=%d: its distributed optimizer "
+          "Megatron-LM cannot express zero={}: its distributed optimizer "
           "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed",
           p.zero);
     });
@@ -76,25 +76,25 @@ bool refuses_megatron(const ModelSpec& m, const ClusterProfile& c, const Plan& p
   if (p.schedule != Schedule::gpipe && p.schedule != Schedule::one_f_one_b &&
       p.schedule != Schedule::interleaved)
     return no(reason, [&] {
-      return fmt("Megatron-LM at commit %s has no '%s' schedule", commit, to_string(p.schedule));
+      return fmt("Megatron-LM at commit {} has no '{}' schedule", commit, to_string(p.schedule));
     });
   if (p.vpp <= 1) return false;
   // validate_args: pipeline-model-parallel size should be greater than 2 with interleaving.
   if (p.pp <= 2)
     return no(reason, [&] {
-      return fmt("Megatron-LM runs the interleaved schedule (vpp=%d) only with pp > 2, got pp=%d",
+      return fmt("Megatron-LM runs the interleaved schedule (vpp={}) only with pp > 2, got pp={}",
                  p.vpp, p.pp);
     });
   if (m.encoders.empty() && (m.layers / p.pp) % p.vpp != 0)
     return no(reason, [&] {
-      return fmt("vpp=%d does not divide the %d layers per pipeline stage", p.vpp, m.layers / p.pp);
+      return fmt("vpp={} does not divide the {} layers per pipeline stage", p.vpp, m.layers / p.pp);
     });
   // megatron/core/pipeline_parallel/schedules.py (interleaving) at this commit.
   if (p.microbatches() % p.pp != 0)
     return no(reason, [&] {
       return fmt(
-          "Megatron-LM's interleaved schedule needs the micro-batches (%d) to be a "
-          "multiple of pp=%d",
+          "Megatron-LM's interleaved schedule needs the micro-batches ({}) to be a "
+          "multiple of pp={}",
           p.microbatches(), p.pp);
     });
   return false;
@@ -106,7 +106,7 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
   if (p.zero >= 2 && p.pp > 1)
     return no(reason, [&] {
       return fmt(
-          "DeepSpeed's pipeline engine refuses zero=%d with pp=%d (ZeRO-2 and ZeRO-3 are "
+          "DeepSpeed's pipeline engine refuses zero={} with pp={} (ZeRO-2 and ZeRO-3 are "
           "incompatible with pipeline parallelism); use zero<=1 or pp=1",
           p.zero, p.pp);
     });
@@ -118,7 +118,7 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
   if (p.schedule != Schedule::one_f_one_b && !(p.schedule == Schedule::gpipe && p.pp == 1))
     return no(reason, [&] {
       return fmt(
-          "DeepSpeed's pipeline engine runs its own 1F1B schedule, not '%s'; use "
+          "DeepSpeed's pipeline engine runs its own 1F1B schedule, not '{}'; use "
           "schedule=1f1b",
           to_string(p.schedule));
     });

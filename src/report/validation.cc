@@ -16,9 +16,11 @@ namespace {
 
 void row(std::ostream& out, const ValidationReport& r, const char* name, const ComponentTimes& p,
          const ComponentTimes& m) {
-  line(out, "  %-14s %9.3f %9.3f %+7.1f   %9.3f %9.3f %+7.1f   %9.3f %9.3f %+7.1f\n", name,
-       p.fwd_s / kMs, m.fwd_s / kMs, r.diff_pct(p.fwd_s, m.fwd_s), p.bwd_s / kMs, m.bwd_s / kMs,
-       r.diff_pct(p.bwd_s, m.bwd_s), p.total() / kMs, m.total() / kMs,
+  line(out,
+       "  {:<14} {:>9.3f} {:>9.3f} {:>+7.1f}   "
+       "{:>9.3f} {:>9.3f} {:>+7.1f}   {:>9.3f} {:>9.3f} {:>+7.1f}\n",
+       name, p.fwd_s / kMs, m.fwd_s / kMs, r.diff_pct(p.fwd_s, m.fwd_s), p.bwd_s / kMs,
+       m.bwd_s / kMs, r.diff_pct(p.bwd_s, m.bwd_s), p.total() / kMs, m.total() / kMs,
        r.diff_pct(p.total(), m.total()));
 }
 
@@ -32,9 +34,9 @@ std::string comment_text(std::string text) {
 }  // namespace
 
 void print_validation(std::ostream& out, const Workload& w, const ValidationReport& r) {
-  line(out, "# planner validate: %s on %s\n", w.model.c_str(), r.device.c_str());
+  line(out, "# planner validate: {} on {}\n", w.model, r.device);
   out << "# plan    --plan \"" << to_plan_string(w.plan) << "\"\n";
-  line(out, "# one rank's stage: %d layers (ran %d), %d micro-batches; communication %s\n#\n",
+  line(out, "# one rank's stage: {} layers (ran {}), {} micro-batches; communication {}\n#\n",
        r.stage_layers, r.layers, r.microbatches,
        r.communication_measured ? "measured with NCCL"
                                 : "from the profile (fewer local GPUs than tp)");
@@ -48,33 +50,33 @@ void print_validation(std::ostream& out, const Workload& w, const ValidationRepo
   row(out, r, "compute", r.predicted_compute(), r.measured_compute());
   row(out, r, "layer", r.predicted_layer, r.measured_layer);
   if (!r.attention_source.empty()) {
-    line(out, "# attention measured with %s;\n", r.attention_source.c_str());
+    line(out, "# attention measured with {};\n", r.attention_source);
     line(out,
-         "# planner-validate's own (untuned, correctness-checked) flash kernels took %.3f ms "
+         "# planner-validate's own (untuned, correctness-checked) flash kernels took {:.3f} ms "
          "forward, "
-         "%.3f ms backward (not in the totals)\n",
+         "{:.3f} ms backward (not in the totals)\n",
          r.own_attention.fwd_s / kMs, r.own_attention.bwd_s / kMs);
   }
   const double k = double(r.stage_layers) * r.microbatches;
-  line(out, "# per micro-batch (x %d layers): predicted %.2f ms, measured %.2f ms (%+.1f%%)\n",
+  line(out, "# per micro-batch (x {} layers): predicted {:.2f} ms, measured {:.2f} ms ({:+.1f}%)\n",
        r.stage_layers, r.predicted_layer.total() * r.stage_layers / kMs,
        r.measured_layer.total() * r.stage_layers / kMs,
        r.diff_pct(r.predicted_layer.total(), r.measured_layer.total()));
   line(out,
-       "# per iteration of compute and TP communication (x %d micro-batches): predicted %.3f s, "
-       "measured %.3f s\n",
+       "# per iteration of compute and TP communication (x {} micro-batches): predicted {:.3f} s, "
+       "measured {:.3f} s\n",
        r.microbatches, r.predicted_layer.total() * k, r.measured_layer.total() * k);
   if (w.dp.bytes > 0) {
     if (r.dp_measured_s >= 0)
       line(out,
-           "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted "
-           "%.3f s, measured %.3f s (%+.1f%%)\n",
+           "# DP gradient reduction ({} of {:.0f} MB over {} ranks, once per iteration): predicted "
+           "{:.3f} s, measured {:.3f} s ({:+.1f}%)\n",
            to_string(w.dp.coll), w.dp.bytes / 1e6, w.dp.ranks, r.dp_predicted_s, r.dp_measured_s,
            r.diff_pct(r.dp_predicted_s, r.dp_measured_s));
     else
       line(out,
-           "# DP gradient reduction (%s of %.0f MB over %d ranks, once per iteration): predicted "
-           "%.3f s, not measured (fewer local GPUs than dp)\n",
+           "# DP gradient reduction ({} of {:.0f} MB over {} ranks, once per iteration): predicted "
+           "{:.3f} s, not measured (fewer local GPUs than dp)\n",
            to_string(w.dp.coll), w.dp.bytes / 1e6, w.dp.ranks, r.dp_predicted_s);
   }
 }
@@ -131,8 +133,8 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
         !seen.insert({k.gemm.m, k.gemm.n, k.gemm.k, k.gemm.batch}).second)
       continue;
     const double eff = k.flops / (m.kernel_s[i] * peak);
-    block << fmt("      - [%.0f, %.0f, %.0f, %.0f, %s, %.4f]\n", k.gemm.m, k.gemm.n, k.gemm.k,
-                 k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
+    block << fmt("      - [{:.0f}, {:.0f}, {:.0f}, {:.0f}, {}, {:.4f}]\n", k.gemm.m, k.gemm.n,
+                 k.gemm.k, k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
   }
   // With an attention reference (a production fused kernel timed at the workload's shapes), its
   // forward and backward FLOP rates over the peak become software.flash_efficiency and
@@ -150,7 +152,8 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
       w.config.attention == AttentionKernel::flash && seconds[0] > 0 && seconds[1] > 0;
   const std::string source = comment_text(m.attention_reference_source);
   auto efficiency_line = [&](const char* key, int bwd) {
-    const std::string value = fmt("%.4f", std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
+    const std::string value =
+        fmt("{:.4f}", std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
     return std::string("  ") + key + ": " + value + "  # planner validate: " + source + ", " +
            date + "\n";
   };
