@@ -1,5 +1,6 @@
+#include <fmt/chrono.h>
+
 #include <algorithm>
-#include <cstdio>
 #include <ctime>
 #include <ostream>
 #include <set>
@@ -115,27 +116,37 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
                                              {"own_kernel_bwd_s", r.own_attention.bwd_s}}}};
 }
 
-std::string update_profile_text(const std::string& text, const Workload& w, const Measured& m,
-                                const ClusterProfile& c) {
-  // Unique GEMM shapes with their measured efficiency over the dense peak: kernels timed in
-  // isolation, the same level as the GEMM model (sustained_efficiency applies on top of both).
+namespace {
+
+/// Today (UTC), the date planner validate's comments carry.
+std::string utc_date() { return fmt::format("{:%Y-%m-%d}", fmt::gmtime(std::time(nullptr))); }
+
+/// Unique GEMM shapes with their measured efficiency over the dense peak: kernels timed in
+/// isolation, the same level as the GEMM model (sustained_efficiency applies on top of both).
+std::string measured_block(const Workload& w, const Measured& m, double peak,
+                           const std::string& date) {
   std::set<std::tuple<double, double, double, double>> seen;
-  const double peak = c.gpu.peak_flops[static_cast<int>(w.plan.dtype)];
-  std::ostringstream block;
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  block << "    measured:  # planner validate on " << comment_text(m.device) << ", " << date
-        << ": [m, n, k, batch, dtype, efficiency]\n";
+  std::string block = "    measured:  # planner validate on " + comment_text(m.device) + ", " +
+                      date + ": [m, n, k, batch, dtype, efficiency]\n";
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const Kernel& k = w.kernels[i];
     if (k.cls != KernelClass::gemm ||
         !seen.insert({k.gemm.m, k.gemm.n, k.gemm.k, k.gemm.batch}).second)
       continue;
     const double eff = k.flops / (m.kernel_s[i] * peak);
-    block << fmt("      - [{:.0f}, {:.0f}, {:.0f}, {:.0f}, {}, {:.4f}]\n", k.gemm.m, k.gemm.n,
+    block += fmt("      - [{:.0f}, {:.0f}, {:.0f}, {:.0f}, {}, {:.4f}]\n", k.gemm.m, k.gemm.n,
                  k.gemm.k, k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
   }
+  return block;
+}
+
+}  // namespace
+
+std::string update_profile_text(const std::string& text, const Workload& w, const Measured& m,
+                                const ClusterProfile& c) {
+  const double peak = c.gpu.peak_flops[static_cast<int>(w.plan.dtype)];
+  const std::string date = utc_date();
+  const std::string block = measured_block(w, m, peak, date);
   // With an attention reference (a production fused kernel timed at the workload's shapes), its
   // forward and backward FLOP rates over the peak become software.flash_efficiency and
   // software.flash_backward_efficiency.
@@ -152,15 +163,12 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
       w.config.attention == AttentionKernel::flash && seconds[0] > 0 && seconds[1] > 0;
   const std::string source = comment_text(m.attention_reference_source);
   auto efficiency_line = [&](const char* key, int bwd) {
-    const std::string value =
-        fmt("{:.4f}", std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
-    return std::string("  ") + key + ": " + value + "  # planner validate: " + source + ", " +
-           date + "\n";
+    return fmt("  {}: {:.4f}  # planner validate: {}, {}\n", key,
+               std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0), source, date);
   };
   // Drop an earlier measured block, then insert the new one right after "  gemm:".
   std::istringstream in(text);
-  std::ostringstream out;
-  std::string l;
+  std::string out, l;
   bool skipping = false, inserted = false;
   while (std::getline(in, l)) {
     if (skipping && l.rfind("      ", 0) == 0) continue;
@@ -171,16 +179,16 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
     }
     if (attention && l.rfind("  flash_backward_efficiency:", 0) == 0) continue;
     if (attention && l.rfind("  flash_efficiency:", 0) == 0) {
-      out << efficiency_line("flash_efficiency", 0)
-          << efficiency_line("flash_backward_efficiency", 1);
+      out +=
+          efficiency_line("flash_efficiency", 0) + efficiency_line("flash_backward_efficiency", 1);
       continue;
     }
-    out << l << "\n";
-    if (!inserted && l.rfind("  gemm:", 0) == 0) out << block.str(), inserted = true;
+    out += l + "\n";
+    if (!inserted && l.rfind("  gemm:", 0) == 0) out += block, inserted = true;
   }
   if (!inserted)
     throw InputError("", 0, "--update-profile", "the profile has no gpu.gemm section to update");
-  return out.str();
+  return out;
 }
 
 }  // namespace planner
