@@ -9,6 +9,7 @@
 #include "calibrate/device.h"
 #include "calibrate/nccl_poll.h"
 #include "calibrate/watchdog.h"
+#include "planner/format.h"
 
 namespace planner::calibrate {
 namespace {
@@ -43,7 +44,7 @@ LocalTeam make_team(int n, double bytes, unsigned long long seed, Watchdog& wd) 
   for (int i = 0; i < n; ++i) t.devices.push_back(i);
   t.comms.resize(size_t(n));
   {
-    ArmedStep step(wd, strf("ncclCommInitAll of local GPUs 0-%d", n - 1));
+    ArmedStep step(wd, fmt("ncclCommInitAll of local GPUs 0-{}", n - 1));
     CAL_NCCL(ncclCommInitAll(t.comms.data(), n, t.devices.data()));
   }
   allocate_team_buffers(t, t.devices, t.devices, bytes, seed);  // device i is rank i
@@ -67,7 +68,7 @@ double time_one(const LocalTeam& t, Collective c, double S, const RepeatPolicy& 
   const double bytes = collective_bytes(d, S, t.n);
   if (bytes <= 0) return 0;
   const std::string what =
-      strf("%s of %.0f bytes on local GPUs 0-%d", to_string(c), bytes, t.n - 1);
+      fmt("{} of {:.0f} bytes on local GPUs 0-{}", to_string(c), bytes, t.n - 1);
   const PollTarget target = poll_target(t);
   TimedOp op;
   for (int i = 0; i < t.n; ++i) op.streams.push_back({t.devices[i], t.streams[i]});
@@ -102,8 +103,8 @@ std::vector<double> tp_times(const RunnerWorkload& w, const RepeatPolicy& policy
           seen.emplace(std::pair{int(c.coll), c.bytes}, time_one(team, c.coll, c.bytes, policy, wd))
               .first;
     out.push_back(it->second);
-    log(strf("# %-18s %-15s %12.0f B over %d GPUs: %9.1f us (predicted %.1f us)", c.name.c_str(),
-             to_string(c.coll), c.bytes, c.ranks, it->second * 1e6, c.predicted_s * 1e6));
+    log(fmt("# {:<18} {:<15} {:>12.0f} B over {} GPUs: {:>9.1f} us (predicted {:.1f} us)", c.name,
+            to_string(c.coll), c.bytes, c.ranks, it->second * 1e6, c.predicted_s * 1e6));
   }
   destroy(team);
   return out;
@@ -120,10 +121,10 @@ double dp_time(const RunnerWorkload& w, const RepeatPolicy& policy, unsigned lon
   if (rest > 0) t += time_one(team, dp.coll, rest, policy, wd);
   destroy(team);
   log(
-      strf("# dp_gradients       %-15s %12.0f B over %d GPUs (%.0f chunks of <= %.0f B): %.3f ms "
-           "(predicted %.3f ms)",
-           to_string(dp.coll), dp.bytes, dp.ranks, full + (rest > 0), chunk, t * 1e3,
-           dp.predicted_s * 1e3));
+      fmt("# dp_gradients       {:<15} {:>12.0f} B over {} GPUs "
+          "({:.0f} chunks of <= {:.0f} B): {:.3f} ms (predicted {:.3f} ms)",
+          to_string(dp.coll), dp.bytes, dp.ranks, full + (rest > 0), chunk, t * 1e3,
+          dp.predicted_s * 1e3));
   return t;
 }
 
@@ -141,15 +142,15 @@ CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& po
     out.collectives_s = tp_times(w, policy, seed, wd, log);
   else if (!w.collectives.empty())
     log(
-        strf("# TP collectives: %d local GPU%s, the plan's need %d: not measured (the profile's "
-             "times stand)",
-             local_gpus, local_gpus == 1 ? "" : "s", tp_ranks));
+        fmt("# TP collectives: {} local GPU{}, the plan's need {}: not measured (the profile's "
+            "times stand)",
+            local_gpus, local_gpus == 1 ? "" : "s", tp_ranks));
   if (w.dp.bytes > 0 && w.dp.ranks > 1) {
     if (local_gpus >= w.dp.ranks)
       out.dp_s = dp_time(w, policy, seed, wd, max_chunk_bytes, log);
     else
-      log(strf("# DP reduction: %d local GPU%s, it needs %d: not measured", local_gpus,
-               local_gpus == 1 ? "" : "s", w.dp.ranks));
+      log(fmt("# DP reduction: {} local GPU{}, it needs {}: not measured", local_gpus,
+              local_gpus == 1 ? "" : "s", w.dp.ranks));
   }
   return out;
 }

@@ -1,11 +1,11 @@
 #include "calibrate/validate_workload.h"
 
 #include <cmath>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/file.h"
 #include "planner/io/json.h"
 
@@ -181,10 +181,7 @@ void gemm_layout(const WorkKernel& k, KernelRun& r) {
 /// Entries whose bytes the runner recomputes: a difference is reported, not fatal.
 void compare_bytes(const WorkKernel& k, double expected, KernelRun& r) {
   if (std::fabs(k.bytes - expected) > 1e-6 * expected) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "the workload's bytes %.0f differ from the layer's %.0f",
-                  k.bytes, expected);
-    r.note = buf;
+    r.note = fmt("the workload's bytes {:.0f} differ from the layer's {:.0f}", k.bytes, expected);
   }
 }
 
@@ -253,40 +250,32 @@ KernelRun kernel_run(const RunnerWorkload& w, size_t index) {
 }
 
 std::string describe(const KernelRun& r) {
-  char buf[200];
   const char* dt = to_string(r.dtype);
   switch (r.kind) {
     case RunKind::gemm:
-      std::snprintf(buf, sizeof buf, "cuBLASLt %s %c%c %ld x %ld x %ld%s", dt, r.transa, r.transb,
-                    r.m, r.n, r.k,
-                    r.batch > 1 ? (" batch " + std::to_string(r.batch)).c_str() : "");
-      break;
+      return fmt("cuBLASLt {} {}{} {} x {} x {}{}", dt, r.transa, r.transb, r.m, r.n, r.k,
+                 r.batch > 1 ? " batch " + std::to_string(r.batch) : "");
     case RunKind::flash_forward:
     case RunKind::flash_backward:
-      std::snprintf(buf, sizeof buf, "flash attention %s %s bh=%ld sq=%ld sk=%ld d=%ld%s%s",
-                    r.kind == RunKind::flash_forward ? "fwd" : "bwd", dt, r.bh, r.sq, r.sk, r.d,
-                    r.causal ? " causal" : "",
-                    r.kv_group > 1 ? (" kv_group=" + std::to_string(r.kv_group)).c_str() : "");
-      break;
+      return fmt("flash attention {} {} bh={} sq={} sk={} d={}{}{}",
+                 r.kind == RunKind::flash_forward ? "fwd" : "bwd", dt, r.bh, r.sq, r.sk, r.d,
+                 r.causal ? " causal" : "",
+                 r.kv_group > 1 ? " kv_group=" + std::to_string(r.kv_group) : "");
     case RunKind::softmax_forward:
     case RunKind::softmax_backward:
-      std::snprintf(buf, sizeof buf, "softmax+dropout %s %s %ld rows x %ld%s",
-                    r.kind == RunKind::softmax_forward ? "fwd" : "bwd", dt, r.bh * r.sq, r.sk,
-                    r.causal ? " causal" : "");
-      break;
+      return fmt("softmax+dropout {} {} {} rows x {}{}",
+                 r.kind == RunKind::softmax_forward ? "fwd" : "bwd", dt, r.bh * r.sq, r.sk,
+                 r.causal ? " causal" : "");
     case RunKind::norm_forward:
     case RunKind::norm_backward:
-      std::snprintf(buf, sizeof buf, "%s+bias-dropout-add x2 %s %s %ld x %ld",
-                    r.rms ? "rmsnorm" : "layernorm",
-                    r.kind == RunKind::norm_forward ? "fwd" : "bwd", dt, r.rows, r.width);
-      break;
+      return fmt("{}+bias-dropout-add x2 {} {} {} x {}", r.rms ? "rmsnorm" : "layernorm",
+                 r.kind == RunKind::norm_forward ? "fwd" : "bwd", dt, r.rows, r.width);
     case RunKind::activation_forward:
     case RunKind::activation_backward:
-      std::snprintf(buf, sizeof buf, "%s %s %s %ld x %ld", r.swiglu ? "swiglu" : "bias-gelu",
-                    r.kind == RunKind::activation_forward ? "fwd" : "bwd", dt, r.rows, r.width);
-      break;
+      return fmt("{} {} {} {} x {}", r.swiglu ? "swiglu" : "bias-gelu",
+                 r.kind == RunKind::activation_forward ? "fwd" : "bwd", dt, r.rows, r.width);
   }
-  return buf;
+  return "";
 }
 
 double run_bytes(const KernelRun& r) {
@@ -322,17 +311,14 @@ double run_bytes(const KernelRun& r) {
 
 std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus) {
   std::vector<std::string> out;
-  char buf[400];
   const WorkLayer& l = w.layer;
   out.push_back("# workload: " + w.model + " --plan \"" + w.plan + "\"");
-  std::snprintf(
-      buf, sizeof buf,
-      "# layer: hidden %d, heads %d (kv %d), ffn %d%s, seq %d; tp %d, cp %d, mbs %d, sp %d; "
-      "%s, %s attention, %s",
-      l.hidden, l.heads, l.kv_heads, l.ffn, l.swiglu ? " swiglu" : "", l.seq, l.tp, l.cp, l.mbs,
-      int(l.sp), to_string(w.dtype), w.flash ? "flash" : "unfused",
-      l.swiglu ? "RMSNorm" : "layer norm");
-  out.push_back(buf);
+  out.push_back(
+      fmt("# layer: hidden {}, heads {} (kv {}), ffn {}{}, seq {}; tp {}, cp {}, mbs {}, sp {}; "
+          "{}, {} attention, {}",
+          l.hidden, l.heads, l.kv_heads, l.ffn, l.swiglu ? " swiglu" : "", l.seq, l.tp, l.cp, l.mbs,
+          int(l.sp), to_string(w.dtype), w.flash ? "flash" : "unfused",
+          l.swiglu ? "RMSNorm" : "layer norm"));
   out.push_back(
       "#   i  kernel            pass             rec  pred_us   model_MB  kernel_MB  runs");
   std::set<std::string> distinct;
@@ -340,28 +326,25 @@ std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus) 
     const WorkKernel& k = w.kernels[i];
     const KernelRun r = kernel_run(w, i);
     distinct.insert(describe(r));
-    std::snprintf(buf, sizeof buf, "%5zu  %-16s  %-15s  %-3s %8.1f %10.1f %10.1f  %s%s%s", i,
-                  k.name.c_str(), kPasses[int(k.pass)].c_str(), k.recompute ? "yes" : "",
-                  k.predicted_s * 1e6, k.bytes / 1e6, run_bytes(r) / 1e6, describe(r).c_str(),
-                  r.note.empty() ? "" : "  # ", r.note.c_str());
-    out.push_back(buf);
+    out.push_back(fmt("{:5}  {:<16}  {:<15}  {:<3} {:>8.1f} {:>10.1f} {:>10.1f}  {}{}{}", i, k.name,
+                      kPasses[int(k.pass)], k.recompute ? "yes" : "", k.predicted_s * 1e6,
+                      k.bytes / 1e6, run_bytes(r) / 1e6, describe(r), r.note.empty() ? "" : "  # ",
+                      r.note));
   }
-  std::snprintf(buf, sizeof buf, "# %zu kernels, %zu distinct runs (each timed once)",
-                w.kernels.size(), distinct.size());
-  out.push_back(buf);
+  out.push_back(
+      fmt("# {} kernels, {} distinct runs (each timed once)", w.kernels.size(), distinct.size()));
   std::vector<WorkCollective> all = w.collectives;
   if (w.dp.bytes > 0 && w.dp.ranks > 1) all.push_back(w.dp);
   for (const WorkCollective& c : all) {
     const bool dp = &c == &all.back() && w.dp.bytes > 0 && w.dp.ranks > 1;
     const std::string times =
         dp ? "once per iteration" : "x " + std::to_string(c.count) + " per layer";
-    std::snprintf(buf, sizeof buf, "# %s: NCCL %s of %.0f bytes over %d GPUs, %s: %s",
-                  c.name.c_str(), to_string(c.coll), c.bytes, c.ranks, times.c_str(),
-                  local_gpus < 0 ? "measured where the machine has that many GPUs"
-                  : local_gpus >= c.ranks
-                      ? "measured on the local GPUs"
-                      : "needs more local GPUs: null (the profile's time stands)");
-    out.push_back(buf);
+    out.push_back(fmt("# {}: NCCL {} of {:.0f} bytes over {} GPUs, {}: {}", c.name,
+                      to_string(c.coll), c.bytes, c.ranks, times,
+                      local_gpus < 0 ? "measured where the machine has that many GPUs"
+                      : local_gpus >= c.ranks
+                          ? "measured on the local GPUs"
+                          : "needs more local GPUs: null (the profile's time stands)"));
   }
   if (all.empty()) out.push_back("# no collectives (tp = 1 and dp = 1)");
   return out;
