@@ -1,8 +1,9 @@
 // Search-speed benchmark: plans evaluated per second on one core, and the wall time of the full
 // default search for megatron-1t on 3,072 A100s with global batch 3,072 (issue targets: at least
 // 1,000,000 plans/s and under one second for the whole command). Prints figures; asserts nothing.
+#include <fmt/core.h>
+
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -40,14 +41,15 @@ int main(int argc, char** argv) {
   const SearchResult full = search(m, c, k, o);
   const double full_s = seconds_since(t0);
   const long long estimated = r.evaluated - r.rejections[int(Rejection::gpus_mismatch)];
-  std::printf("megatron-1t, 3072 x A100 80GB, gbs 3072, default knobs\n");
-  std::printf("  plans enumerated         %lld (%lld ranked, %lld out of memory)\n", r.evaluated,
-              r.rejections[int(Rejection::none)], r.rejections[int(Rejection::out_of_memory)]);
-  std::printf("  closed-form search       %.4f s\n", search_s);
-  std::printf("  + simulator re-ranking   %.4f s in all (%d candidates simulated twice)\n", full_s,
-              full.simulated);
-  std::printf("  plans per second         %.3g (all enumerated), %.3g (past the GPU-count check)\n",
-              r.evaluated / search_s, estimated / search_s);
+  fmt::print("megatron-1t, 3072 x A100 80GB, gbs 3072, default knobs\n");
+  fmt::print("  plans enumerated         {} ({} ranked, {} out of memory)\n", r.evaluated,
+             r.rejections[int(Rejection::none)], r.rejections[int(Rejection::out_of_memory)]);
+  fmt::print("  closed-form search       {:.4f} s\n", search_s);
+  fmt::print("  + simulator re-ranking   {:.4f} s in all ({} candidates simulated twice)\n", full_s,
+             full.simulated);
+  fmt::print(
+      "  plans per second         {:.3g} (all enumerated), {:.3g} (past the GPU-count check)\n",
+      r.evaluated / search_s, estimated / search_s);
 
   // 2. Full estimates of valid plans only: the cost of the cost model itself, one core.
   Plan p = r.top.front().plan;
@@ -69,9 +71,9 @@ int main(int argc, char** argv) {
       sink += estimate(m, c, p, eo, &cache, &ws).iteration_time_s;
     }
     const double est_s = seconds_since(t0);
-    std::printf(
-        "  full estimates per second %.3g (%s; one feasible plan, memoised layer; checksum "
-        "%.3g)\n",
+    fmt::print(
+        "  full estimates per second {:.3g} ({}; one feasible plan, memoised layer; checksum "
+        "{:.3g})\n",
         n / est_s, detail ? "with detail" : "ranking result, as the search", sink);
   }
 
@@ -86,9 +88,9 @@ int main(int argc, char** argv) {
     const int sims = 20;
     t0 = Clock::now();
     for (int i = 0; i < sims; ++i) res = simulate(in);
-    std::printf(
-        "  simulate pp=64 m=1024 %-12s %.2f ms per iteration simulated (%zu stages, makespan %.2f "
-        "s)\n",
+    fmt::print(
+        "  simulate pp=64 m=1024 {:<12} {:.2f} ms per iteration simulated "
+        "({} stages, makespan {:.2f} s)\n",
         sched == Schedule::interleaved ? "vpp=2" : "zb-h1", seconds_since(t0) / sims * 1e3,
         res.busy_s.size(), res.makespan_s);
   }
@@ -101,7 +103,7 @@ int main(int argc, char** argv) {
         "/hw_profiles/dgx-a100-80gb.yaml --gpus 3072 --global-batch 3072 >/dev/null";
     t0 = Clock::now();
     const int rc = std::system(cmd.c_str());
-    std::printf("  planner suggest command  %.4f s wall (exit %d)\n", seconds_since(t0), rc);
+    fmt::print("  planner suggest command  {:.4f} s wall (exit {})\n", seconds_since(t0), rc);
   }
   return 0;
 }

@@ -1,5 +1,7 @@
 #include "calibrate/context.h"
 
+#include <fmt/chrono.h>
+
 #include <algorithm>
 #include <cctype>
 #include <ctime>
@@ -66,12 +68,7 @@ double parse_bytes(const std::string& text, const std::string& option) {
 }
 
 std::string utc_now_iso8601() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
 }
 
 std::string shell_command_line(int argc, const char* const* argv) {

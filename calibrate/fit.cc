@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <stdexcept>
 
 #include "calibrate/context.h"
+#include "planner/format.h"
 #include "planner/units.h"
 
 namespace planner::calibrate {
@@ -16,12 +16,6 @@ namespace {
 
 /// Past the largest L2 cache of the GPUs this targets (H200: 60 MB, shared/DEVICE.md).
 constexpr double kHbmFitMinBytes = 64 * kMiB;
-
-std::string fmt(const char* format, double a, double b = 0, double c = 0, double d = 0) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, format, a, b, c, d);
-  return buf;
-}
 
 std::string versions(const RunContext& c) {
   return "GPU " + c.gpu + " (" + std::to_string(c.sms) + " SMs, compute capability " +
@@ -55,14 +49,15 @@ void apply_hbm(const Samples& s, const ClusterProfile& base, ClusterProfile& p, 
     note = " (above the base's datasheet figure, which is replaced)";
   }
   p.gpu.hbm_efficiency = eff;
-  std::string line = fmt("device-to-device copy %.0f GB/s (bytes read + written, sizes >= 64 MiB) "
-                         "= %.3f of %.0f GB/s",
-                         h.copy_Bps / kGB, eff, p.gpu.hbm_Bps / kGB) +
-                     note;
-  if (h.read_Bps > 0) line += fmt("; read kernel %.0f GB/s", h.read_Bps / kGB);
+  std::string line =
+      fmt("device-to-device copy {:.0f} GB/s (bytes read + written, sizes >= 64 MiB) "
+          "= {:.3f} of {:.0f} GB/s",
+          h.copy_Bps / kGB, eff, p.gpu.hbm_Bps / kGB) +
+      note;
+  if (h.read_Bps > 0) line += fmt("; read kernel {:.0f} GB/s", h.read_Bps / kGB);
   if (h.h2d_Bps > 0)
-    line += fmt("; host-to-device %.1f GB/s, device-to-host %.1f GB/s (pinned)", h.h2d_Bps / kGB,
-                h.d2h_Bps / kGB);
+    line += fmt("; host-to-device {:.1f} GB/s, device-to-host {:.1f} GB/s (pinned)",
+                h.h2d_Bps / kGB, h.d2h_Bps / kGB);
   p.provenance["gpu.hbm_efficiency"] = "[calibrated] " + line;
   out.report.push_back("hbm: " + line);
 }
@@ -79,7 +74,7 @@ std::string tiles_text(const GemmModel& g) {
   std::string t;
   for (const GemmTile& tile : g.tiles)
     t += (t.empty() ? "" : ", ") + std::to_string(tile.m) + "x" + std::to_string(tile.n) +
-         fmt(" %.2f", tile.relative_efficiency);
+         fmt(" {:.2f}", tile.relative_efficiency);
   return t;
 }
 
@@ -92,15 +87,15 @@ void report_layers(const std::vector<GemmSample>& samples, const Gpu& gpu, Dtype
   for (const LayerCheck& l : layers)
     worst = std::max(worst, std::abs(l.model_s / l.measured_s - 1));
   out.report.push_back(
-      fmt("gemm: %.0f whole layers (12 GEMMs each): model vs measured sum within "
-          "%.1f%%; before sustained_efficiency, which planner estimate divides by",
-          double(layers.size()), 100 * worst));
+      fmt("gemm: {} whole layers (12 GEMMs each): model vs measured sum within "
+          "{:.1f}%; before sustained_efficiency, which planner estimate divides by",
+          layers.size(), 100 * worst));
   for (const LayerCheck& l : layers)
     if (l.tokens == 4096 && (l.tp == 1 || l.tp == 8))
-      out.report.push_back(fmt("gemm:   layer hidden %.0f, tp %.0f, 4096 tokens: measured %.3f ms, "
-                               "model %.3f ms",
+      out.report.push_back(fmt("gemm:   layer hidden {}, tp {}, 4096 tokens: measured {:.3f} ms, "
+                               "model {:.3f} ms",
                                l.hidden, l.tp, l.measured_s * 1e3, l.model_s * 1e3) +
-                           fmt(" (%+.1f%%)", 100 * (l.model_s / l.measured_s - 1)));
+                           fmt(" ({:+.1f}%)", 100 * (l.model_s / l.measured_s - 1)));
 }
 
 void apply_gemm(const Samples& s, const ClusterProfile& base, ClusterProfile& p, FitOutcome& out) {
@@ -116,14 +111,14 @@ void apply_gemm(const Samples& s, const ClusterProfile& base, ClusterProfile& p,
   const GemmModel& b = base.gpu.gemm;
   std::string line =
       std::to_string(f.samples) + " " + to_string(dt) + " cuBLASLt samples: max_efficiency " +
-      fmt("%.3f (base %.3f), k_half %.0f (%.0f), ", f.model.max_efficiency, b.max_efficiency,
-          f.model.k_half, b.k_half) +
-      fmt("launch_us %.2f (%.2f), ", f.model.launch_s / kUs, b.launch_s / kUs) + "tiles " +
+      fmt("{:.3f} (base {:.3f}), k_half {:.0f} ({:.0f}), ", f.model.max_efficiency,
+          b.max_efficiency, f.model.k_half, b.k_half) +
+      fmt("launch_us {:.2f} ({:.2f}), ", f.model.launch_s / kUs, b.launch_s / kUs) + "tiles " +
       tiles_text(f.model) +
-      (f.misaligned_fitted
-           ? fmt(", misaligned_factor %.2f (%.2f)", f.model.misaligned_factor, b.misaligned_factor)
-           : std::string(", misaligned_factor kept (no misaligned shape)")) +
-      fmt("; rms log error %.1f%%, worst %.1f%%", 100 * f.rms_log_err, 100 * f.max_rel_err);
+      (f.misaligned_fitted ? fmt(", misaligned_factor {:.2f} ({:.2f})", f.model.misaligned_factor,
+                                 b.misaligned_factor)
+                           : std::string(", misaligned_factor kept (no misaligned shape)")) +
+      fmt("; rms log error {:.1f}%, worst {:.1f}%", 100 * f.rms_log_err, 100 * f.max_rel_err);
   p.provenance["gpu.gemm"] = "[calibrated] least squares on log time over " + line +
                              "; alignment and tile shapes from the base";
   out.report.push_back("gemm: " + line);
@@ -132,7 +127,7 @@ void apply_gemm(const Samples& s, const ClusterProfile& base, ClusterProfile& p,
     const double r = median_time_ratio(s.gemm, p.gpu, other);
     if (r > 0)
       out.report.push_back(std::string("gemm: ") + to_string(other) +
-                           fmt(" measured / predicted time with this model, median %.3f "
+                           fmt(" measured / predicted time with this model, median {:.3f} "
                                "(one model for all dtypes; peak_tflops kept)",
                                r));
   }
@@ -158,9 +153,9 @@ void apply_tier(Tier tier, const Samples& s, ClusterProfile& p, FitOutcome& out)
     t.reference_ranks = f.ranks;
     measured = true;
     const std::string line =
-        fmt("%.0f sizes on %.0f ranks: latency %.2f us, busbw %.1f GB/s", f.samples, f.ranks,
+        fmt("{} sizes on {} ranks: latency {:.2f} us, busbw {:.1f} GB/s", f.samples, f.ranks,
             f.cost.latency_s / kUs, f.cost.busbw_Bps / kGB) +
-        fmt(" (alpha-beta least squares, rms error %.0f%%); curve = measured busbw at each size",
+        fmt(" (alpha-beta least squares, rms error {:.0f}%); curve = measured busbw at each size",
             100 * f.rms_rel_err);
     p.provenance[key + "." + to_string(c)] = "[calibrated] " + line;
     out.report.push_back(key.substr(8) + " " + to_string(c) + ": " + line);

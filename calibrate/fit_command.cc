@@ -1,5 +1,7 @@
 #include "calibrate/fit_command.h"
 
+#include <fmt/core.h>
+
 #include <filesystem>
 #include <stdexcept>
 
@@ -45,9 +47,9 @@ void fit_and_write(const Samples& samples, const FitCommand& cmd, std::FILE* rep
   const std::string profile = cluster_yaml(fit.profile, comments);
   (void)io::parse_cluster(profile, cmd.out_file);  // the planner must read it: check before writing
   io::write_file_atomically(cmd.out_file, profile);
-  std::fprintf(report, "# fit (base %s)\n", base_file.c_str());
-  for (const std::string& line : fit.report) std::fprintf(report, "#   %s\n", line.c_str());
-  std::fprintf(report, "# wrote %s\n", cmd.out_file.c_str());
+  fmt::print(report, "# fit (base {})\n", base_file);
+  for (const std::string& line : fit.report) fmt::print(report, "#   {}\n", line);
+  fmt::print(report, "# wrote {}\n", cmd.out_file);
 }
 
 void run_fit_only(const FitCommand& cmd, std::FILE* report) {

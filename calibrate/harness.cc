@@ -1,16 +1,17 @@
 #include "calibrate/harness.h"
 
 #include <cublasLt.h>
+#include <fmt/core.h>
 #include <nccl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <fstream>
 #include <sstream>
 
 #include "calibrate/context.h"
 #include "calibrate/device.h"
+#include "planner/format.h"
 #include "planner/units.h"
 
 namespace planner::calibrate {
@@ -19,15 +20,6 @@ void device_failure(const char* file, int line, const char* call, const std::str
   std::string f = file;
   f = f.substr(f.find_last_of('/') + 1);
   throw DeviceError(f + ":" + std::to_string(line) + ": " + call + ": " + what);
-}
-
-std::string strf(const char* format, ...) {
-  char buf[1024];
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(buf, sizeof buf, format, args);
-  va_end(args);
-  return buf;
 }
 
 std::string table_row(const std::vector<int>& widths, const std::vector<std::string>& cells,
@@ -136,9 +128,9 @@ void Output::draw() {
   constexpr int kWidth = 30;
   const int filled = std::min(kWidth, kWidth * done_ / total_);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::fprintf(stderr, "\r[%s%s] %3d%% %d/%d %3.0f s  %.60s", std::string(filled, '#').c_str(),
-               std::string(kWidth - filled, '.').c_str(), std::min(100, 100 * done_ / total_),
-               done_, total_, s, what_.c_str());
+  fmt::print(stderr, "\r[{}{}] {:3}% {}/{} {:>3.0f} s  {:.60}", std::string(filled, '#'),
+             std::string(kWidth - filled, '.'), std::min(100, 100 * done_ / total_), done_, total_,
+             s, what_);
   std::fflush(stderr);
 }
 
@@ -210,10 +202,10 @@ std::vector<std::string> context_lines(const RunContext& c) {
   return {"# " + c.tool + ": GEMM (cuBLASLt), memory and NCCL micro-benchmarks for the planner",
           "# command: " + c.command_line,
           "# date: " + c.date + "   hosts: " + hosts +
-              strf("  (%d node%s x %d GPU%s)", c.nodes, c.nodes > 1 ? "s" : "", c.gpus_per_node,
-                   c.gpus_per_node > 1 ? "s" : ""),
-          "# GPU: " + c.gpu + strf(", %d SMs, compute capability ", c.sms) + c.compute_capability +
-              strf(", %.1f GiB HBM, %.0f MiB L2", c.hbm_bytes / kGiB, c.l2_bytes / kMiB),
+              fmt("  ({} node{} x {} GPU{})", c.nodes, c.nodes > 1 ? "s" : "", c.gpus_per_node,
+                  c.gpus_per_node > 1 ? "s" : ""),
+          "# GPU: " + c.gpu + fmt(", {} SMs, compute capability ", c.sms) + c.compute_capability +
+              fmt(", {:.1f} GiB HBM, {:.0f} MiB L2", c.hbm_bytes / kGiB, c.l2_bytes / kMiB),
           "# driver " + c.driver + ", CUDA runtime " + c.cuda_runtime + ", cuBLAS " + c.cublas +
               ", NCCL " + c.nccl};
 }

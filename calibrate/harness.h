@@ -16,7 +16,7 @@
 
 namespace planner::calibrate {
 
-/// A failed CUDA, cuBLAS or NCCL call: "gemm.cu:120: cublasLtMatmul(...): <status>".
+/// A failed CUDA, cuBLAS or NCCL call: "gemm.cc:120: cublasLtMatmul(...): <status>".
 class DeviceError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
@@ -75,9 +75,6 @@ class Output {
   std::string what_;
   std::chrono::steady_clock::time_point start_;
 };
-
-/// printf into a std::string.
-std::string strf(const char* format, ...) __attribute__((format(printf, 1, 2)));
 
 /// A fixed-width table row: cells right-aligned to `widths`; the header row starts with '#'.
 std::string table_row(const std::vector<int>& widths, const std::vector<std::string>& cells,

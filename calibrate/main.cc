@@ -2,6 +2,7 @@
 // machine (and, under mpirun, across nodes), saves the raw samples as JSON and fits a cluster
 // profile for the planner. `--fit-only SAMPLES.json` refits saved samples without a GPU.
 #include <cuda_runtime.h>
+#include <fmt/core.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include "calibrate/profile_yaml.h"
 #include "calibrate/watchdog.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/output.h"
 
@@ -111,22 +113,24 @@ std::vector<std::string> plan_lines(const Options& o, const std::vector<GemmCase
   std::string dtypes;
   for (Dtype d : parse_dtypes(o)) dtypes += (dtypes.empty() ? "" : ",") + std::string(to_string(d));
   const RepeatPolicy p = policy(o);
-  return {strf("# sweep: %s: %zu GEMMs (%s; the fit uses the first), %zu memory sizes, collectives "
-               "%.0f..%.0f bytes by 2; GEMMs take about %.0f s on a GPU like the base's",
-               to_string(o.size()), cases.size(), dtypes.c_str(), hbm_sizes(o.size()).size(),
-               nccl.sizes.empty() ? 0.0 : nccl.sizes.front(),
-               nccl.sizes.empty() ? 0.0 : nccl.sizes.back(),
-               o.skipped("gemm") ? 0.0 : estimate_gemm_sweep_s(cases, gpu, p)),
-          strf("# timing: CUDA events; warm-up %.0f ms; batches of >= %.0f ms; median of %d..%d "
-               "batches, stopping once IQR/median <= %.0f%%; watchdog %.0f s per NCCL step",
-               p.warmup_s * 1e3, p.min_batch_s * 1e3, p.min_repeats, p.max_repeats,
-               100 * p.target_spread, o.timeout_s)};
+  return {planner::fmt(
+              "# sweep: {}: {} GEMMs ({}; the fit uses the first), {} memory sizes, collectives "
+              "{:.0f}..{:.0f} bytes by 2; GEMMs take about {:.0f} s on a GPU like the base's",
+              to_string(o.size()), cases.size(), dtypes, hbm_sizes(o.size()).size(),
+              nccl.sizes.empty() ? 0.0 : nccl.sizes.front(),
+              nccl.sizes.empty() ? 0.0 : nccl.sizes.back(),
+              o.skipped("gemm") ? 0.0 : estimate_gemm_sweep_s(cases, gpu, p)),
+          planner::fmt(
+              "# timing: CUDA events; warm-up {:.0f} ms; batches of >= {:.0f} ms; median of {}..{} "
+              "batches, stopping once IQR/median <= {:.0f}%; watchdog {:.0f} s per NCCL step",
+              p.warmup_s * 1e3, p.min_batch_s * 1e3, p.min_repeats, p.max_repeats,
+              100 * p.target_spread, o.timeout_s)};
 }
 
 void save_samples(const Samples& s, const std::string& path) {
   io::write_file_atomically(path, samples_json(s));
-  std::printf("# wrote %s (%zu GEMM, %zu memory, %zu collective samples)\n", path.c_str(),
-              s.gemm.size(), s.hbm.size(), s.collectives.size());
+  fmt::print("# wrote {} ({} GEMM, {} memory, {} collective samples)\n", path, s.gemm.size(),
+             s.hbm.size(), s.collectives.size());
 }
 
 /// Everything after the world is up; rank 0 prints, saves and fits.
@@ -164,7 +168,7 @@ void calibrate_here(const Options& o, const World& w, Samples& samples,
   for (const std::string& line : context_lines(samples.context)) out.line(line);
   if (multi)
     for (const std::string& line : world_gather(
-             w, strf("#   rank %d: host %s, device %d", w.rank, w.hosts[w.node].c_str(), device)))
+             w, planner::fmt("#   rank {}: host {}, device {}", w.rank, w.hosts[w.node], device)))
       out.line(line);
   out.line("# base profile: " + base_file +
            " (datasheet peaks, attention-kernel rates, what is not measured)");
@@ -181,8 +185,8 @@ void calibrate_here(const Options& o, const World& w, Samples& samples,
   FitCommand fit = o.fit;
   fit.base_file = base_file, fit.samples_file = samples_path;
   fit_and_write(samples, fit, stdout);
-  std::printf("# calibration took %.1f s (measuring, saving and fitting)\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  fmt::print("# calibration took {:.1f} s (measuring, saving and fitting)\n",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 /// The folders of the files written at the very end, created (or found unwritable) before any
@@ -212,19 +216,19 @@ int measure_and_fit(const Options& o, int argc, char** argv) {
     finalize_world(w);
     return 0;
   } catch (const CollectiveTimeout& e) {
-    std::fprintf(stderr, "\nplanner-calibrate: watchdog: %s\n", e.what());
+    fmt::print(stderr, "\nplanner-calibrate: watchdog: {}\n", e.what());
     if (w.rank == 0 && !samples.gemm.empty()) save_samples(samples, path);  // what was measured
     abort_world(w, 3);
   } catch (const InputError& e) {
-    std::fprintf(stderr, "planner-calibrate: error: %s\n", e.what());
+    fmt::print(stderr, "planner-calibrate: error: {}\n", e.what());
     abort_world(w, 2);
   } catch (const std::exception& e) {  // DeviceError and set-up failures
-    std::fprintf(stderr, "\nplanner-calibrate: error (rank %d): %s\n", w.rank, e.what());
+    fmt::print(stderr, "\nplanner-calibrate: error (rank {}): {}\n", w.rank, e.what());
     if (w.rank == 0 && (!samples.gemm.empty() || !samples.hbm.empty())) {
       try {  // keep what was measured: --fit-only can refit it
         save_samples(samples, path);
       } catch (const std::exception& s) {
-        std::fprintf(stderr, "planner-calibrate: could not save the samples: %s\n", s.what());
+        fmt::print(stderr, "planner-calibrate: could not save the samples: {}\n", s.what());
       }
     }
     abort_world(w, 1);
@@ -240,9 +244,8 @@ int dry_run(const Options& o) {
   NcclRun nccl;
   nccl.sizes = message_sizes(parse_bytes(o.min_bytes, "--min-bytes"),
                              parse_bytes(o.max_bytes, "--max-bytes"));
-  std::printf("# planner-calibrate %s --dry-run: %s\n", PLANNER_VERSION, o.command_line.c_str());
-  for (const std::string& line : plan_lines(o, cases, base.gpu, nccl))
-    std::printf("%s\n", line.c_str());
+  fmt::print("# planner-calibrate {} --dry-run: {}\n", PLANNER_VERSION, o.command_line);
+  for (const std::string& line : plan_lines(o, cases, base.gpu, nccl)) fmt::print("{}\n", line);
   return 0;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 /// One cuBLASLt matmul, plain or strided-batched, in the planner's precisions: what
-/// planner-calibrate's GEMM sweep (gemm.cu) and planner-validate's GEMMs (validate_time.cc) run.
+/// planner-calibrate's GEMM sweep (gemm.cc) and planner-validate's GEMMs (validate_time.cc) run.
 #include <cublasLt.h>
 
 #include <cstddef>

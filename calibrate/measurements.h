@@ -1,5 +1,5 @@
 #pragma once
-/// The three measurements of planner-calibrate: GEMMs (gemm.cu), memory (hbm.cu) and NCCL
+/// The three measurements of planner-calibrate: GEMMs (gemm.cc), memory (hbm.cc) and NCCL
 /// collectives (nccl_sweep.cc with one file per collective). Each prints nccl-tests-style tables
 /// through Output and appends its raw samples.
 #include <array>

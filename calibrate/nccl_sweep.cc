@@ -8,6 +8,7 @@
 #include "calibrate/measurements.h"
 #include "calibrate/nccl_poll.h"
 #include "calibrate/watchdog.h"
+#include "planner/format.h"
 
 namespace planner::calibrate {
 namespace {
@@ -89,8 +90,8 @@ const std::vector<int> kWidths = {12, 11, 6, 11, 11, 11, 5, 8};
 void sweep(const CollectiveDef& d, Team& t, const NcclRun& run, const World& w, Watchdog& wd,
            Output& out, Samples& samples) {
   out.line("");
-  out.line(strf("# %s on %s: busbw = algbw x %s; float, sum; out of place", to_string(d.kind),
-                t.members.c_str(), d.bus_factor_text));
+  out.line(fmt("# {} on {}: busbw = algbw x {}; float, sum; out of place", to_string(d.kind),
+               t.members, d.bus_factor_text));
   out.line(table_row(
       kWidths, {"size", "count", "type", "time_us", "algbw_GBps", "busbw_GBps", "reps", "spread%"},
       true));
@@ -100,7 +101,7 @@ void sweep(const CollectiveDef& d, Team& t, const NcclRun& run, const World& w, 
   for (double S : run.sizes) {
     const double bytes = collective_bytes(d, S, t.nranks);
     const std::string what =
-        strf("%s of %.0f bytes", to_string(d.kind), bytes) + " on " + t.members;
+        fmt("{} of {:.0f} bytes", to_string(d.kind), bytes) + " on " + t.members;
     if (bytes > 0) {
       TimedOp op;
       op.streams = streams;
@@ -122,12 +123,13 @@ void sweep(const CollectiveDef& d, Team& t, const NcclRun& run, const World& w, 
       const RepeatStats st = measure(op, run.policy);
       const CollectiveSample s{t.tier, d.kind, t.nranks, bytes, st.median_s, st.repeats, st.spread};
       if (w.rank == 0) samples.collectives.push_back(s);
-      out.line(table_row(kWidths, {strf("%.0f", bytes), strf("%.0f", bytes / 4), "float",
-                                   strf("%.2f", s.time_s * 1e6), strf("%.3f", s.algbw_Bps() / 1e9),
-                                   strf("%.3f", s.busbw_Bps() / 1e9), strf("%d", s.repeats),
-                                   strf("%.1f", 100 * s.spread)}));
+      out.line(table_row(
+          kWidths,
+          {fmt("{:.0f}", bytes), fmt("{:.0f}", bytes / 4), "float", fmt("{:.2f}", s.time_s * 1e6),
+           fmt("{:.3f}", s.algbw_Bps() / 1e9), fmt("{:.3f}", s.busbw_Bps() / 1e9),
+           fmt("{}", s.repeats), fmt("{:.1f}", 100 * s.spread)}));
     }
-    out.step(strf("%s %s %.0f B", to_string(t.tier), to_string(d.kind), bytes));
+    out.step(fmt("{} {} {:.0f} B", to_string(t.tier), to_string(d.kind), bytes));
   }
 }
 

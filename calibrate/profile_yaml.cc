@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <sstream>
 
 #include "planner/error.h"
 #include "planner/format.h"
@@ -18,9 +17,9 @@ namespace planner::calibrate {
 namespace {
 
 /// 6 significant digits: what a measurement supports, and what the round-trip test expects.
-std::string num(double v) { return fmt("%.6g", v); }
+std::string num(double v) { return fmt("{:.6g}", v); }
 
-std::string integer(double v) { return fmt("%.0f", v); }
+std::string integer(double v) { return fmt("{:.0f}", v); }
 
 /// A YAML double-quoted scalar.
 std::string quoted(const std::string& s) {
@@ -34,7 +33,7 @@ std::string quoted(const std::string& s) {
     } else if (c == '\t') {
       out += "\\t";
     } else if (c < 0x20) {
-      out += fmt("\\x%02x", c);
+      out += fmt("\\x{:02x}", c);
     } else {
       out += ch;
     }
@@ -50,66 +49,65 @@ std::string plain_key(const std::string& k) {
   return plain ? k : quoted(k);
 }
 
-void write_gemm(std::ostream& o, const GemmModel& g) {
-  o << "  gemm:\n"
-    << "    max_efficiency: " << num(g.max_efficiency) << "\n"
-    << "    k_half: " << num(g.k_half) << "\n"
-    << "    misaligned_factor: " << num(g.misaligned_factor) << "\n"
-    << "    alignment: " << g.alignment << "\n"
-    << "    launch_us: " << num(g.launch_s / kUs) << "\n"
-    << "    tiles: [";
+void write_gemm(std::string& o, const GemmModel& g) {
+  o += "  gemm:\n";
+  o += "    max_efficiency: " + num(g.max_efficiency) + "\n";
+  o += "    k_half: " + num(g.k_half) + "\n";
+  o += "    misaligned_factor: " + num(g.misaligned_factor) + "\n";
+  o += fmt("    alignment: {}\n", g.alignment);
+  o += "    launch_us: " + num(g.launch_s / kUs) + "\n";
+  o += "    tiles: [";
   for (size_t i = 0; i < g.tiles.size(); ++i)
-    o << (i ? ", " : "") << "[" << g.tiles[i].m << ", " << g.tiles[i].n << ", "
-      << num(g.tiles[i].relative_efficiency) << "]";
-  o << "]\n";
+    o += fmt("{}[{}, {}, {}]", i ? ", " : "", g.tiles[i].m, g.tiles[i].n,
+             num(g.tiles[i].relative_efficiency));
+  o += "]\n";
   if (g.measured.empty()) return;
-  o << "    measured: [";  // [m, n, k, batch, dtype, efficiency], as planner validate writes
+  o += "    measured: [";  // [m, n, k, batch, dtype, efficiency], as planner validate writes
   for (size_t i = 0; i < g.measured.size(); ++i) {
     const MeasuredGemm& x = g.measured[i];
-    o << (i ? ",\n               " : "") << "[" << integer(x.m) << ", " << integer(x.n) << ", "
-      << integer(x.k) << ", " << integer(x.batch) << ", " << to_string(x.dtype) << ", "
-      << num(x.efficiency) << "]";
+    o += fmt("{}[{}, {}, {}, {}, {}, {}]", i ? ",\n               " : "", integer(x.m),
+             integer(x.n), integer(x.k), integer(x.batch), to_string(x.dtype), num(x.efficiency));
   }
-  o << "]\n";
+  o += "]\n";
 }
 
-void write_gpu(std::ostream& o, const Gpu& g) {
-  o << "gpu:\n"
-    << "  name: " << quoted(g.name) << "\n"
-    << "  sms: " << g.sms << "\n"
-    << "  peak_tflops: {";
+void write_gpu(std::string& o, const Gpu& g) {
+  o += "gpu:\n";
+  o += "  name: " + quoted(g.name) + "\n";
+  o += fmt("  sms: {}\n", g.sms);
+  o += "  peak_tflops: {";
   for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32})
-    o << (d == Dtype::fp16 ? "" : ", ") << to_string(d) << ": "
-      << num(g.peak_flops[static_cast<int>(d)] / kTera);
-  o << "}\n"
-    << "  hbm_GiB: " << num(g.hbm_bytes / kGiB) << "\n"
-    << "  hbm_bandwidth_GBps: " << num(g.hbm_Bps / kGB) << "\n"
-    << "  hbm_efficiency: " << num(g.hbm_efficiency) << "\n"
-    << "  sustained_efficiency: " << num(g.sustained_efficiency) << "\n"
-    << "  flash_efficiency: " << num(g.flash_efficiency) << "\n"
-    << "  flash_backward_efficiency: " << num(g.flash_backward_efficiency) << "\n"
-    << "  overlap_compute_slowdown: " << num(g.overlap_compute_slowdown) << "\n";
+    o += fmt("{}{}: {}", d == Dtype::fp16 ? "" : ", ", to_string(d),
+             num(g.peak_flops[static_cast<int>(d)] / kTera));
+  o += "}\n";
+  o += "  hbm_GiB: " + num(g.hbm_bytes / kGiB) + "\n";
+  o += "  hbm_bandwidth_GBps: " + num(g.hbm_Bps / kGB) + "\n";
+  o += "  hbm_efficiency: " + num(g.hbm_efficiency) + "\n";
+  o += "  sustained_efficiency: " + num(g.sustained_efficiency) + "\n";
+  o += "  flash_efficiency: " + num(g.flash_efficiency) + "\n";
+  o += "  flash_backward_efficiency: " + num(g.flash_backward_efficiency) + "\n";
+  o += "  overlap_compute_slowdown: " + num(g.overlap_compute_slowdown) + "\n";
   write_gemm(o, g.gemm);
 }
 
-void write_collective(std::ostream& o, Collective c, const CollectiveCost& cost) {
-  o << "    " << to_string(c) << ":\n"
-    << "      busbw_GBps: " << num(cost.busbw_Bps / kGB) << "\n"
-    << "      latency_us: " << num(cost.latency_s / kUs) << "\n";
+void write_collective(std::string& o, Collective c, const CollectiveCost& cost) {
+  o += fmt("    {}:\n", to_string(c));
+  o += "      busbw_GBps: " + num(cost.busbw_Bps / kGB) + "\n";
+  o += "      latency_us: " + num(cost.latency_s / kUs) + "\n";
   if (cost.curve.empty()) return;
-  o << "      curve: [";
+  o += "      curve: [";
   for (size_t i = 0; i < cost.curve.size(); ++i) {
-    if (i) o << (i % 4 == 0 ? ",\n              " : ", ");
-    o << "[" << integer(cost.curve[i].first) << ", " << num(cost.curve[i].second / kGB) << "]";
+    if (i) o += i % 4 == 0 ? ",\n              " : ", ";
+    o += "[" + integer(cost.curve[i].first) + ", " + num(cost.curve[i].second / kGB) + "]";
   }
-  o << "]\n";
+  o += "]\n";
 }
 
-void write_tier(std::ostream& o, const char* key, const NetworkTier& t) {
-  o << "  " << key << ":\n"
-    << "    name: " << quoted(t.name) << "\n"
-    << "    reference_ranks: " << t.reference_ranks << "\n"
-    << "    hop_latency_us: " << num(t.hop_latency_s / kUs) << "\n";
+void write_tier(std::string& o, const char* key, const NetworkTier& t) {
+  o += fmt("  {}:\n", key);
+  o += "    name: " + quoted(t.name) + "\n";
+  o += fmt("    reference_ranks: {}\n", t.reference_ranks);
+  o += "    hop_latency_us: " + num(t.hop_latency_s / kUs) + "\n";
   for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
                        Collective::alltoall, Collective::sendrecv})
     write_collective(o, c, t.cost[static_cast<int>(c)]);
@@ -118,20 +116,19 @@ void write_tier(std::ostream& o, const char* key, const NetworkTier& t) {
 }  // namespace
 
 std::string cluster_yaml(const ClusterProfile& c, const std::vector<std::string>& comments) {
-  std::ostringstream o;
-  for (const std::string& line : comments) o << "# " << line << "\n";
-  o << "name: " << quoted(c.name) << "\n"
-    << "gpus_per_node: " << c.gpus_per_node << "\n"
-    << "nodes: " << c.nodes << "\n";
-  if (c.gpu_hour_usd > 0) o << "gpu_hour_usd: " << num(c.gpu_hour_usd) << "\n";
+  std::string o;
+  for (const std::string& line : comments) o += "# " + line + "\n";
+  o += "name: " + quoted(c.name) + "\n";
+  o += fmt("gpus_per_node: {}\nnodes: {}\n", c.gpus_per_node, c.nodes);
+  if (c.gpu_hour_usd > 0) o += "gpu_hour_usd: " + num(c.gpu_hour_usd) + "\n";
   write_gpu(o, c.gpu);
-  o << "network:\n";
+  o += "network:\n";
   write_tier(o, "intra_node", c.intra);
   write_tier(o, "inter_node", c.inter);
-  o << "provenance:\n";
+  o += "provenance:\n";
   for (const auto& [key, source] : c.provenance)
-    o << "  " << plain_key(key) << ": " << quoted(source) << "\n";
-  return o.str();
+    o += "  " + plain_key(key) + ": " + quoted(source) + "\n";
+  return o;
 }
 
 }  // namespace planner::calibrate

@@ -4,10 +4,10 @@
 #include <functional>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "planner/cost/communication.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/file.h"
 #include "planner/io/json.h"
 #include "planner/io/yaml_util.h"
@@ -99,12 +99,12 @@ Json collective_json(const CollectiveSample& c) {
 
 /// A JSON array with one compact entry per line, so that thousands of samples stay readable.
 template <typename T, typename F>
-void write_rows(std::ostream& o, const char* key, const std::vector<T>& rows, F to_json,
-                bool last) {
-  o << "  \"" << key << "\": [";
+void write_rows(std::string& o, const char* key, const std::vector<T>& rows, F to_json, bool last) {
+  o += fmt("  \"{}\": [", key);
   for (size_t i = 0; i < rows.size(); ++i)
-    o << (i ? ",\n    " : "\n    ") << io::dump_json(to_json(rows[i]));
-  o << (rows.empty() ? "]" : "\n  ]") << (last ? "\n" : ",\n");
+    o += (i ? ",\n    " : "\n    ") + io::dump_json(to_json(rows[i]));
+  o += rows.empty() ? "]" : "\n  ]";
+  o += last ? "\n" : ",\n";
 }
 
 // ---- reading -------------------------------------------------------------------------------
@@ -238,17 +238,16 @@ CollectiveSample read_collective(const YamlReader& r) {
 }  // namespace
 
 std::string samples_json(const Samples& s) {
-  std::ostringstream o;
   std::string context = io::dump_json(context_json(s.context), 2);
   for (size_t p = context.find('\n'); p != std::string::npos; p = context.find('\n', p + 3))
     context.replace(p, 1, "\n  ");
-  o << "{\n  \"schema_version\": " << kSamplesSchemaVersion << ",\n  \"context\": " << context
-    << ",\n";
+  std::string o =
+      fmt("{{\n  \"schema_version\": {},\n  \"context\": {},\n", kSamplesSchemaVersion, context);
   write_rows(o, "gemm", s.gemm, gemm_json, false);
   write_rows(o, "hbm", s.hbm, hbm_json, false);
   write_rows(o, "collectives", s.collectives, collective_json, true);
-  o << "}\n";
-  return o.str();
+  o += "}\n";
+  return o;
 }
 
 Samples parse_samples(const std::string& text, const std::string& file) {

@@ -10,6 +10,7 @@
 #include "calibrate/validate_common.h"
 #include "calibrate/validate_kernels.h"
 #include "calibrate/validate_reference.h"
+#include "planner/format.h"
 
 namespace planner::calibrate {
 namespace {
@@ -119,8 +120,8 @@ void check_gemm(Bench& b, cublasLtHandle_t lt, Dtype dt, char ta, char tb, long 
   CAL_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
   CAL_CUDA(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
   if (10 * major + minor < t.min_cc)
-    throw DeviceError(strf("%s GEMMs need compute capability %.1f; this GPU has %d.%d",
-                           to_string(dt), t.min_cc / 10.0, major, minor));
+    throw DeviceError(fmt("{} GEMMs need compute capability {:.1f}; this GPU has {}.{}",
+                          to_string(dt), t.min_cc / 10.0, major, minor));
   const size_t na = m * k * batch, nb = k * n * batch, nc = m * n * batch;
   DeviceBuffer a(na * element_bytes(t.fill)), bm(nb * element_bytes(t.fill));
   DeviceBuffer c(nc * element_bytes(t.out)), ws(kMatmulWorkspaceBytes);

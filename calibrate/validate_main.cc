@@ -7,6 +7,7 @@
 // (a collective that did not finish); 4 a kernel failed its correctness check.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "calibrate/validate_time.h"
 #include "calibrate/watchdog.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/output.h"
 
 using namespace planner;
@@ -37,7 +39,7 @@ struct Options {
 };
 
 void log(const std::string& line) {
-  std::fprintf(stderr, "%s\n", line.c_str());
+  fmt::print(stderr, "{}\n", line);
   std::fflush(stderr);
 }
 
@@ -55,8 +57,8 @@ std::string device_string(const RunContext& c) {
 
 /// What a kernel achieved: TFLOP/s for matrix work, GB/s (its kernels' bytes) otherwise.
 std::string achieved(const WorkKernel& k, const KernelRun& r, double t) {
-  if (k.flops > 0) return strf("%7.1f TFLOP/s", k.flops / t / 1e12);
-  return strf("%7.0f GB/s   ", run_bytes(r) / t / 1e9);
+  if (k.flops > 0) return planner::fmt("{:>7.1f} TFLOP/s", k.flops / t / 1e12);
+  return planner::fmt("{:>7.0f} GB/s   ", run_bytes(r) / t / 1e9);
 }
 
 /// Times every kernel of the workload (each distinct run once) after a spin-up.
@@ -80,10 +82,12 @@ std::vector<double> time_kernels(const RunnerWorkload& w, const TimingSetup& set
     const char* pass = k.pass == Pass::forward         ? "forward"
                        : k.pass == Pass::backward_data ? "backward_data"
                                                        : "backward_weight";
-    log(strf("%5zu  %-16s  %-15s  %-3s %8.1f  %8.1f  %+6.1f  %s  %s (%d reps, spread %.1f%%)", i,
-             k.name.c_str(), pass, k.recompute ? "yes" : "", k.predicted_s * 1e6, t * 1e6,
-             100 * (k.predicted_s - t) / t, achieved(k, runs[i], t).c_str(), key.c_str(),
-             it->second.repeats, 100 * it->second.spread));
+    log(
+        planner::fmt("{:5}  {:<16}  {:<15}  {:<3} {:>8.1f}  {:>8.1f}  {:>+6.1f}  {}  "
+                     "{} ({} reps, spread {:.1f}%)",
+                     i, k.name, pass, k.recompute ? "yes" : "", k.predicted_s * 1e6, t * 1e6,
+                     100 * (k.predicted_s - t) / t, achieved(k, runs[i], t), key,
+                     it->second.repeats, 100 * it->second.spread));
   }
   return times;
 }
@@ -92,12 +96,12 @@ int run(const Options& o, const RunnerWorkload& w) {
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    std::fprintf(stderr, "planner-validate: no CUDA device (%s)\n",
-                 e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
+    fmt::print(stderr, "planner-validate: no CUDA device ({})\n",
+               e != cudaSuccess ? cudaGetErrorString(e) : "none visible");
     return 2;
   }
   if (o.device < 0 || o.device >= count)
-    throw InputError("", 0, "--device", strf("this machine has GPUs 0..%d", count - 1));
+    throw InputError("", 0, "--device", planner::fmt("this machine has GPUs 0..{}", count - 1));
   CAL_CUDA(cudaSetDevice(o.device));
   RunnerResults results;
   const RunContext ctx = gather_context(o.device, {}, count, 1, "", "validate");
@@ -109,9 +113,9 @@ int run(const Options& o, const RunnerWorkload& w) {
   cudaStream_t stream = nullptr;
   CAL_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   log("#\n# correctness against the CPU reference (relative error, tolerance " +
-      strf("%g", kCheckTolerance) + "):");
+      planner::fmt("{:g}", kCheckTolerance) + "):");
   for (const CheckResult& c : check_kernels(w, lt, stream, o.seed, [](const CheckResult& c) {
-         log(strf("#   %-62s %.2e", c.kernel.c_str(), c.relative_error));
+         log(planner::fmt("#   {:<62} {:.2e}", c.kernel, c.relative_error));
        }))
     results.checks.push_back({c.kernel, c.relative_error});
   results.kernels_s = time_kernels(w, {o.device, lt, stream, policy(o), o.seed});
@@ -150,24 +154,24 @@ int main(int argc, char** argv) {
   try {
     const RunnerWorkload w = load_runner_workload(o.workload);
     if (o.dry_run) {
-      std::printf("# planner-validate %s --dry-run: %s\n", PLANNER_VERSION, o.workload.c_str());
-      for (const std::string& line : dry_run_lines(w, -1)) std::printf("%s\n", line.c_str());
+      fmt::print("# planner-validate {} --dry-run: {}\n", PLANNER_VERSION, o.workload);
+      for (const std::string& line : dry_run_lines(w, -1)) fmt::print("{}\n", line);
       return 0;
     }
     if (o.out.empty()) throw InputError("", 0, "--out", "is required (the results JSON to write)");
     return run(o, w);
   } catch (const InputError& e) {
-    std::fprintf(stderr, "planner-validate: error: %s\n", e.what());
+    fmt::print(stderr, "planner-validate: error: {}\n", e.what());
     return 2;
   } catch (const CheckFailure& e) {
-    std::fprintf(stderr, "planner-validate: correctness check failed: %s\n", e.what());
+    fmt::print(stderr, "planner-validate: correctness check failed: {}\n", e.what());
     return 4;
   } catch (const CollectiveTimeout& e) {
-    std::fprintf(stderr, "planner-validate: watchdog: %s\n", e.what());
+    fmt::print(stderr, "planner-validate: watchdog: {}\n", e.what());
     std::fflush(stderr);
     std::_Exit(3);  // communicators were aborted: skip destructors that could wait on them
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "planner-validate: error: %s\n", e.what());
+    fmt::print(stderr, "planner-validate: error: {}\n", e.what());
     return 1;
   }
 }

@@ -13,6 +13,7 @@
 #include "calibrate/matmul.h"
 #include "calibrate/nccl_poll.h"
 #include "calibrate/watchdog.h"
+#include "planner/format.h"
 
 namespace planner::calibrate {
 namespace {
@@ -47,7 +48,7 @@ LocalTeam make_team(int n, double bytes, unsigned long long seed, Watchdog& wd) 
   for (int i = 0; i < n; ++i) t.devices.push_back(i);
   t.comms.resize(size_t(n));
   {
-    ArmedStep step(wd, strf("ncclCommInitAll of local GPUs 0-%d", n - 1));
+    ArmedStep step(wd, fmt("ncclCommInitAll of local GPUs 0-{}", n - 1));
     CAL_NCCL(ncclCommInitAll(t.comms.data(), n, t.devices.data()));
   }
   allocate_team_buffers(t, t.devices, t.devices, bytes, seed);  // device i is rank i
@@ -71,7 +72,7 @@ double time_one(const LocalTeam& t, Collective c, double S, const RepeatPolicy& 
   const double bytes = collective_bytes(d, S, t.n);
   if (bytes <= 0) return 0;
   const std::string what =
-      strf("%s of %.0f bytes on local GPUs 0-%d", to_string(c), bytes, t.n - 1);
+      fmt("{} of {:.0f} bytes on local GPUs 0-{}", to_string(c), bytes, t.n - 1);
   const PollTarget target = poll_target(t);
   TimedOp op;
   for (int i = 0; i < t.n; ++i) op.streams.push_back({t.devices[i], t.streams[i]});
@@ -196,7 +197,7 @@ double time_beside(const LocalTeam& t, Collective c, double S, const KernelRun& 
   const double bytes = collective_bytes(d, S, t.n);
   TeamGemm g = make_gemm(t, r, seed);
   const std::string what =
-      strf("%s beside %s on local GPUs 0-%d", to_string(c), describe(r).c_str(), t.n - 1);
+      fmt("{} beside {} on local GPUs 0-{}", to_string(c), describe(r), t.n - 1);
   const double alone = time_gemm(t, g, nullptr, 0, policy, wd, describe(r));
   const double pair = bytes > 0 ? time_gemm(t, g, &d, bytes, policy, wd, what) : alone;
   destroy(g, t);
@@ -234,12 +235,11 @@ TpTimes tp_times(const RunnerWorkload& w, const RepeatPolicy& policy, unsigned l
         b = beside.emplace(key, time_beside(team, c.coll, c.bytes, r, policy, seed, wd)).first;
       out.exposed.back() = b->second;
     }
-    log(strf("# %-18s %-15s %12.0f B over %d GPUs: %9.1f us (predicted %.1f us)%s", c.name.c_str(),
-             to_string(c.coll), c.bytes, c.ranks, it->second * 1e6, c.predicted_s * 1e6,
-             c.beside < 0 ? ""
-                          : strf("; beside kernel %d it adds %.1f us (the estimate charges %.1f)",
-                                 c.beside, out.exposed.back() * 1e6, c.exposed_s * 1e6)
-                                .c_str()));
+    log(fmt("# {:<18} {:<15} {:>12.0f} B over {} GPUs: {:>9.1f} us (predicted {:.1f} us){}", c.name,
+            to_string(c.coll), c.bytes, c.ranks, it->second * 1e6, c.predicted_s * 1e6,
+            c.beside < 0 ? std::string()
+                         : fmt("; beside kernel {} it adds {:.1f} us (the estimate charges {:.1f})",
+                               c.beside, out.exposed.back() * 1e6, c.exposed_s * 1e6)));
   }
   destroy(team);
   return out;
@@ -276,11 +276,11 @@ std::vector<double> dp_times(const RunnerWorkload& w, const RepeatPolicy& policy
       it = seen.emplace(key, chunked_time(team, c, policy, wd, max_chunk_bytes)).first;
     }
     out.push_back(it->second);
-    log(
-        strf("# %-26s %-15s %12.0f B over %d GPUs (chunks of <= %.0f B): %.3f ms (predicted "
-             "%.3f ms)",
-             c.name.c_str(), to_string(c.coll), c.bytes, c.ranks, max_chunk_bytes, it->second * 1e3,
-             c.predicted_s * 1e3));
+    log(fmt(
+        "# {:<26} {:<15} {:>12.0f} B over {} GPUs (chunks of <= {:.0f} B): {:.3f} ms (predicted "
+        "{:.3f} ms)",
+        c.name, to_string(c.coll), c.bytes, c.ranks, max_chunk_bytes, it->second * 1e3,
+        c.predicted_s * 1e3));
   }
   if (team.n > 0) destroy(team);
   return out;
@@ -301,17 +301,17 @@ CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& po
     out.collectives_s = std::move(t.alone), out.collectives_exposed_s = std::move(t.exposed);
   } else if (!w.collectives.empty()) {
     log(
-        strf("# TP collectives: %d local GPU%s, the plan's need %d: not measured (the profile's "
-             "times stand)",
-             local_gpus, local_gpus == 1 ? "" : "s", tp_ranks));
+        fmt("# TP collectives: {} local GPU{}, the plan's need {}: not measured (the profile's "
+            "times stand)",
+            local_gpus, local_gpus == 1 ? "" : "s", tp_ranks));
   }
   int dp_ranks = 0;
   for (const WorkCollective& c : w.dp) dp_ranks = std::max(dp_ranks, c.ranks);
   if (!w.dp.empty() && local_gpus >= dp_ranks)
     out.dp_s = dp_times(w, policy, seed, wd, max_chunk_bytes, log);
   else if (!w.dp.empty())
-    log(strf("# DP collectives: %d local GPU%s, they need %d: not measured", local_gpus,
-             local_gpus == 1 ? "" : "s", dp_ranks));
+    log(fmt("# DP collectives: {} local GPU{}, they need {}: not measured", local_gpus,
+            local_gpus == 1 ? "" : "s", dp_ranks));
   return out;
 }
 

@@ -1,10 +1,10 @@
 // What planner-validate prints and writes besides its timings: the --dry-run listing of a
 // workload (its kernels as the runner will run them, its collectives) and the results JSON.
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "calibrate/validate_workload.h"
+#include "planner/format.h"
 #include "planner/io/json.h"
 
 namespace planner::calibrate {
@@ -28,14 +28,11 @@ std::string collective_line(const RunnerWorkload& w, const WorkCollective& c, bo
                        : c.per_microbatch ? " per micro-batch (" + std::to_string(w.microbatches) +
                                                 " micro-batches)"
                                           : " per iteration");
-  char buf[200];
   if (c.beside >= 0) {
     const WorkKernel& k = w.kernels[size_t(c.beside)];
-    std::snprintf(buf, sizeof buf,
-                  ", beside kernel %d (%s %s%s; the estimate charges %.1f of %.1f us)", c.beside,
-                  k.name.c_str(), kPasses[int(k.pass)], k.recompute ? ", recomputed" : "",
-                  c.exposed_s * 1e6, c.predicted_s * 1e6);
-    times += buf;
+    times += fmt(", beside kernel {} ({} {}{}; the estimate charges {:.1f} of {:.1f} us)", c.beside,
+                 k.name, kPasses[int(k.pass)], k.recompute ? ", recomputed" : "", c.exposed_s * 1e6,
+                 c.predicted_s * 1e6);
   } else if (c.overlapped) {
     times += c.pass == Pass::forward ? ", overlapped with forward" : ", overlapped with backward";
   }
@@ -51,17 +48,14 @@ std::string collective_line(const RunnerWorkload& w, const WorkCollective& c, bo
 
 std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus) {
   std::vector<std::string> out;
-  char buf[400];
   const WorkLayer& l = w.layer;
   out.push_back("# workload: " + w.model + " --plan \"" + w.plan + "\"");
-  std::snprintf(
-      buf, sizeof buf,
-      "# layer: hidden %d, heads %d (kv %d), ffn %d%s, seq %d; tp %d, cp %d, mbs %d, sp %d; "
-      "%s, %s attention, %s",
-      l.hidden, l.heads, l.kv_heads, l.ffn, l.swiglu ? " swiglu" : "", l.seq, l.tp, l.cp, l.mbs,
-      int(l.sp), to_string(w.dtype), w.flash ? "flash" : "unfused",
-      l.swiglu ? "RMSNorm" : "layer norm");
-  out.push_back(buf);
+  out.push_back(
+      fmt("# layer: hidden {}, heads {} (kv {}), ffn {}{}, seq {}; tp {}, cp {}, mbs {}, sp {}; "
+          "{}, {} attention, {}",
+          l.hidden, l.heads, l.kv_heads, l.ffn, l.swiglu ? " swiglu" : "", l.seq, l.tp, l.cp, l.mbs,
+          int(l.sp), to_string(w.dtype), w.flash ? "flash" : "unfused",
+          l.swiglu ? "RMSNorm" : "layer norm"));
   out.push_back(
       "#   i  kernel            pass             rec  pred_us   model_MB  kernel_MB  runs");
   std::set<std::string> distinct;
@@ -69,15 +63,13 @@ std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus) 
     const WorkKernel& k = w.kernels[i];
     const KernelRun r = kernel_run(w, i);
     distinct.insert(describe(r));
-    std::snprintf(buf, sizeof buf, "%5zu  %-16s  %-15s  %-3s %8.1f %10.1f %10.1f  %s%s%s", i,
-                  k.name.c_str(), kPasses[int(k.pass)], k.recompute ? "yes" : "",
-                  k.predicted_s * 1e6, k.bytes / 1e6, run_bytes(r) / 1e6, describe(r).c_str(),
-                  r.note.empty() ? "" : "  # ", r.note.c_str());
-    out.push_back(buf);
+    out.push_back(fmt("{:5}  {:<16}  {:<15}  {:<3} {:>8.1f} {:>10.1f} {:>10.1f}  {}{}{}", i, k.name,
+                      kPasses[int(k.pass)], k.recompute ? "yes" : "", k.predicted_s * 1e6,
+                      k.bytes / 1e6, run_bytes(r) / 1e6, describe(r), r.note.empty() ? "" : "  # ",
+                      r.note));
   }
-  std::snprintf(buf, sizeof buf, "# %zu kernels, %zu distinct runs (each timed once)",
-                w.kernels.size(), distinct.size());
-  out.push_back(buf);
+  out.push_back(
+      fmt("# {} kernels, {} distinct runs (each timed once)", w.kernels.size(), distinct.size()));
   for (const WorkCollective& c : w.collectives)
     out.push_back(collective_line(w, c, false, local_gpus));
   for (const WorkCollective& c : w.dp) out.push_back(collective_line(w, c, true, local_gpus));

@@ -10,6 +10,7 @@
 #include "calibrate/matmul.h"
 #include "calibrate/validate_common.h"
 #include "calibrate/validate_kernels.h"
+#include "planner/format.h"
 #include "planner/units.h"
 
 namespace planner::calibrate {
@@ -198,8 +199,8 @@ RepeatStats time_run(const KernelRun& r, const TimingSetup& s) {
   CAL_CUDA(cudaMemGetInfo(&free_b, &total_b));
   const double need = run_device_bytes(r);
   if (need > 0.9 * double(free_b))
-    throw DeviceError(describe(r) + strf(": needs %.1f GiB of device memory, %.1f GiB are free",
-                                         need / kGiB, free_b / kGiB));
+    throw DeviceError(describe(r) + fmt(": needs {:.1f} GiB of device memory, {:.1f} GiB are free",
+                                        need / kGiB, free_b / kGiB));
   Buffers buffers(&s);
   const Op op = prepare(r, buffers, &s);
   CAL_CUDA(cudaStreamSynchronize(s.stream));

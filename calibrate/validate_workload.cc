@@ -1,11 +1,11 @@
 #include "calibrate/validate_workload.h"
 
 #include <cmath>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/file.h"
 #include "planner/io/json.h"
 
@@ -208,10 +208,7 @@ void gemm_layout(const WorkKernel& k, KernelRun& r) {
 /// Entries whose bytes the runner recomputes: a difference is reported, not fatal.
 void compare_bytes(const WorkKernel& k, double expected, KernelRun& r) {
   if (std::fabs(k.bytes - expected) > 1e-6 * expected) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "the workload's bytes %.0f differ from the layer's %.0f",
-                  k.bytes, expected);
-    r.note = buf;
+    r.note = fmt("the workload's bytes {:.0f} differ from the layer's {:.0f}", k.bytes, expected);
   }
 }
 
@@ -280,40 +277,32 @@ KernelRun kernel_run(const RunnerWorkload& w, size_t index) {
 }
 
 std::string describe(const KernelRun& r) {
-  char buf[200];
   const char* dt = to_string(r.dtype);
   switch (r.kind) {
     case RunKind::gemm:
-      std::snprintf(buf, sizeof buf, "cuBLASLt %s %c%c %ld x %ld x %ld%s", dt, r.transa, r.transb,
-                    r.m, r.n, r.k,
-                    r.batch > 1 ? (" batch " + std::to_string(r.batch)).c_str() : "");
-      break;
+      return fmt("cuBLASLt {} {}{} {} x {} x {}{}", dt, r.transa, r.transb, r.m, r.n, r.k,
+                 r.batch > 1 ? " batch " + std::to_string(r.batch) : "");
     case RunKind::flash_forward:
     case RunKind::flash_backward:
-      std::snprintf(buf, sizeof buf, "flash attention %s %s bh=%ld sq=%ld sk=%ld d=%ld%s%s",
-                    r.kind == RunKind::flash_forward ? "fwd" : "bwd", dt, r.bh, r.sq, r.sk, r.d,
-                    r.causal ? " causal" : "",
-                    r.kv_group > 1 ? (" kv_group=" + std::to_string(r.kv_group)).c_str() : "");
-      break;
+      return fmt("flash attention {} {} bh={} sq={} sk={} d={}{}{}",
+                 r.kind == RunKind::flash_forward ? "fwd" : "bwd", dt, r.bh, r.sq, r.sk, r.d,
+                 r.causal ? " causal" : "",
+                 r.kv_group > 1 ? " kv_group=" + std::to_string(r.kv_group) : "");
     case RunKind::softmax_forward:
     case RunKind::softmax_backward:
-      std::snprintf(buf, sizeof buf, "softmax+dropout %s %s %ld rows x %ld%s",
-                    r.kind == RunKind::softmax_forward ? "fwd" : "bwd", dt, r.bh * r.sq, r.sk,
-                    r.causal ? " causal" : "");
-      break;
+      return fmt("softmax+dropout {} {} {} rows x {}{}",
+                 r.kind == RunKind::softmax_forward ? "fwd" : "bwd", dt, r.bh * r.sq, r.sk,
+                 r.causal ? " causal" : "");
     case RunKind::norm_forward:
     case RunKind::norm_backward:
-      std::snprintf(buf, sizeof buf, "%s+bias-dropout-add x2 %s %s %ld x %ld",
-                    r.rms ? "rmsnorm" : "layernorm",
-                    r.kind == RunKind::norm_forward ? "fwd" : "bwd", dt, r.rows, r.width);
-      break;
+      return fmt("{}+bias-dropout-add x2 {} {} {} x {}", r.rms ? "rmsnorm" : "layernorm",
+                 r.kind == RunKind::norm_forward ? "fwd" : "bwd", dt, r.rows, r.width);
     case RunKind::activation_forward:
     case RunKind::activation_backward:
-      std::snprintf(buf, sizeof buf, "%s %s %s %ld x %ld", r.swiglu ? "swiglu" : "bias-gelu",
-                    r.kind == RunKind::activation_forward ? "fwd" : "bwd", dt, r.rows, r.width);
-      break;
+      return fmt("{} {} {} {} x {}", r.swiglu ? "swiglu" : "bias-gelu",
+                 r.kind == RunKind::activation_forward ? "fwd" : "bwd", dt, r.rows, r.width);
   }
-  return buf;
+  return "";
 }
 
 double run_bytes(const KernelRun& r) {

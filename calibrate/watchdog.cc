@@ -1,5 +1,7 @@
 #include "calibrate/watchdog.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -38,10 +40,10 @@ void Watchdog::backstop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     if (armed_ && std::chrono::steady_clock::now() >= deadline_) {
-      std::fprintf(stderr,
-                   "\nplanner-calibrate: watchdog: %s: still blocked in a host call %g s after "
-                   "it started (limit %g s, --timeout-s); exiting with code 3\n",
-                   what_.c_str(), limit_s_ + grace_s_, limit_s_);
+      fmt::print(stderr,
+                 "\nplanner-calibrate: watchdog: {}: still blocked in a host call {:g} s after "
+                 "it started (limit {:g} s, --timeout-s); exiting with code 3\n",
+                 what_, limit_s_ + grace_s_, limit_s_);
       std::fflush(stdout);
       std::fflush(stderr);
       std::_Exit(3);
@@ -65,10 +67,10 @@ void Watchdog::wait(const PollTarget& t, const std::string& what) const {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited > limit_s_) {
       t.abort();
-      char limit[32];
-      std::snprintf(limit, sizeof limit, "%g", limit_s_);
-      throw CollectiveTimeout(what + " did not finish within " + limit +
-                              " s (--timeout-s); communicators aborted (ncclCommAbort)");
+      throw CollectiveTimeout(
+          fmt::format("{} did not finish within {:g} s (--timeout-s); communicators aborted "
+                      "(ncclCommAbort)",
+                      what, limit_s_));
     }
     if (t.poke) t.poke();
     std::this_thread::sleep_for(std::chrono::microseconds(20));

@@ -159,7 +159,7 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 
 std::string rejection_message(const Estimate& e) {
   if (e.rejection != Rejection::out_of_memory) return e.reason;
-  return fmt("out of memory: the plan needs %.1f GiB per GPU of %.1f GiB",
+  return fmt("out of memory: the plan needs {:.1f} GiB per GPU of {:.1f} GiB",
              e.memory_bytes / (1024.0 * 1024 * 1024),
              e.memory_limit_bytes / (1024.0 * 1024 * 1024));
 }

@@ -28,54 +28,54 @@ bool refuses_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const long long world = p.gpus();
   if (world > c.total_gpus())
     return no(reason, [&] {
-      return fmt("tp*pp*dp*cp = %lld GPUs exceeds the cluster's %d", world, c.total_gpus());
+      return fmt("tp*pp*dp*cp = {} GPUs exceeds the cluster's {}", world, c.total_gpus());
     });
   if (world > c.gpus_per_node && world % c.gpus_per_node != 0)
     return no(reason, [&] {
-      return fmt("tp*pp*dp*cp = %lld GPUs is not a whole number of %d-GPU nodes", world,
+      return fmt("tp*pp*dp*cp = {} GPUs is not a whole number of {}-GPU nodes", world,
                  c.gpus_per_node);
     });
   if (p.gbs % (1LL * p.mbs * p.dp) != 0)
     return no(reason, [&] {
       return fmt(
-          "gbs=%d is not mbs x dp x gradient-accumulation steps: mbs*dp = %d does not "
+          "gbs={} is not mbs x dp x gradient-accumulation steps: mbs*dp = {} does not "
           "divide it",
           p.gbs, p.mbs * p.dp);
     });
   if (m.encoders.empty() && m.layers % p.pp != 0)
     return no(reason,
-              [&] { return fmt("pp=%d does not divide the model's %d layers", p.pp, m.layers); });
+              [&] { return fmt("pp={} does not divide the model's {} layers", p.pp, m.layers); });
   return false;
 }
 
 /// What neither 2021 stack had (each feature's introduction is in the header comment above).
 bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
   const char* t = info(f).title;
-  if (p.sp) return no(reason, [&] { return fmt("%s has no sequence parallelism; use sp=0", t); });
+  if (p.sp) return no(reason, [&] { return fmt("{} has no sequence parallelism; use sp=0", t); });
   if (p.recompute == Recompute::selective)
     return no(reason, [&] {
       return fmt(
-          "%s recomputes whole layers only (no selective recomputation); use "
+          "{} recomputes whole layers only (no selective recomputation); use "
           "recompute=full or none",
           t);
     });
   if (p.cp > 1)
-    return no(reason, [&] { return fmt("%s has no context parallelism; use cp=1", t); });
+    return no(reason, [&] { return fmt("{} has no context parallelism; use cp=1", t); });
   if (p.dtype == Dtype::fp8)
-    return no(reason, [&] { return fmt("%s has no fp8 training; use dtype=fp16 or bf16", t); });
+    return no(reason, [&] { return fmt("{} has no fp8 training; use dtype=fp16 or bf16", t); });
   if (p.attention == AttentionKernel::flash)
-    return no(reason, [&] { return fmt("%s has no fused flash attention; use attn=unfused", t); });
+    return no(reason, [&] { return fmt("{} has no fused flash attention; use attn=unfused", t); });
   if (p.tp_comm_overlap.value_or(false) || p.overlap_param_gather.value_or(false))
     return no(reason, [&] {
       return fmt(
-          "%s overlaps neither TP communication nor the parameter gather; use "
+          "{} overlaps neither TP communication nor the parameter gather; use "
           "tp_comm_overlap=0 and overlap_param_gather=0",
           t);
     });
   if (f == Framework::megatron_2021 && p.zero >= 1)
     return no(reason, [&] {
       return fmt(
-          "%s has no distributed optimizer (ZeRO-1); use zero=0 or --framework "
+          "{} has no distributed optimizer (ZeRO-1); use zero=0 or --framework "
           "deepspeed-2021",
           t);
     });
@@ -101,7 +101,7 @@ bool refuses_megatron(Framework f, const ModelSpec& m, const ClusterProfile& c, 
   if (p.zero >= 2)
     return no(reason, [&] {
       return fmt(
-          "Megatron-LM cannot express zero=%d: its distributed optimizer "
+          "Megatron-LM cannot express zero={}: its distributed optimizer "
           "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed",
           p.zero);
     });
@@ -113,28 +113,28 @@ bool refuses_megatron(Framework f, const ModelSpec& m, const ClusterProfile& c, 
   if (p.schedule != Schedule::gpipe && p.schedule != Schedule::one_f_one_b &&
       p.schedule != Schedule::interleaved)
     return no(reason, [&] {
-      return fmt("%s has no '%s' schedule",
-                 f == Framework::megatron ? fmt("Megatron-LM at commit %s", commit).c_str()
-                                          : info(f).title,
+      return fmt("{} has no '{}' schedule",
+                 f == Framework::megatron ? fmt("Megatron-LM at commit {}", commit)
+                                          : std::string(info(f).title),
                  to_string(p.schedule));
     });
   if (p.vpp <= 1) return false;
   // validate_args: pipeline-model-parallel size should be greater than 2 with interleaving.
   if (f == Framework::megatron && p.pp <= 2)
     return no(reason, [&] {
-      return fmt("Megatron-LM runs the interleaved schedule (vpp=%d) only with pp > 2, got pp=%d",
+      return fmt("Megatron-LM runs the interleaved schedule (vpp={}) only with pp > 2, got pp={}",
                  p.vpp, p.pp);
     });
   if (m.encoders.empty() && (m.layers / p.pp) % p.vpp != 0)
     return no(reason, [&] {
-      return fmt("vpp=%d does not divide the %d layers per pipeline stage", p.vpp, m.layers / p.pp);
+      return fmt("vpp={} does not divide the {} layers per pipeline stage", p.vpp, m.layers / p.pp);
     });
   // megatron/core/pipeline_parallel/schedules.py (interleaving) at this commit.
   if (p.microbatches() % p.pp != 0)
     return no(reason, [&] {
       return fmt(
-          "Megatron-LM's interleaved schedule needs the micro-batches (%d) to be a "
-          "multiple of pp=%d",
+          "Megatron-LM's interleaved schedule needs the micro-batches ({}) to be a "
+          "multiple of pp={}",
           p.microbatches(), p.pp);
     });
   return false;
@@ -146,7 +146,7 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
   if (p.zero >= 2 && p.pp > 1)
     return no(reason, [&] {
       return fmt(
-          "DeepSpeed's pipeline engine refuses zero=%d with pp=%d (ZeRO-2 and ZeRO-3 are "
+          "DeepSpeed's pipeline engine refuses zero={} with pp={} (ZeRO-2 and ZeRO-3 are "
           "incompatible with pipeline parallelism); use zero<=1 or pp=1",
           p.zero, p.pp);
     });
@@ -158,7 +158,7 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
   if (p.schedule != Schedule::one_f_one_b && !(p.schedule == Schedule::gpipe && p.pp == 1))
     return no(reason, [&] {
       return fmt(
-          "DeepSpeed's pipeline engine runs its own 1F1B schedule, not '%s'; use "
+          "DeepSpeed's pipeline engine runs its own 1F1B schedule, not '{}'; use "
           "schedule=1f1b",
           to_string(p.schedule));
     });

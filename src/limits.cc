@@ -4,6 +4,6 @@
 
 namespace planner::limits {
 
-std::string Range::text() const { return fmt("[%g, %g]", lo, hi); }
+std::string Range::text() const { return fmt("[{:g}, {:g}]", lo, hi); }
 
 }  // namespace planner::limits

@@ -187,10 +187,11 @@ void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
   const double cells = double(o.gpus.size()) * k[K::tp].size() * k[K::cp].size() *
                        k[K::mbs].size() * k[K::sp].size() * k[K::pp].size();
   if (cells > limits::kSearchCells)
-    throw InputError("", 0, "",
-                     fmt("the knob ranges give %.3g combinations of GPU count, tp, cp, mbs, sp and "
-                         "pp, over the limit of %.0e; narrow --gpus, --tp, --cp, --mbs or --pp",
-                         cells, limits::kSearchCells));
+    throw InputError(
+        "", 0, "",
+        fmt("the knob ranges give {:.3g} combinations of GPU count, tp, cp, mbs, sp and "
+            "pp, over the limit of {:.0e}; narrow --gpus, --tp, --cp, --mbs or --pp",
+            cells, limits::kSearchCells));
   double pp_vpp = double(k[K::pp].size()) * k[K::vpp].size();  // a user's lists, tried whole
   if (k.vpp_whole_chunks_only) {  // the defaults: short lists, so the exact count is cheap
     pp_vpp = 0;
@@ -201,10 +202,11 @@ void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
                        std::max<size_t>(1, k[K::schedule].size()) *
                        double(InnerKnobs(k).combinations);
   if (space > limits::kSearchPlans)
-    throw InputError("", 0, "",
-                     fmt("the knob ranges span %.0f plans, over the limit of %.0e; narrow --pp, "
-                         "--vpp, --mbs or --tp",
-                         space, limits::kSearchPlans));
+    throw InputError(
+        "", 0, "",
+        fmt("the knob ranges span {:.0f} plans, over the limit of {:.0e}; narrow --pp, "
+            "--vpp, --mbs or --tp",
+            space, limits::kSearchPlans));
 }
 
 /// Counts the plans the search checks one by one and those it estimates in full, and refuses
@@ -215,16 +217,17 @@ struct SearchWork {
     if (++checked > limits::kSearchChecked)
       throw InputError(
           "", 0, "",
-          fmt("more than %.0e plans pass the GPU-count and layout checks; narrow --vpp, "
+          fmt("more than {:.0e} plans pass the GPU-count and layout checks; narrow --vpp, "
               "--zero, --recompute or --schedule",
               double(limits::kSearchChecked)));
   }
   void estimate() {
     if (++estimated > limits::kSearchEstimates)
-      throw InputError("", 0, "",
-                       fmt("more than %.0e plans are structurally valid and would be estimated in "
-                           "full; narrow the knob ranges or --gpus",
-                           double(limits::kSearchEstimates)));
+      throw InputError(
+          "", 0, "",
+          fmt("more than {:.0e} plans are structurally valid and would be estimated in "
+              "full; narrow the knob ranges or --gpus",
+              double(limits::kSearchEstimates)));
   }
 };
 

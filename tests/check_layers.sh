@@ -17,12 +17,13 @@ check() {
     fail=1
   fi
 }
-base="src/error.cc src/limits.cc src/format.cc src/model.cc src/cluster.cc src/plan.cc
+base="src/error.cc src/limits.cc src/model.cc src/cluster.cc src/plan.cc
   src/knob_table.cc src/framework.cc include/planner/error.h include/planner/limits.h
   include/planner/format.h include/planner/model.h include/planner/cluster.h
   include/planner/plan.h include/planner/knob_table.h include/planner/framework.h
   include/planner/names.h include/planner/units.h"
-third_party="nlohmann/|yaml-cpp/|spdlog/|CLI/|fmt/"
+# {fmt} is allowed everywhere: planner/format.h (text formatting, in the base) is built on it.
+third_party="nlohmann/|yaml-cpp/|spdlog/|CLI/"
 check base "$base" "$third_party|planner/(cost|io|report|emit)/|planner/(estimate|search|regress|validate|emit)\.h"
 cost="src/cost/*.cc include/planner/cost/*.h src/estimate.cc src/check_plan.cc include/planner/estimate.h"
 check cost "$cost" "$third_party|planner/(io|report|emit)/|planner/(search|regress|validate|emit)\.h"

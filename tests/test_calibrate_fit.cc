@@ -2,6 +2,7 @@
 // writes (loaded back with io::load_cluster), the samples file and its errors, the stopping
 // rule and the sweeps. planner-calibrate's GPU half is not exercised here (no GPU in CI).
 #include <doctest/doctest.h>
+#include <fmt/core.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -191,9 +192,9 @@ TEST_CASE("the GEMM fit reproduces the synthetic times within 2% (default sweep,
   Gpu start = h200().gpu;
   start.hbm_efficiency = truth_gpu().hbm_efficiency;  // fit_profile fits HBM first
   const GemmFit f = fit_gemm(s.gemm, start, Dtype::bf16);
-  std::printf(
-      "  gemm fit: %d samples, %d evaluations, rms log error %.4f%%, worst %.3f%%, "
-      "max_efficiency %.4f k_half %.1f launch_us %.3f misaligned %.3f\n",
+  fmt::print(
+      "  gemm fit: {} samples, {} evaluations, rms log error {:.4f}%, worst {:.3f}%, "
+      "max_efficiency {:.4f} k_half {:.1f} launch_us {:.3f} misaligned {:.3f}\n",
       f.samples, f.evaluations, 100 * f.rms_log_err, 100 * f.max_rel_err, f.model.max_efficiency,
       f.model.k_half, f.model.launch_s * 1e6, f.model.misaligned_factor);
   CHECK(f.samples == static_cast<int>(s.gemm.size()));
@@ -422,8 +423,9 @@ TEST_CASE("the GEMM sweep covers the planner's shapes and the default fits in 3 
   const RepeatPolicy policy;
   const double quick_s = estimate_gemm_sweep_s(quick, gpu, policy);
   const double standard_s = estimate_gemm_sweep_s(standard, gpu, policy);
-  std::printf("  GEMM sweep on an H200 (model): quick %zu GEMMs %.0f s, default %zu GEMMs %.0f s\n",
-              quick.size(), quick_s, standard.size(), standard_s);
+  fmt::print(
+      "  GEMM sweep on an H200 (model): quick {} GEMMs {:.0f} s, default {} GEMMs {:.0f} s\n",
+      quick.size(), quick_s, standard.size(), standard_s);
   CHECK(quick_s < 30);
   CHECK(standard_s < 150);  // leaves room in the 3 minutes for memory, set-up and the fit
   const std::vector<double> sizes = message_sizes(8, 1 << 30);

@@ -1,6 +1,5 @@
 #include <doctest/doctest.h>
-
-#include <cstdio>
+#include <fmt/core.h>
 
 #include "planner/cost/compute.h"
 #include "planner/io/cluster_io.h"
@@ -77,8 +76,10 @@ TEST_CASE("GEMM model against the published cuBLASLt table (A100 80GB fp16, Azur
   for (const Row& r : rows) {
     const GemmShape g{r.m, r.n, r.k};
     const double predicted = g.flops() / gemm_time_s(c.gpu, Dtype::fp16, g) / 1e12;
-    std::printf("  gemm %6.0fx%6.0fx%6.0f  measured %6.1f  model %6.1f TFLOP/s  (%+.1f%%)\n", r.m,
-                r.n, r.k, r.tflops, predicted, 100 * (predicted / r.tflops - 1));
+    fmt::print(
+        "  gemm {:>6.0f}x{:>6.0f}x{:>6.0f}  measured {:>6.1f}  model {:>6.1f} TFLOP/s  "
+        "({:+.1f}%)\n",
+        r.m, r.n, r.k, r.tflops, predicted, 100 * (predicted / r.tflops - 1));
     CHECK(predicted == doctest::Approx(r.tflops).epsilon(0.20));
   }
 }

@@ -52,7 +52,7 @@ CLI::Validator integer_in(long long lo, long long hi) {
 }
 
 CLI::Validator number_in(double lo, double hi, bool lo_open) {
-  const std::string range = fmt("%s%g, %g]", lo_open ? "(" : "[", lo, hi);
+  const std::string range = fmt("{}{:g}, {:g}]", lo_open ? "(" : "[", lo, hi);
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         const std::optional<double> v = whole_number(text);
@@ -181,10 +181,11 @@ void require_finite(const Estimate& e) {
 void check_trace_size(const Plan& p) {
   const double events = trace_events(p);
   if (events <= limits::kTraceEvents) return;
-  throw InputError("", 0, "--trace",
-                   fmt("the trace of this plan would hold %.3g events (about %.0f MB; the limit is "
-                       "%lld): the schedule repeats, so trace a smaller global batch",
-                       events, events * limits::kTraceEventBytes / kMB, limits::kTraceEvents));
+  throw InputError(
+      "", 0, "--trace",
+      fmt("the trace of this plan would hold {:.3g} events (about {:.0f} MB; the limit is "
+          "{}): the schedule repeats, so trace a smaller global batch",
+          events, events * limits::kTraceEventBytes / kMB, limits::kTraceEvents));
 }
 
 void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o,

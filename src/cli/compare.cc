@@ -35,26 +35,26 @@ struct Metric {
   const char* label;
   const char* key;
   double (*get)(const Estimate&);
-  const char* format;
+  fmt::format_string<double> format;  ///< checked at compile time, like every format
 };
 
 const Metric kMetrics[] = {
     {"iteration time s", "iteration_time_s", [](const Estimate& e) { return e.iteration_time_s; },
-     "%.4f"},
-    {"tokens/s", "tokens_per_s", [](const Estimate& e) { return e.tokens_per_s; }, "%.0f"},
+     "{:.4f}"},
+    {"tokens/s", "tokens_per_s", [](const Estimate& e) { return e.tokens_per_s; }, "{:.0f}"},
     {"TFLOP/s per GPU", "tflops_per_gpu", [](const Estimate& e) { return e.tflops_per_gpu; },
-     "%.1f"},
-    {"MFU %", "mfu", [](const Estimate& e) { return 100 * e.mfu; }, "%.1f"},
+     "{:.1f}"},
+    {"MFU %", "mfu", [](const Estimate& e) { return 100 * e.mfu; }, "{:.1f}"},
     {"memory GiB/GPU", "memory_bytes_per_gpu",
-     [](const Estimate& e) { return e.memory_bytes / kGiB; }, "%.2f"},
-    {"compute s", "compute_s", [](const Estimate& e) { return e.breakdown.compute_s; }, "%.4f"},
-    {"TP comm s", "tp_comm_s", [](const Estimate& e) { return e.breakdown.tp_comm_s; }, "%.4f"},
-    {"CP comm s", "cp_comm_s", [](const Estimate& e) { return e.breakdown.cp_comm_s; }, "%.4f"},
-    {"PP comm s", "pp_comm_s", [](const Estimate& e) { return e.breakdown.pp_comm_s; }, "%.4f"},
-    {"DP comm s", "dp_comm_s", [](const Estimate& e) { return e.breakdown.dp_comm_s; }, "%.4f"},
-    {"bubble s", "bubble_s", [](const Estimate& e) { return e.breakdown.bubble_s; }, "%.4f"},
+     [](const Estimate& e) { return e.memory_bytes / kGiB; }, "{:.2f}"},
+    {"compute s", "compute_s", [](const Estimate& e) { return e.breakdown.compute_s; }, "{:.4f}"},
+    {"TP comm s", "tp_comm_s", [](const Estimate& e) { return e.breakdown.tp_comm_s; }, "{:.4f}"},
+    {"CP comm s", "cp_comm_s", [](const Estimate& e) { return e.breakdown.cp_comm_s; }, "{:.4f}"},
+    {"PP comm s", "pp_comm_s", [](const Estimate& e) { return e.breakdown.pp_comm_s; }, "{:.4f}"},
+    {"DP comm s", "dp_comm_s", [](const Estimate& e) { return e.breakdown.dp_comm_s; }, "{:.4f}"},
+    {"bubble s", "bubble_s", [](const Estimate& e) { return e.breakdown.bubble_s; }, "{:.4f}"},
     {"optimizer s", "optimizer_s", [](const Estimate& e) { return e.breakdown.optimizer_s; },
-     "%.4f"},
+     "{:.4f}"},
 };
 
 /// Percent change of `v` against `base`; NaN when the baseline is zero and `v` is not.
@@ -69,7 +69,7 @@ std::string cell(const Metric& m, const Column& c, const Column& base, bool is_b
   if (is_base || !base.e.ok()) return out;
   const double d = diff_pct(m.get(c.e), m.get(base.e));
   if (d != d) return out + " (new)";
-  return out + fmt(" (%+.1f%%)", d);
+  return out + fmt(" ({:+.1f}%)", d);
 }
 
 /// Rows of a label and cells, each column as wide as its widest cell plus two; no trailing blanks.
@@ -93,8 +93,8 @@ std::string columns_text(
 }
 
 void print_table(std::ostream& out, const Inputs& in, const std::vector<Column>& cols) {
-  out << fmt("# planner %s compare\n# model   %s (%s): %.2fB parameters, seq %d\n", PLANNER_VERSION,
-             in.model.name.c_str(), in.model_file.c_str(), in.model.total_params() / 1e9,
+  out << fmt("# planner {} compare\n# model   {} ({}): {:.2f}B parameters, seq {}\n",
+             PLANNER_VERSION, in.model.name, in.model_file, in.model.total_params() / 1e9,
              in.model.seq_len);
   for (size_t i = 0; i < cols.size(); ++i) {
     const Column& c = cols[i];

@@ -48,7 +48,7 @@ std::string remedies(const Inputs& in, const Plan& base, std::optional<Framework
       if (kCurrentFrameworks[i] != *framework)
         f = kCurrentFrameworks[i], bytes = peak_memory(in, x.plan, f);
     if (bytes <= 0) continue;
-    out += fmt("\n  %-16s -> %.1f GiB", x.what.c_str(), bytes / kGiB);
+    out += fmt("\n  {:<16} -> {:.1f} GiB", x.what, bytes / kGiB);
     if (f != framework) out += std::string(" (with --framework ") + to_string(*f) + ")";
   }
   return out;
@@ -60,18 +60,19 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
   std::string msg = "no plan fits: " + counts_line(r);
   if (r.any_memory_rejection) {
     const Estimate& e = r.closest_infeasible;
-    msg += fmt(
-        "\nthe closest plan needs %.1f GiB per GPU of %.1f GiB (%.1f GiB over):\n  --plan \"%s\"",
-        e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB,
-        (e.memory_bytes - e.memory_limit_bytes) / kGiB, to_plan_string(e.plan).c_str());
+    msg +=
+        fmt("\nthe closest plan needs {:.1f} GiB per GPU of {:.1f} GiB ({:.1f} GiB over):\n  "
+            "--plan \"{}\"",
+            e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB,
+            (e.memory_bytes - e.memory_limit_bytes) / kGiB, to_plan_string(e.plan));
     const std::string fixes = remedies(in, e.plan, e.framework);
     if (!fixes.empty()) msg += "\none change at a time from there:" + fixes;
     // Weights, gradients and Adam states alone, spread perfectly over every GPU.
     const double states = in.model.total_params() *
                           (kWeightBytesPerParam + kGradBytesPerParam + kOptimizerBytesPerParam);
     msg +=
-        fmt("\nweights, gradients and optimizer states alone take %.0f GiB: at least %.0f GPUs "
-            "of %.0f GiB before activations",
+        fmt("\nweights, gradients and optimizer states alone take {:.0f} GiB: at least {:.0f} GPUs "
+            "of {:.0f} GiB before activations",
             states / kGiB, std::ceil(states / e.memory_limit_bytes), e.memory_limit_bytes / kGiB);
     msg +=
         "\nor more GPUs (--gpus), GPUs with more memory, or wider knob ranges (--pp, --tp, --zero)";

@@ -53,7 +53,7 @@ std::string emit_line(const Inputs& in, const Plan& p, const OutputArgs& a,
   if (a.seq_len > 0) cmd += " --seq-len " + std::to_string(a.seq_len);
   if (o.tp_across_nodes) cmd += " --tp-across-nodes";
   if (o.memory_limit_bytes > 0) {
-    cmd += fmt(" --memory-limit-GiB %.6g", o.memory_limit_bytes / kGiB);
+    cmd += fmt(" --memory-limit-GiB {:.6g}", o.memory_limit_bytes / kGiB);
   }
   const std::string name = to_string(f);
   return cmd + " --framework " + name + " --out launch-" + name;

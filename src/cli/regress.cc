@@ -1,7 +1,8 @@
 #include "planner/regress.h"
 
+#include <fmt/core.h>
+
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -21,24 +22,22 @@ struct RegressArgs {
 };
 
 void print_table(const RegressionReport& rep) {
-  std::printf("# %-15s %-13s %10s %10s %9s %9s %8s  plan\n", "id", "cluster", "pred_s", "meas_s",
-              "pred_TF", "meas_TF", "error%");
+  fmt::print("# {:<15} {:<13} {:>10} {:>10} {:>9} {:>9} {:>8}  plan\n", "id", "cluster", "pred_s",
+             "meas_s", "pred_TF", "meas_TF", "error%");
   for (const RegressionRow& r : rep.rows) {
     const RegressionCase& c = *r.c;
     if (r.unsupported) {
-      std::printf("  %-15s %-13s unsupported: %s\n", c.id.c_str(), c.cluster.c_str(),
-                  r.unsupported->c_str());
+      fmt::print("  {:<15} {:<13} unsupported: {}\n", c.id, c.cluster, *r.unsupported);
       continue;
     }
     const double meas_tf =
         r.predicted_tflops_per_gpu * r.estimate.iteration_time_s / r.measured_iter_time_s;
-    std::printf("  %-15s %-13s %10.3f %10.3f %9.1f %9.1f %+8.1f  --plan \"%s\"\n", c.id.c_str(),
-                c.cluster.c_str(), r.estimate.iteration_time_s, r.measured_iter_time_s,
-                r.predicted_tflops_per_gpu, meas_tf, r.error_pct,
-                to_plan_string(r.estimate.plan).c_str());
+    fmt::print("  {:<15} {:<13} {:>10.3f} {:>10.3f} {:>9.1f} {:>9.1f} {:>+8.1f}  --plan \"{}\"\n",
+               c.id, c.cluster, r.estimate.iteration_time_s, r.measured_iter_time_s,
+               r.predicted_tflops_per_gpu, meas_tf, r.error_pct, to_plan_string(r.estimate.plan));
   }
-  std::printf("# %d of %zu rows modelled: mean absolute error %.2f%%, max %.2f%%\n", rep.supported,
-              rep.rows.size(), rep.mean_abs_error_pct, rep.max_abs_error_pct);
+  fmt::print("# {} of {} rows modelled: mean absolute error {:.2f}%, max {:.2f}%\n", rep.supported,
+             rep.rows.size(), rep.mean_abs_error_pct, rep.max_abs_error_pct);
   double sum = 0, worst = 0;
   for (const RegressionRow& r : rep.rows) {
     if (r.unsupported) continue;
@@ -47,9 +46,9 @@ void print_table(const RegressionReport& rep) {
     sum += gap, worst = std::max(worst, gap);
   }
   if (rep.supported > 0)
-    std::printf(
-        "# closed form against the pipeline simulator on the chosen plans: mean %.2f%%, max "
-        "%.2f%%\n",
+    fmt::print(
+        "# closed form against the pipeline simulator on the chosen plans: mean {:.2f}%, max "
+        "{:.2f}%\n",
         sum / rep.supported, worst);
 }
 
@@ -84,9 +83,9 @@ int explain(const RegressionReport& rep, const std::string& id, const std::strin
   for (const RegressionRow& r : rep.rows) {
     if (r.c->id != id) continue;
     const RegressionCase& c = *r.c;
-    std::printf("# %s: %s\n", c.id.c_str(), c.source.c_str());
+    fmt::print("# {}: {}\n", c.id, c.source);
     if (r.unsupported) {
-      std::printf("unsupported: %s\n", r.unsupported->c_str());
+      fmt::print("unsupported: {}\n", *r.unsupported);
       return 0;
     }
     const RunContext ctx{"row " + c.id,
@@ -97,12 +96,12 @@ int explain(const RegressionReport& rep, const std::string& id, const std::strin
                          c.gbs,
                          0};
     print_estimate_text(std::cout, ctx, r.estimate);
-    std::printf("\nmeasured   %.3f s per iteration", r.measured_iter_time_s);
+    fmt::print("\nmeasured   {:.3f} s per iteration", r.measured_iter_time_s);
     if (c.measured_tflops_per_gpu)
-      std::printf(" (from %.1f TFLOP/s per GPU, %s)", *c.measured_tflops_per_gpu,
-                  c.flops_formula.c_str());
-    std::printf(
-        "\npredicted  %.3f s per iteration, %.1f TFLOP/s per GPU by the same formula: %+.1f%%\n",
+      fmt::print(" (from {:.1f} TFLOP/s per GPU, {})", *c.measured_tflops_per_gpu, c.flops_formula);
+    fmt::print(
+        "\npredicted  {:.3f} s per iteration, {:.1f} TFLOP/s per GPU by the same formula: "
+        "{:+.1f}%\n",
         r.estimate.iteration_time_s, r.predicted_tflops_per_gpu, r.error_pct);
     return 0;
   }
@@ -124,18 +123,18 @@ int run_regress(const RegressArgs& a) {
   const int rows = static_cast<int>(rep.rows.size());
   if (rep.supported == 0) {
     std::cerr << fmt(
-        "planner: regress modelled none of the %d rows (each says why in the output)\n", rows);
+        "planner: regress modelled none of the {} rows (each says why in the output)\n", rows);
     return 1;
   }
   if (rep.supported < rows && !a.allow_unsupported) {
     std::cerr << fmt(
-        "planner: regress modelled %d of %d rows; %d unsupported (listed in the "
+        "planner: regress modelled {} of {} rows; {} unsupported (listed in the "
         "output; --allow-unsupported accepts that)\n",
         rep.supported, rows, rows - rep.supported);
     return 1;
   }
   if (a.tolerance >= 0 && !(rep.mean_abs_error_pct <= a.tolerance)) {  // NaN fails too
-    std::cerr << fmt("planner: mean absolute error %.2f%% exceeds the tolerance %.2f%%\n",
+    std::cerr << fmt("planner: mean absolute error {:.2f}% exceeds the tolerance {:.2f}%\n",
                      rep.mean_abs_error_pct, a.tolerance);
     return 1;
   }

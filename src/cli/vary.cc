@@ -18,7 +18,7 @@ namespace {
 void check_scaled(double value, const limits::Range& range, const std::string& what) {
   if (!range.contains(value))
     throw InputError("", 0, "--vary",
-                     "the scaled " + what + " would be " + fmt("%g", value) + ", outside " +
+                     "the scaled " + what + " would be " + fmt("{:g}", value) + ", outside " +
                          range.text() + " (the range a profile may give)");
 }
 

@@ -9,8 +9,6 @@
 
 namespace planner::emit::detail {
 
-/// printf into a std::string.
-
 /// One command-line argument; an empty value is a store_true flag.
 struct Arg {
   std::string flag, value, comment;

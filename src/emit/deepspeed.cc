@@ -89,7 +89,7 @@ std::vector<EnvVar> deepspeed_env(const Plan& p) {
     v.push_back(
         {"CUDA_DEVICE_MAX_CONNECTIONS",
          "1",
-         {fmt("Megatron-DeepSpeed (validate_args at %s) refuses sequence parallelism", kMdsCommit),
+         {fmt("Megatron-DeepSpeed (validate_args at {}) refuses sequence parallelism", kMdsCommit),
           "without it: one CUDA work queue keeps TP communication in launch order."},
          false});
   if (p.dtype == Dtype::tf32)
@@ -116,7 +116,7 @@ std::string deepspeed_env_file(const Plan& p) {
 }
 
 ArgGroup mds_parallel_group(const Plan& p) {
-  ArgGroup g{fmt("Parallelism: %d GPUs = tp %d x pp %d x dp %d (dp follows from the world size)",
+  ArgGroup g{fmt("Parallelism: {} GPUs = tp {} x pp {} x dp {} (dp follows from the world size)",
                  int(p.gpus()), p.tp, p.pp, p.dp),
              {{"--tensor-model-parallel-size", std::to_string(p.tp), ""}},
              {}};
@@ -146,7 +146,7 @@ ArgGroup mds_memory_group(const Plan& p) {
 }
 
 ArgGroup mds_precision_group(const Plan& p, AttentionKernel attn) {
-  ArgGroup g{fmt("Precision and attention: dtype=%s, attention %s", to_string(p.dtype),
+  ArgGroup g{fmt("Precision and attention: dtype={}, attention {}", to_string(p.dtype),
                  attn == AttentionKernel::flash ? "flash" : "unfused (Megatron's own kernels)"),
              {},
              {}};
@@ -159,7 +159,7 @@ ArgGroup mds_precision_group(const Plan& p, AttentionKernel attn) {
 
 ArgGroup mds_model_group(const EmitRequest& r) {
   const ModelSpec& m = r.model;
-  ArgGroup g{fmt("Model: %s (%s)", m.name.c_str(), r.model_file.c_str()),
+  ArgGroup g{fmt("Model: {} ({})", m.name, r.model_file),
              {{"--num-layers", std::to_string(m.layers), ""},
               {"--hidden-size", std::to_string(m.hidden), ""},
               {"--num-attention-heads", std::to_string(m.heads), ""}},
@@ -177,7 +177,7 @@ ArgGroup mds_model_group(const EmitRequest& r) {
   }
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),
-                    fmt("vocab %d padded to %d (x tp %d)", m.vocab,
+                    fmt("vocab {} padded to {} (x tp {})", m.vocab,
                         padded_vocab(m.vocab, r.plan.tp), r.plan.tp)});
   return g;
 }
@@ -187,7 +187,7 @@ std::vector<ArgGroup> megatron_ds_groups(const EmitRequest& r, AttentionKernel a
   ArgGroup batch{"Batch (ds_config.json holds the same numbers)",
                  {{"--micro-batch-size", std::to_string(p.mbs), ""},
                   {"--global-batch-size", std::to_string(p.gbs),
-                   fmt("= mbs %d x dp %d x %d accumulation steps", p.mbs, p.dp, p.microbatches())}},
+                   fmt("= mbs {} x dp {} x {} accumulation steps", p.mbs, p.dp, p.microbatches())}},
                  {}};
   ArgGroup ds{
       "DeepSpeed",
@@ -209,7 +209,7 @@ std::string mds_data_lines(const ModelSpec& m) {
            "           --vocab-file \"${VOCAB_FILE:?set VOCAB_FILE to gpt2-vocab.json}\"\n"
            "           --merge-file \"${MERGE_FILE:?set MERGE_FILE to gpt2-merges.txt}\")\n";
   return out +
-         fmt("# Vocabulary %d: a Hugging Face tokenizer (name or path) of that size.\n", m.vocab) +
+         fmt("# Vocabulary {}: a Hugging Face tokenizer (name or path) of that size.\n", m.vocab) +
          "DATA_ARGS=(--data-path \"$DATA_PATH\" --split 949,50,1 --tokenizer-type HFTokenizer\n"
          "           --tokenizer-model \"${TOKENIZER_MODEL:?set TOKENIZER_MODEL}\")\n";
 }
@@ -217,7 +217,7 @@ std::string mds_data_lines(const ModelSpec& m) {
 std::string launcher_lines(const ClusterProfile& c, const Plan& p) {
   const int nodes = nodes_of(p, c);
   std::string out =
-      fmt("# ---- Launcher: %d nodes x %d GPUs ------------------------------------------------\n",
+      fmt("# ---- Launcher: {} nodes x {} GPUs ------------------------------------------------\n",
           nodes, gpus_per_node_of(p, c));
   std::vector<Arg> args;
   if (nodes > 1) {
@@ -246,7 +246,7 @@ std::string launch_script(const EmitRequest& r, const std::string& config_sha) {
   s += uses_megatron(p)
            ? fmt("# DeepSpeed launcher running Megatron-DeepSpeed's pretrain_gpt.py (tp > 1 or pp "
                  "> 1)\n"
-                 "# Flags: deepspeedai/Megatron-DeepSpeed megatron/arguments.py at %s\n"
+                 "# Flags: deepspeedai/Megatron-DeepSpeed megatron/arguments.py at {}\n"
                  "# (configs/frameworks/megatron-deepspeed-args.txt).\n",
                  kMdsCommit)
            : std::string(
@@ -256,8 +256,8 @@ std::string launch_script(const EmitRequest& r, const std::string& config_sha) {
   s += "set -euo pipefail\nSCRIPT_DIR=$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\n";
   if (uses_megatron(p))
     s += fmt(
-        ": \"${MEGATRON_DEEPSPEED_DIR:?set MEGATRON_DEEPSPEED_DIR to a Megatron-DeepSpeed "
-        "checkout at %s}\"\nMEGATRON_DEEPSPEED_DIR=$(cd \"$MEGATRON_DEEPSPEED_DIR\" && pwd)\n\n",
+        ": \"${{MEGATRON_DEEPSPEED_DIR:?set MEGATRON_DEEPSPEED_DIR to a Megatron-DeepSpeed "
+        "checkout at {}}}\"\nMEGATRON_DEEPSPEED_DIR=$(cd \"$MEGATRON_DEEPSPEED_DIR\" && pwd)\n\n",
         kMdsCommit);
   else
     s += ": \"${TRAIN_SCRIPT:?set TRAIN_SCRIPT to a script that calls deepspeed.initialize with "
@@ -291,13 +291,13 @@ std::string hostfile(const EmitRequest& r) {
   std::string s =
       header(r, "DeepSpeed") +
       fmt("#\n# DeepSpeed hostfile template: one \"<host> slots=<GPUs>\" line per node, "
-          "%d nodes;\n# replace the names with hosts the first one reaches by "
+          "{} nodes;\n# replace the names with hosts the first one reaches by "
           "passwordless ssh. Line order\n# is rank order. DeepSpeed's runner skips "
           "'#' lines (runner.py _parse_hostfile);\n# delete them for a release "
           "that does not.\n",
           nodes);
   for (int n = 0; n < nodes; ++n)
-    s += fmt("worker-%d slots=%d\n", n, gpus_per_node_of(r.plan, r.cluster));
+    s += fmt("worker-{} slots={}\n", n, gpus_per_node_of(r.plan, r.cluster));
   return s;
 }
 

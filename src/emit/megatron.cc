@@ -15,7 +15,7 @@ constexpr const char* kCommit =
     info(Framework::megatron).version;  // configs/frameworks/megatron-args.txt
 
 ArgGroup parallel_group(const ModelSpec& m, const Plan& p) {
-  ArgGroup g{fmt("Parallelism: %d GPUs = tp %d x pp %d x cp %d x dp %d (dp follows from the "
+  ArgGroup g{fmt("Parallelism: {} GPUs = tp {} x pp {} x cp {} x dp {} (dp follows from the "
                  "world size)",
                  int(p.gpus()), p.tp, p.pp, p.cp, p.dp),
              {{"--tensor-model-parallel-size", std::to_string(p.tp), ""},
@@ -26,7 +26,7 @@ ArgGroup parallel_group(const ModelSpec& m, const Plan& p) {
   if (p.vpp > 1)
     g.args.push_back(
         {"--num-layers-per-virtual-pipeline-stage", std::to_string(m.layers / p.pp / p.vpp),
-         fmt("vpp=%d: %d layers per stage in %d chunks", p.vpp, m.layers / p.pp, p.vpp)});
+         fmt("vpp={}: {} layers per stage in {} chunks", p.vpp, m.layers / p.pp, p.vpp)});
   if (p.sp) g.args.push_back({"--sequence-parallel", "", "needs CUDA_DEVICE_MAX_CONNECTIONS=1"});
   // Megatron Core's GPT (Transformer Engine layers); --overlap-param-gather requires it.
   g.args.push_back({"--use-mcore-models", "", "Megatron Core GPT, Transformer Engine layers"});
@@ -37,7 +37,7 @@ ArgGroup batch_group(const Plan& p) {
   return {"Batch",
           {{"--micro-batch-size", std::to_string(p.mbs), ""},
            {"--global-batch-size", std::to_string(p.gbs),
-            fmt("= mbs %d x dp %d x %d accumulation steps", p.mbs, p.dp, p.microbatches())}},
+            fmt("= mbs {} x dp {} x {} accumulation steps", p.mbs, p.dp, p.microbatches())}},
           {}};
 }
 
@@ -68,8 +68,8 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
   // Each flag's comment names where the choice came from: the plan's knob, else the stack.
   auto from = [](const std::optional<bool>& knob, const char* plan_key, const char* profile_key,
                  bool on) {
-    return knob ? fmt("the plan's %s=%d", plan_key, on ? 1 : 0)
-                : fmt("the stack's %s: %s", profile_key, on ? "true" : "false");
+    return knob ? fmt("the plan's {}={}", plan_key, on ? 1 : 0)
+                : fmt("the stack's {}: {}", profile_key, on ? "true" : "false");
   };
   ArgGroup g{
       "Communication overlap, as the prediction assumed (the stack, or the plan's knobs)", {}, {}};
@@ -109,7 +109,7 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
 }
 
 ArgGroup precision_group(const Plan& p) {
-  ArgGroup g{fmt("Precision: dtype=%s", to_string(p.dtype)), {}, {}};
+  ArgGroup g{fmt("Precision: dtype={}", to_string(p.dtype)), {}, {}};
   switch (p.dtype) {
     case Dtype::bf16:
       g.args.push_back({"--bf16", "", ""});
@@ -131,7 +131,7 @@ ArgGroup precision_group(const Plan& p) {
 ArgGroup model_group(const EmitRequest& r) {
   const ModelSpec& m = r.model;
   const bool llama = llama_style(m);
-  ArgGroup g{fmt("Model: %s (%s)", m.name.c_str(), r.model_file.c_str()),
+  ArgGroup g{fmt("Model: {} ({})", m.name, r.model_file),
              {{"--num-layers", std::to_string(m.layers), ""},
               {"--hidden-size", std::to_string(m.hidden), ""},
               {"--num-attention-heads", std::to_string(m.heads), ""}},
@@ -155,7 +155,7 @@ ArgGroup model_group(const EmitRequest& r) {
   }
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),
-                    fmt("vocab %d padded to %d (x tp %d)", m.vocab,
+                    fmt("vocab {} padded to {} (x tp {})", m.vocab,
                         padded_vocab(m.vocab, r.plan.tp), r.plan.tp)});
   return g;
 }
@@ -165,7 +165,7 @@ std::vector<EnvVar> megatron_env(const EmitRequest& r) {
   v.push_back({"CUDA_DEVICE_MAX_CONNECTIONS",
                "1",
                {"One CUDA work queue, so that TP communication and GEMMs overlap in launch order.",
-                fmt("Megatron-LM (validate_args at %s) refuses to start without it, with sequence",
+                fmt("Megatron-LM (validate_args at {}) refuses to start without it, with sequence",
                     kCommit),
                 "parallelism or the asynchronous TP all-reduce (on by default)."},
                false});
@@ -200,20 +200,20 @@ std::string data_lines(const ModelSpec& m) {
         "             --merge-file \"${MERGE_FILE:?set MERGE_FILE to gpt2-merges.txt}\"";
   } else {
     out +=
-        fmt("# Vocabulary %d: set TOKENIZER_MODEL to a SentencePiece model of that size, or\n"
-            "# TOKENIZER_TYPE to another tokenizer type (Megatron-LM at %s has no tiktoken one,\n"
+        fmt("# Vocabulary {}: set TOKENIZER_MODEL to a SentencePiece model of that size, or\n"
+            "# TOKENIZER_TYPE to another tokenizer type (Megatron-LM at {} has no tiktoken one,\n"
             "# which Llama 3 uses).\n",
             m.vocab, kCommit);
     tokenizer =
-        fmt("--tokenizer-type \"${TOKENIZER_TYPE:-%s}\"\n"
-            "             --tokenizer-model \"${TOKENIZER_MODEL:?set TOKENIZER_MODEL}\"",
+        fmt("--tokenizer-type \"${{TOKENIZER_TYPE:-{}}}\"\n"
+            "             --tokenizer-model \"${{TOKENIZER_MODEL:?set TOKENIZER_MODEL}}\"",
             m.vocab == 32000 ? "Llama2Tokenizer" : "GPTSentencePieceTokenizer");
   }
   out +=
       "if [[ -n \"${DATA_PATH:-}\" ]]; then\n"
       "  DATA_ARGS=(--data-path \"$DATA_PATH\" --split 949,50,1\n             " +
       tokenizer + ")\nelse\n";
-  out += fmt("  DATA_ARGS=(--mock-data --tokenizer-type NullTokenizer --vocab-size %d)\nfi\n",
+  out += fmt("  DATA_ARGS=(--mock-data --tokenizer-type NullTokenizer --vocab-size {})\nfi\n",
              m.vocab - 1);
   return out;
 }
@@ -236,8 +236,8 @@ std::string shared_body(const EmitRequest& r) {
 
 std::string usage_lines(const char* what) {
   return fmt(
-      "#\n# %s\n"
-      "# Flags: NVIDIA/Megatron-LM megatron/training/arguments.py at commit %s\n"
+      "#\n# {}\n"
+      "# Flags: NVIDIA/Megatron-LM megatron/training/arguments.py at commit {}\n"
       "# (configs/frameworks/megatron-args.txt); torchrun's: configs/frameworks/"
       "torchrun-args.txt.\n",
       what, kCommit);
@@ -246,8 +246,8 @@ std::string usage_lines(const char* what) {
 /// Both scripts stop on the first error and need a Megatron-LM checkout at the recorded commit.
 std::string strict_mode_and_checkout() {
   return fmt(
-      "set -euo pipefail\n: \"${MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM "
-      "checkout at commit %s}\"\n\n",
+      "set -euo pipefail\n: \"${{MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM "
+      "checkout at commit {}}}\"\n\n",
       kCommit);
 }
 
@@ -272,11 +272,11 @@ std::string torchrun_script(const EmitRequest& r, const std::string& head,
   s += strict_mode_and_checkout();
   s += body + "\n";
   s += fmt(
-      "# ---- World: tp*pp*dp*cp = %d GPUs ------------------------------------------------------\n"
-      "GPUS_PER_NODE=%d\nNNODES=${NNODES:-%d}\nNODE_RANK=${NODE_RANK:-0}\n"
-      "MASTER_ADDR=${MASTER_ADDR:-localhost}\nMASTER_PORT=${MASTER_PORT:-6000}\n"
-      "if (( GPUS_PER_NODE * NNODES != %d )); then\n"
-      "  echo \"the plan needs tp*pp*dp*cp = %d GPUs; NNODES=$NNODES gives "
+      "# ---- World: tp*pp*dp*cp = {} GPUs ------------------------------------------------------\n"
+      "GPUS_PER_NODE={}\nNNODES=${{NNODES:-{}}}\nNODE_RANK=${{NODE_RANK:-0}}\n"
+      "MASTER_ADDR=${{MASTER_ADDR:-localhost}}\nMASTER_PORT=${{MASTER_PORT:-6000}}\n"
+      "if (( GPUS_PER_NODE * NNODES != {} )); then\n"
+      "  echo \"the plan needs tp*pp*dp*cp = {} GPUs; NNODES=$NNODES gives "
       "$((GPUS_PER_NODE * NNODES))\" >&2\n  exit 1\nfi\n",
       int(p.gpus()), per_node, nodes, int(p.gpus()), int(p.gpus()));
   s += shell_array("TORCHRUN_ARGS", {{"",
@@ -308,16 +308,16 @@ std::string sbatch_script(const EmitRequest& r, const std::string& head, const s
                       "# Submit with: MEGATRON_LM_DIR=/path/to/Megatron-LM sbatch "
                       "megatron_sbatch.sh");
   s +=
-      fmt("#SBATCH --job-name=%s\n#SBATCH --nodes=%d\n#SBATCH --ntasks-per-node=1\n"
-          "#SBATCH --gpus-per-node=%d\n#SBATCH --exclusive\n\n",
-          slurm_job_name(r.model.name).c_str(), nodes, per_node);
+      fmt("#SBATCH --job-name={}\n#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n"
+          "#SBATCH --gpus-per-node={}\n#SBATCH --exclusive\n\n",
+          slurm_job_name(r.model.name), nodes, per_node);
   s += strict_mode_and_checkout();
   s += body + "\n";
   s += fmt(
-      "# ---- World: tp*pp*dp*cp = %d GPUs = %d nodes x %d --------------------------------------\n"
-      "GPUS_PER_NODE=%d\n"
+      "# ---- World: tp*pp*dp*cp = {} GPUs = {} nodes x {} --------------------------------------\n"
+      "GPUS_PER_NODE={}\n"
       "MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)\n"
-      "MASTER_PORT=${MASTER_PORT:-6000}\n",
+      "MASTER_PORT=${{MASTER_PORT:-6000}}\n",
       int(p.gpus()), nodes, per_node, per_node);
   s += shell_array("TORCHRUN_ARGS", {{"",
                                       {{"--nproc_per_node", "\"$GPUS_PER_NODE\"", ""},

@@ -2,9 +2,10 @@
 // hashes in emitted files' headers. Tested against the FIPS 180-2 appendix B vectors.
 #include <array>
 #include <cstdint>
-#include <cstdio>
+#include <string>
 
 #include "planner/emit.h"
+#include "planner/format.h"
 
 namespace planner::emit {
 namespace {
@@ -68,9 +69,9 @@ std::string sha256_hex(std::string_view bytes) {
   const uint64_t bits = uint64_t(bytes.size()) * 8;
   for (int i = 0; i < 8; ++i) tail[tail_len - 1 - i] = static_cast<unsigned char>(bits >> (8 * i));
   for (size_t i = 0; i < tail_len; i += 64) compress(h, tail.data() + i);
-  char hex[65];
-  for (int i = 0; i < 8; ++i) std::snprintf(hex + 8 * i, 9, "%08x", h[i]);
-  return std::string(hex, 64);
+  std::string hex;
+  for (int i = 0; i < 8; ++i) hex += fmt("{:08x}", h[i]);
+  return hex;
 }
 
 }  // namespace planner::emit

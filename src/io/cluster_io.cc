@@ -14,7 +14,7 @@ namespace {
 
 using limits::Range;
 
-std::string number_text(double v) { return fmt("%g", v); }
+std::string number_text(double v) { return fmt("{:g}", v); }
 
 /// A number in `range` (the unit is the key's), else an error that states the range.
 double in_range(const YamlReader& r, const std::string& key, const Range& range) {

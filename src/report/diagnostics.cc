@@ -12,36 +12,36 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
   const Breakdown& b = e.breakdown;
   const double comm = b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s;
   const double ratio = comm > 0 ? b.compute_s / (2 * comm) : 1e9;
-  const std::string cp_part = p.cp > 1 ? fmt("CP %.3f, ", b.cp_comm_s) : "";
+  const std::string cp_part = p.cp > 1 ? fmt("CP {:.3f}, ", b.cp_comm_s) : "";
   d.push_back(
       {"compute_vs_comm", ratio < 1 ? "warning" : "info",
-       fmt("T_comp = %.3f s against 2 x T_comm = %.3f s (exposed TP %.3f, %sPP %.3f, DP "
-           "%.3f s; ratio %.2f)",
-           b.compute_s, 2 * comm, b.tp_comm_s, cp_part.c_str(), b.pp_comm_s, b.dp_comm_s, ratio),
+       fmt("T_comp = {:.3f} s against 2 x T_comm = {:.3f} s (exposed TP {:.3f}, {}PP {:.3f}, DP "
+           "{:.3f} s; ratio {:.2f})",
+           b.compute_s, 2 * comm, b.tp_comm_s, cp_part, b.pp_comm_s, b.dp_comm_s, ratio),
        ratio < 1 ? "communication-bound: lower tp, raise mbs, or keep TP inside NVLink"
                  : "compute dominates; no change needed"});
   if (p.microbatches() < p.pp)
     d.push_back({"microbatches_below_stages", "warning",
-                 fmt("%d micro-batches for %d pipeline stages: stages idle and schedules that "
+                 fmt("{} micro-batches for {} pipeline stages: stages idle and schedules that "
                      "expect at least pp in flight can hang",
                      p.microbatches(), p.pp),
                  "raise the global batch or lower mbs or pp so that microbatches >= pp"});
   d.push_back({"bubble_share", e.bubble_fraction > kBubbleWarnFraction ? "warning" : "info",
-               fmt("pipeline bubble is %.1f%% of the iteration", 100 * e.bubble_fraction),
+               fmt("pipeline bubble is {:.1f}% of the iteration", 100 * e.bubble_fraction),
                e.bubble_fraction > kBubbleWarnFraction
                    ? "more micro-batches per pipeline (smaller mbs or dp), interleaving (vpp > 1), "
                      "or fewer stages"
                    : "none"});
   if (e.layer_compute.min_shard_dim < kTensorCoreMinShard)
     d.push_back({"small_tensor_shards", "warning",
-                 fmt("the smallest GEMM shard dimension is %.0f (< %.0f): tensor cores are "
+                 fmt("the smallest GEMM shard dimension is {:.0f} (< {:.0f}): tensor cores are "
                      "under-used",
                      e.layer_compute.min_shard_dim, kTensorCoreMinShard),
                  "lower tp so that hidden/tp and ffn/tp stay at least 256"});
   const double headroom = e.memory_limit_bytes - e.memory_bytes;
   const bool tight = headroom < kMemoryHeadroomWarnFraction * e.memory_limit_bytes;
   d.push_back({"memory_headroom", tight ? "warning" : "info",
-               fmt("%.1f GiB used of %.1f GiB (%.1f GiB headroom)", e.memory_bytes / kGiB,
+               fmt("{:.1f} GiB used of {:.1f} GiB ({:.1f} GiB headroom)", e.memory_bytes / kGiB,
                    e.memory_limit_bytes / kGiB, headroom / kGiB),
                tight ? "selective recompute, a higher ZeRO stage, sp=1 or a smaller mbs" : "none"});
   (void)m;

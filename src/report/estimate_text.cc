@@ -1,4 +1,3 @@
-#include <cstdio>
 #include <ostream>
 
 #include "planner/format.h"
@@ -10,7 +9,42 @@ namespace planner {
 namespace {
 
 void share(std::ostream& out, const char* name, double s, double total) {
-  line(out, "  %-22s %10.4f s  %5.1f%%\n", name, s, total > 0 ? 100 * s / total : 0.0);
+  line(out, "  {:<22} {:>10.4f} s  {:>5.1f}%\n", name, s, total > 0 ? 100 * s / total : 0.0);
+}
+
+/// The pipeline stages' partition, the simulator against the closed form, peak in flight.
+void print_pipeline(std::ostream& out, const Estimate& e) {
+  if (e.partition.empty()) return;
+  line(out, "pipeline stages         {} layers{}\n", compact_list(e.partition),
+       e.balanced ? " (balanced partition)" : " (even split)");
+  const bool even_only = e.framework && !info(*e.framework).uneven_stages;
+  if (e.simulated && even_only)
+    line(out, "                        simulated {:.4f} s, closed form {:.4f} s\n",
+         e.iteration_time_s, e.closed_form_time_s);
+  else if (e.simulated)
+    line(out,
+         "                        simulated {:.4f} s, closed form {:.4f} s; "
+         "balanced partition gains {:.1f}% over the even split\n",
+         e.iteration_time_s, e.closed_form_time_s, e.balanced_gain_pct);
+  if (!e.peak_in_flight.empty())
+    line(out, "                        peak micro-batches in flight per stage: {}\n",
+         compact_list(e.peak_in_flight));
+}
+
+/// One layer's forward and backward for one micro-batch on one rank.
+void print_layer(std::ostream& out, const Estimate& e) {
+  out << "\none layer, one micro-batch, one rank\n";
+  line(out, "  forward  compute {:>9.3f} ms  comm {:>8.3f} ms\n", e.layer.fwd_compute_s / kMs,
+       e.layer.fwd_comm_s / kMs);
+  line(out, "  backward compute {:>9.3f} ms  comm {:>8.3f} ms  (recompute included)\n",
+       e.layer.bwd_compute_s / kMs, e.layer.bwd_comm_s / kMs);
+  const LayerCompute& lc = e.layer_compute;
+  line(out, "  forward  = GEMMs {:.3f} + attention {:.3f} + element-wise {:.3f} ms\n",
+       lc.fwd_gemm_s / kMs, lc.fwd_attn_s / kMs, lc.fwd_elementwise_s / kMs);
+  line(out,
+       "  backward = GEMMs {:.3f} + attention {:.3f} + element-wise {:.3f} ms "
+       "(before recompute)\n",
+       lc.bwd_gemm_s / kMs, lc.bwd_attn_s / kMs, lc.bwd_elementwise_s / kMs);
 }
 
 }  // namespace
@@ -19,36 +53,21 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   const ModelSpec& m = *ctx.model;
   const Breakdown& b = e.breakdown;
   const double t = e.iteration_time_s;
-  line(out, "# planner %s estimate\n# model   %s (%s): %.3fB parameters\n# cluster %s (%s)\n",
-       PLANNER_VERSION, m.name.c_str(), ctx.model_file.c_str(), m.total_params() / 1e9,
-       ctx.cluster->name.c_str(), ctx.cluster_file.c_str());
+  line(out, "# planner {} estimate\n# model   {} ({}): {:.3f}B parameters\n# cluster {} ({})\n",
+       PLANNER_VERSION, m.name, ctx.model_file, m.total_params() / 1e9, ctx.cluster->name,
+       ctx.cluster_file);
   if (e.framework) out << frameworks_line({*e.framework}, false);
   out << "# plan    --plan \"" << to_plan_string(e.plan) << "\"\n\n";
-  line(out, "iteration time          %10.4f s   (%d micro-batches of %d)\n", t,
+  line(out, "iteration time          {:>10.4f} s   ({} micro-batches of {})\n", t,
        e.plan.microbatches(), e.plan.mbs);
-  line(out, "throughput              %10.0f tokens/s\n", e.tokens_per_s);
-  line(out, "model TFLOP/s per GPU   %10.1f     (MFU %.1f%%)\n", e.tflops_per_gpu, 100 * e.mfu);
+  line(out, "throughput              {:>10.0f} tokens/s\n", e.tokens_per_s);
+  line(out, "model TFLOP/s per GPU   {:>10.1f}     (MFU {:.1f}%)\n", e.tflops_per_gpu, 100 * e.mfu);
   if (ctx.train_tokens > 0) {
     const double seconds = ctx.train_tokens / e.tokens_per_s;
-    line(out, "training %.3g tokens    %10.1f days, %.4g GPU-hours\n", ctx.train_tokens,
+    line(out, "training {:.3g} tokens    {:>10.1f} days, {:.4g} GPU-hours\n", ctx.train_tokens,
          seconds / kSecondsPerDay, seconds * e.plan.gpus() / kSecondsPerHour);
   }
-  if (!e.partition.empty()) {
-    line(out, "pipeline stages         %s layers%s\n", compact_list(e.partition).c_str(),
-         e.balanced ? " (balanced partition)" : " (even split)");
-    const bool even_only = e.framework && !info(*e.framework).uneven_stages;
-    if (e.simulated && even_only)
-      line(out, "                        simulated %.4f s, closed form %.4f s\n",
-           e.iteration_time_s, e.closed_form_time_s);
-    else if (e.simulated)
-      line(out,
-           "                        simulated %.4f s, closed form %.4f s; balanced partition gains "
-           "%.1f%% over the even split\n",
-           e.iteration_time_s, e.closed_form_time_s, e.balanced_gain_pct);
-    if (!e.peak_in_flight.empty())
-      line(out, "                        peak micro-batches in flight per stage: %s\n",
-           compact_list(e.peak_in_flight).c_str());
-  }
+  print_pipeline(out, e);
   out << "\ntime breakdown (critical path)\n";
   share(out, "compute", b.compute_s, t);
   share(out, "TP communication", b.tp_comm_s, t);
@@ -57,22 +76,16 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   share(out, "DP communication", b.dp_comm_s, t);
   share(out, "pipeline bubble", b.bubble_s, t);
   share(out, "optimizer step", b.optimizer_s, t);
-  out << "\none layer, one micro-batch, one rank\n";
-  line(out, "  forward  compute %9.3f ms  comm %8.3f ms\n", e.layer.fwd_compute_s / kMs,
-       e.layer.fwd_comm_s / kMs);
-  line(out, "  backward compute %9.3f ms  comm %8.3f ms  (recompute included)\n",
-       e.layer.bwd_compute_s / kMs, e.layer.bwd_comm_s / kMs);
-  const LayerCompute& lc = e.layer_compute;
-  line(out, "  forward  = GEMMs %.3f + attention %.3f + element-wise %.3f ms\n",
-       lc.fwd_gemm_s / kMs, lc.fwd_attn_s / kMs, lc.fwd_elementwise_s / kMs);
-  line(out, "  backward = GEMMs %.3f + attention %.3f + element-wise %.3f ms (before recompute)\n",
-       lc.bwd_gemm_s / kMs, lc.bwd_attn_s / kMs, lc.bwd_elementwise_s / kMs);
+  print_layer(out, e);
   const MemoryBreakdown& mem = e.memory;
   out << "\nmemory per GPU (most loaded stage)\n";
-  line(out, "  weights %.2f, gradients %.2f, optimizer %.2f, activations %.2f, reserve %.2f GiB\n",
+  line(out,
+       "  weights {:.2f}, gradients {:.2f}, optimizer {:.2f}, activations {:.2f}, "
+       "reserve {:.2f} GiB\n",
        mem.weights / kGiB, mem.grads / kGiB, mem.optimizer / kGiB, mem.activations / kGiB,
        mem.reserve / kGiB);
-  line(out, "  total %.2f GiB of %.2f GiB\n", e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB);
+  line(out, "  total {:.2f} GiB of {:.2f} GiB\n", e.memory_bytes / kGiB,
+       e.memory_limit_bytes / kGiB);
   out << "\ndiagnostics\n";
   for (const Diagnostic& d : diagnose(m, *ctx.cluster, e))
     out << "  [" << d.severity << "] " << d.message << "\n      -> " << d.remedy << "\n";

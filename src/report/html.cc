@@ -55,20 +55,20 @@ std::string inputs_section(const RunContext& ctx, const std::string& extra_row) 
   const ModelSpec& m = *ctx.model;
   const ClusterProfile& c = *ctx.cluster;
   std::string out = "<section id=\"inputs\">\n<h2>Inputs</h2>\n<table class=\"kv\">\n";
-  out += row({"model", fmt("%s (%s): %.2fB parameters, %d layers, hidden %d, %d heads (%d kv), "
-                           "ffn %d%s, vocab %d, seq %d",
-                           m.name.c_str(), ctx.model_file.c_str(), m.total_params() / 1e9, m.layers,
-                           m.hidden, m.heads, m.kv_heads, m.ffn, m.swiglu ? " gated" : "", m.vocab,
-                           m.seq_len)});
-  for (const Component& comp : m.encoders)
-    out += row({"  encoder", fmt("%s %s: %d layer(s), hidden %d", to_string(comp.type),
-                                 comp.name.c_str(), comp.layers, comp.shape.hidden)});
-  out += row(
-      {"cluster", fmt("%s (%s): %s, %d GPUs per node, %.0f GiB HBM, %.0f dense bf16 TFLOP/s",
-                      c.name.c_str(), ctx.cluster_file.c_str(), c.gpu.name.c_str(), c.gpus_per_node,
-                      c.gpu.hbm_bytes / kGiB, c.gpu.peak_flops[int(Dtype::bf16)] / kTera)});
   out +=
-      row({"job", fmt("%d GPUs, global batch %d sequences (%s tokens)", ctx.gpus, ctx.global_batch,
+      row({"model", fmt("{} ({}): {:.2f}B parameters, {} layers, hidden {}, {} heads ({} kv), "
+                        "ffn {}{}, vocab {}, seq {}",
+                        m.name, ctx.model_file, m.total_params() / 1e9, m.layers, m.hidden, m.heads,
+                        m.kv_heads, m.ffn, m.swiglu ? " gated" : "", m.vocab, m.seq_len)});
+  for (const Component& comp : m.encoders)
+    out += row({"  encoder", fmt("{} {}: {} layer(s), hidden {}", to_string(comp.type), comp.name,
+                                 comp.layers, comp.shape.hidden)});
+  out += row(
+      {"cluster", fmt("{} ({}): {}, {} GPUs per node, {:.0f} GiB HBM, {:.0f} dense bf16 TFLOP/s",
+                      c.name, ctx.cluster_file, c.gpu.name, c.gpus_per_node, c.gpu.hbm_bytes / kGiB,
+                      c.gpu.peak_flops[int(Dtype::bf16)] / kTera)});
+  out +=
+      row({"job", fmt("{} GPUs, global batch {} sequences ({} tokens)", ctx.gpus, ctx.global_batch,
                       with_commas(static_cast<long long>(ctx.global_batch) * m.seq_len).c_str())});
   if (ctx.train_tokens > 0)
     out += row({"training", with_commas(static_cast<long long>(ctx.train_tokens)) + " tokens"});
@@ -91,15 +91,15 @@ std::string plans_table(const std::vector<Estimate>& plans, double train_tokens)
     const Plan& p = e.plan;
     std::vector<std::string> cells = {std::to_string(++rank)};
     for (const KnobDef* k : columns) cells.push_back(k->text(k->get(p)));
-    cells.insert(
-        cells.end(),
-        {fmt("%.3f", e.iteration_time_s), fmt("%.1f", e.tflops_per_gpu), fmt("%.1f", 100 * e.mfu),
-         fmt("%.1f", e.memory_bytes / kGiB), fmt("%.1f", 100 * e.bubble_fraction),
-         fmt("%.1f", 100 * e.exposed_comm_fraction), compact_list(e.partition)});
+    cells.insert(cells.end(),
+                 {fmt("{:.3f}", e.iteration_time_s), fmt("{:.1f}", e.tflops_per_gpu),
+                  fmt("{:.1f}", 100 * e.mfu), fmt("{:.1f}", e.memory_bytes / kGiB),
+                  fmt("{:.1f}", 100 * e.bubble_fraction),
+                  fmt("{:.1f}", 100 * e.exposed_comm_fraction), compact_list(e.partition)});
     if (train_tokens > 0) {
       const double seconds = train_tokens / e.tokens_per_s;
-      cells.insert(cells.end(), {fmt("%.1f", seconds / kSecondsPerDay),
-                                 fmt("%.3g", seconds * p.gpus() / kSecondsPerHour)});
+      cells.insert(cells.end(), {fmt("{:.1f}", seconds / kSecondsPerDay),
+                                 fmt("{:.3g}", seconds * p.gpus() / kSecondsPerHour)});
     }
     cells.push_back(e.framework ? to_string(*e.framework) : "");
     cells.push_back("--plan \"" + to_plan_string(p) + "\"");
@@ -118,14 +118,14 @@ std::string breakdown_table(const std::vector<Estimate>& plans) {
   for (const Estimate& e : plans) {
     const Breakdown& b = e.breakdown;
     const double t = e.iteration_time_s;
-    auto share = [&](double s) { return fmt("%.3f s (%.1f%%)", s, t > 0 ? 100 * s / t : 0.0); };
+    auto share = [&](double s) { return fmt("{:.3f} s ({:.1f}%)", s, t > 0 ? 100 * s / t : 0.0); };
     const MemoryBreakdown& m = e.memory;
     ++rank;
-    out += row({std::to_string(rank), fmt("%.3f", t), share(b.compute_s), share(b.tp_comm_s),
+    out += row({std::to_string(rank), fmt("{:.3f}", t), share(b.compute_s), share(b.tp_comm_s),
                 share(b.cp_comm_s), share(b.pp_comm_s), share(b.dp_comm_s), share(b.bubble_s),
-                share(b.optimizer_s), fmt("%.2f", m.weights / kGiB), fmt("%.2f", m.grads / kGiB),
-                fmt("%.2f", m.optimizer / kGiB), fmt("%.2f", m.activations / kGiB),
-                fmt("%.2f", m.reserve / kGiB)},
+                share(b.optimizer_s), fmt("{:.2f}", m.weights / kGiB),
+                fmt("{:.2f}", m.grads / kGiB), fmt("{:.2f}", m.optimizer / kGiB),
+                fmt("{:.2f}", m.activations / kGiB), fmt("{:.2f}", m.reserve / kGiB)},
                false, rank == 1 ? "top" : "");
   }
   return out + "</table>\n</div>\n";
@@ -173,7 +173,7 @@ std::string suggest_html(const RunContext& ctx, const SearchResult& r,
                          const std::vector<LaunchCommand>& launch) {
   std::string out = head("planner suggest: " + ctx.model->name + " on " + std::to_string(ctx.gpus) +
                          " x " + ctx.cluster->gpu.name);
-  out += inputs_section(ctx, counts_line(r) + fmt(" in %.3f s", r.search_time_s));
+  out += inputs_section(ctx, counts_line(r) + fmt(" in {:.3f} s", r.search_time_s));
   out += "<section id=\"top-plans\">\n<h2>Top plans</h2>\n" + plans_table(r.top, ctx.train_tokens);
   out +=
       figure("plot-search", suggest_plot_svg(ctx, r),
@@ -199,12 +199,12 @@ std::string estimate_html(const RunContext& ctx, const Estimate& e,
   out += "<table id=\"layer\">\n" + row({"one layer, one micro-batch, one rank", "compute ms",
                                          "comm ms", "GEMMs ms", "attention ms", "element-wise ms"},
                                         true);
-  out += row({"forward", fmt("%.3f", e.layer.fwd_compute_s / kMs),
-              fmt("%.3f", e.layer.fwd_comm_s / kMs), fmt("%.3f", lc.fwd_gemm_s / kMs),
-              fmt("%.3f", lc.fwd_attn_s / kMs), fmt("%.3f", lc.fwd_elementwise_s / kMs)});
-  out += row({"backward", fmt("%.3f", e.layer.bwd_compute_s / kMs),
-              fmt("%.3f", e.layer.bwd_comm_s / kMs), fmt("%.3f", lc.bwd_gemm_s / kMs),
-              fmt("%.3f", lc.bwd_attn_s / kMs), fmt("%.3f", lc.bwd_elementwise_s / kMs)});
+  out += row({"forward", fmt("{:.3f}", e.layer.fwd_compute_s / kMs),
+              fmt("{:.3f}", e.layer.fwd_comm_s / kMs), fmt("{:.3f}", lc.fwd_gemm_s / kMs),
+              fmt("{:.3f}", lc.fwd_attn_s / kMs), fmt("{:.3f}", lc.fwd_elementwise_s / kMs)});
+  out += row({"backward", fmt("{:.3f}", e.layer.bwd_compute_s / kMs),
+              fmt("{:.3f}", e.layer.bwd_comm_s / kMs), fmt("{:.3f}", lc.bwd_gemm_s / kMs),
+              fmt("{:.3f}", lc.bwd_attn_s / kMs), fmt("{:.3f}", lc.bwd_elementwise_s / kMs)});
   out += "</table>\n";
   out += figure("plot-estimate", estimate_plot_svg(ctx, e),
                 "Time on the critical path and memory per GPU against capacity.");

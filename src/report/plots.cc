@@ -24,7 +24,7 @@ struct LegendItem {
 
 void legend(Canvas& c, double x, double y, const std::vector<LegendItem>& items) {
   for (const LegendItem& it : items) {
-    c.raw("<g transform=\"translate(" + fmt("%.1f,%.1f", x, y) + ")\">" + it.swatch + "</g>\n");
+    c.raw("<g transform=\"translate(" + fmt("{:.1f},{:.1f}", x, y) + ")\">" + it.swatch + "</g>\n");
     c.text(x + 22, y + 4, it.label, 11);
     y += 20;
   }
@@ -95,8 +95,8 @@ std::string suggest_plot_svg(const RunContext& ctx, const SearchResult& r) {
   const double limit_GiB = memory_limit_bytes(ctx, r) / kGiB;
   const svg::Axes a = suggest_axes(r, limit_GiB, width, height);
   c.text(20, 24,
-         fmt("%s on %d x %s, global batch %d", ctx.model->name.c_str(), ctx.gpus,
-             ctx.cluster->gpu.name.c_str(), ctx.global_batch),
+         fmt("{} on {} x {}, global batch {}", ctx.model->name, ctx.gpus, ctx.cluster->gpu.name,
+             ctx.global_batch),
          15, "start", "font-weight=\"bold\"");
   c.text(20, 44,
          with_commas(r.rejections[int(Rejection::none)]) + " feasible plans (" +
@@ -108,7 +108,7 @@ std::string suggest_plot_svg(const RunContext& ctx, const SearchResult& r) {
   draw_front(c, a, r.feasible.front(), limit_GiB);
   c.line(a.px(limit_GiB), a.top, a.px(limit_GiB), a.bottom, kTopColour, 1.5,
          "stroke-dasharray=\"6,4\"");
-  c.text(a.px(limit_GiB) - 4, a.top + 14, fmt("limit %.0f GiB", limit_GiB), 11, "end",
+  c.text(a.px(limit_GiB) - 4, a.top + 14, fmt("limit {:.0f} GiB", limit_GiB), 11, "end",
          "fill=\"" + std::string(kTopColour) + "\"");
   draw_listed(c, a, r);
   const std::string top = std::string(kTopColour);
@@ -125,7 +125,7 @@ std::string suggest_plot_svg(const RunContext& ctx, const SearchResult& r) {
   if (!r.top.empty()) {
     const Estimate& e = r.top.front();
     c.text(20, height - 30,
-           fmt("rank 1: %.1f TFLOP/s per GPU, %.1f GiB per GPU (simulated)", e.tflops_per_gpu,
+           fmt("rank 1: {:.1f} TFLOP/s per GPU, {:.1f} GiB per GPU (simulated)", e.tflops_per_gpu,
                e.memory_bytes / kGiB),
            11, "start", "font-weight=\"bold\"");
     c.text(20, height - 13, "--plan \"" + to_plan_string(e.plan) + "\"", 11);
@@ -156,8 +156,8 @@ void stacked_bar(Canvas& c, double y, const std::string& title, const std::vecto
     const double lx = 20 + (i % 3) * 260, ly = y + bar_h + 42 + (i / 3) * 18;
     c.rect(lx, ly - 10, 12, 12, colour);
     c.text(lx + 18, ly,
-           fmt("%s %.3g %s (%.1f%%)", parts[i].label.c_str(), parts[i].value / unit_scale,
-               unit.c_str(), total > 0 ? 100 * parts[i].value / total : 0.0),
+           fmt("{} {:.3g} {} ({:.1f}%)", parts[i].label, parts[i].value / unit_scale, unit,
+               total > 0 ? 100 * parts[i].value / total : 0.0),
            11);
   }
   for (double t : svg::nice_ticks(0, x_max / unit_scale)) {
@@ -173,9 +173,9 @@ void stacked_bar(Canvas& c, double y, const std::string& title, const std::vecto
 std::string estimate_plot_svg(const RunContext& ctx, const Estimate& e) {
   Canvas c(820, 345);
   c.text(20, 24,
-         fmt("%s on %lld x %s: %.3f s per iteration, %.1f TFLOP/s per GPU (MFU %.1f%%)",
-             ctx.model->name.c_str(), e.plan.gpus(), ctx.cluster->gpu.name.c_str(),
-             e.iteration_time_s, e.tflops_per_gpu, 100 * e.mfu),
+         fmt("{} on {} x {}: {:.3f} s per iteration, {:.1f} TFLOP/s per GPU (MFU {:.1f}%)",
+             ctx.model->name, e.plan.gpus(), ctx.cluster->gpu.name, e.iteration_time_s,
+             e.tflops_per_gpu, 100 * e.mfu),
          14, "start", "font-weight=\"bold\"");
   c.text(20, 43, "--plan \"" + to_plan_string(e.plan) + "\"", 11);
   const Breakdown& b = e.breakdown;
@@ -198,8 +198,9 @@ std::string estimate_plot_svg(const RunContext& ctx, const Estimate& e) {
   stacked_bar(c, y, "memory (GiB)", memory, x_max, "GiB", kGiB);
   const double x = 150 + limit / x_max * (790 - 150);
   c.line(x, y - 10, x, y + 44, kTopColour, 2, "stroke-dasharray=\"5,3\"");
-  c.text(x - 4, y - 14, fmt("capacity %.1f GiB (%.1f GiB used)", limit / kGiB, m.total() / kGiB),
-         11, "end", "fill=\"" + std::string(kTopColour) + "\"");
+  c.text(x - 4, y - 14,
+         fmt("capacity {:.1f} GiB ({:.1f} GiB used)", limit / kGiB, m.total() / kGiB), 11, "end",
+         "fill=\"" + std::string(kTopColour) + "\"");
   return c.str();
 }
 

@@ -1,5 +1,6 @@
 #include "planner/report/progress.h"
 
+#include <fmt/core.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -37,15 +38,14 @@ void ProgressBar::update(double fraction) {
   std::string bar(kBarWidth, ' ');
   std::fill(bar.begin(), bar.begin() + filled, '=');
   if (filled < kBarWidth) bar[filled] = '>';
-  std::fprintf(stderr, "\r%s [%s] %3.0f%% %.1f s", label_.c_str(), bar.c_str(), 100 * fraction,
-               elapsed);
+  fmt::print(stderr, "\r{} [{}] {:>3.0f}% {:.1f} s", label_, bar, 100 * fraction, elapsed);
   std::fflush(stderr);
   drawn_ = true;
 }
 
 void ProgressBar::finish() {
   if (drawn_) {
-    std::fprintf(stderr, "\r%*s\r", static_cast<int>(label_.size()) + kBarWidth + 20, "");
+    fmt::print(stderr, "\r{:>{}}\r", "", static_cast<int>(label_.size()) + kBarWidth + 20);
     std::fflush(stderr);
   }
   drawn_ = false;

@@ -7,7 +7,7 @@
 namespace planner::svg {
 namespace {
 
-std::string num(double v) { return fmt("%.1f", v); }
+std::string num(double v) { return fmt("{:.1f}", v); }
 
 }  // namespace
 
@@ -57,7 +57,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target) {
   return ticks;
 }
 
-std::string tick_label(double v) { return fmt("%.6g", v); }
+std::string tick_label(double v) { return fmt("{:.6g}", v); }
 
 Canvas::Canvas(double width, double height) : width_(width), height_(height) {}
 

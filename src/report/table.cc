@@ -58,6 +58,12 @@ std::vector<const KnobDef*> plan_columns(const std::vector<Estimate>& plans) {
 
 namespace {
 /// The partitions the simulator tried for the frameworks searched.
+/// A knob column's cell: right-aligned to its width, left-aligned when the width is negative
+/// (what printf's %*s did with the table's widths).
+std::string knob_cell(const KnobDef& k, const std::string& text) {
+  return k.width < 0 ? fmt(" {:<{}}", text, -k.width) : fmt(" {:>{}}", text, k.width);
+}
+
 std::string split_of(const std::vector<Framework>& frameworks) {
   bool uneven = frameworks.empty();
   for (Framework f : frameworks) uneven = uneven || info(f).uneven_stages;
@@ -83,21 +89,21 @@ void print_context(std::ostream& out, const RunContext& ctx) {
   const ModelSpec& m = *ctx.model;
   const ClusterProfile& c = *ctx.cluster;
   out << fmt(
-      "# planner %s\n# model   %s (%s): %.2fB parameters, %d layers, hidden %d, %d heads "
-      "(%d kv), ffn %d%s, vocab %d, seq %d\n",
-      PLANNER_VERSION, m.name.c_str(), ctx.model_file.c_str(), m.total_params() / 1e9, m.layers,
-      m.hidden, m.heads, m.kv_heads, m.ffn, m.swiglu ? " swiglu" : "", m.vocab, m.seq_len);
+      "# planner {}\n# model   {} ({}): {:.2f}B parameters, {} layers, hidden {}, {} heads "
+      "({} kv), ffn {}{}, vocab {}, seq {}\n",
+      PLANNER_VERSION, m.name, ctx.model_file, m.total_params() / 1e9, m.layers, m.hidden, m.heads,
+      m.kv_heads, m.ffn, m.swiglu ? " swiglu" : "", m.vocab, m.seq_len);
   for (const Component& comp : m.encoders)
-    out << fmt("#         + %s %s: %d layer(s), hidden %d, %d tokens x %d per sample\n",
-               to_string(comp.type), comp.name.c_str(), comp.layers, comp.shape.hidden,
-               comp.shape.seq, comp.shape.sequences);
+    out << fmt("#         + {} {}: {} layer(s), hidden {}, {} tokens x {} per sample\n",
+               to_string(comp.type), comp.name, comp.layers, comp.shape.hidden, comp.shape.seq,
+               comp.shape.sequences);
   out << fmt(
-      "# cluster %s (%s): %s, %d GPUs/node, %.0f GiB HBM, %.0f dense bf16 TFLOP/s, "
-      "attention %s\n",
-      c.name.c_str(), ctx.cluster_file.c_str(), c.gpu.name.c_str(), c.gpus_per_node,
-      c.gpu.hbm_bytes / kGiB, c.gpu.peak_flops[int(Dtype::bf16)] / kTera,
+      "# cluster {} ({}): {}, {} GPUs/node, {:.0f} GiB HBM, {:.0f} dense bf16 TFLOP/s, "
+      "attention {}\n",
+      c.name, ctx.cluster_file, c.gpu.name, c.gpus_per_node, c.gpu.hbm_bytes / kGiB,
+      c.gpu.peak_flops[int(Dtype::bf16)] / kTera,
       c.software.attention == AttentionKernel::flash ? "flash" : "unfused");
-  out << fmt("# job     %d GPUs, global batch %d sequences (%s tokens)\n", ctx.gpus,
+  out << fmt("# job     {} GPUs, global batch {} sequences ({} tokens)\n", ctx.gpus,
              ctx.global_batch,
              with_commas(static_cast<long long>(ctx.global_batch) * m.seq_len).c_str());
 }
@@ -107,21 +113,21 @@ void print_context(std::ostream& out, const RunContext& ctx) {
 void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchResult& r) {
   print_context(out, ctx);
   if (!r.frameworks.empty()) out << frameworks_line(r.frameworks, true);
-  out << fmt("# %s in %.3f s\n", counts_line(r).c_str(), r.search_time_s);
+  out << fmt("# {} in {:.3f} s\n", counts_line(r), r.search_time_s);
   if (r.simulated > 0)
     out << fmt(
-        "# best %d re-ranked by the pipeline simulator (%s); closed form within %.1f%% "
+        "# best {} re-ranked by the pipeline simulator ({}); closed form within {:.1f}% "
         "of it\n",
-        r.simulated, split_of(r.frameworks).c_str(), r.max_closed_form_gap_pct);
+        r.simulated, split_of(r.frameworks), r.max_closed_form_gap_pct);
   if (r.closed_form_only > 0)
     out << fmt(
-        "# %d more by the closed form alone: the search's simulation budget (%.0e tasks) "
+        "# {} more by the closed form alone: the search's simulation budget ({:.0e} tasks) "
         "was spent\n",
         r.closed_form_only, limits::kSearchSimulatedTasks);
   out << "#\n";
   const std::vector<const KnobDef*> columns = plan_columns(r.top);
   out << "# rank";
-  for (const KnobDef* k : columns) out << fmt(" %*s", k->width, k->column);
+  for (const KnobDef* k : columns) out << knob_cell(*k, k->column);
   out << "   iter_s TFLOP/s   MFU%   mem_GiB bubble% comm% layers/stage";
   if (ctx.train_tokens > 0) out << "    days GPU-hours";
   const bool several = r.frameworks.size() > 1;
@@ -130,17 +136,18 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
   int rank = 0;
   for (const Estimate& e : r.top) {
     const Plan& p = e.plan;
-    out << fmt("  %4d", ++rank);
-    for (const KnobDef* k : columns) out << fmt(" %*s", k->width, k->text(k->get(p)).c_str());
-    out << fmt(" %8.3f %7.1f %6.1f %9.1f %7.1f %5.1f", e.iteration_time_s, e.tflops_per_gpu,
-               100 * e.mfu, e.memory_bytes / kGiB, 100 * e.bubble_fraction,
+    out << fmt("  {:4}", ++rank);
+    for (const KnobDef* k : columns) out << knob_cell(*k, k->text(k->get(p)));
+    out << fmt(" {:>8.3f} {:>7.1f} {:>6.1f} {:>9.1f} {:>7.1f} {:>5.1f}", e.iteration_time_s,
+               e.tflops_per_gpu, 100 * e.mfu, e.memory_bytes / kGiB, 100 * e.bubble_fraction,
                100 * e.exposed_comm_fraction);
-    out << fmt(" %-12s", compact_list(e.partition).c_str());
+    out << fmt(" {:<12}", compact_list(e.partition));
     if (ctx.train_tokens > 0) {
       const double seconds = ctx.train_tokens / e.tokens_per_s;
-      out << fmt(" %7.1f %9.3g", seconds / kSecondsPerDay, seconds * p.gpus() / kSecondsPerHour);
+      out << fmt(" {:>7.1f} {:>9.3g}", seconds / kSecondsPerDay,
+                 seconds * p.gpus() / kSecondsPerHour);
     }
-    if (several) out << fmt("  %-9s", e.framework ? to_string(*e.framework) : "");
+    if (several) out << fmt("  {:<9}", e.framework ? to_string(*e.framework) : "");
     out << "  --plan \"" << to_plan_string(p) << "\"\n";
   }
 }
@@ -156,9 +163,11 @@ void print_suggest_csv(std::ostream& out, const SearchResult& r) {
     const Breakdown& b = e.breakdown;
     out << ++rank;
     for (const KnobDef& k : knob_table()) out << "," << k.text(k.get(p));
-    out << fmt(",%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,", e.iteration_time_s,
-               e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes, b.compute_s, b.tp_comm_s,
-               b.cp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s, b.optimizer_s)
+    out << fmt(",{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
+               "{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},",
+               e.iteration_time_s, e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes,
+               b.compute_s, b.tp_comm_s, b.cp_comm_s, b.pp_comm_s, b.dp_comm_s, b.bubble_s,
+               b.optimizer_s)
         << (e.framework ? to_string(*e.framework) : "") << ",\"" << to_plan_string(p) << "\"\n";
   }
 }

@@ -1,5 +1,6 @@
+#include <fmt/chrono.h>
+
 #include <algorithm>
-#include <cstdio>
 #include <ctime>
 #include <ostream>
 #include <set>
@@ -16,9 +17,11 @@ namespace {
 
 void row(std::ostream& out, const ValidationReport& r, const char* name, const ComponentTimes& p,
          const ComponentTimes& m) {
-  line(out, "  %-14s %9.3f %9.3f %+7.1f   %9.3f %9.3f %+7.1f   %9.3f %9.3f %+7.1f\n", name,
-       p.fwd_s / kMs, m.fwd_s / kMs, r.diff_pct(p.fwd_s, m.fwd_s), p.bwd_s / kMs, m.bwd_s / kMs,
-       r.diff_pct(p.bwd_s, m.bwd_s), p.total() / kMs, m.total() / kMs,
+  line(out,
+       "  {:<14} {:>9.3f} {:>9.3f} {:>+7.1f}   "
+       "{:>9.3f} {:>9.3f} {:>+7.1f}   {:>9.3f} {:>9.3f} {:>+7.1f}\n",
+       name, p.fwd_s / kMs, m.fwd_s / kMs, r.diff_pct(p.fwd_s, m.fwd_s), p.bwd_s / kMs,
+       m.bwd_s / kMs, r.diff_pct(p.bwd_s, m.bwd_s), p.total() / kMs, m.total() / kMs,
        r.diff_pct(p.total(), m.total()));
 }
 
@@ -52,32 +55,32 @@ void print_dp(std::ostream& out, const Workload& w, const ValidationReport& r) {
   for (size_t i = 0; i < w.dp.size(); ++i) {
     const WorkCollective& c = w.dp[i];
     const std::string calls =
-        fmt("%.0f%s", w.dp_calls(i),
-            c.per_microbatch ? fmt(" (%d per micro-batch)", c.count).c_str() : "");
+        fmt("{:.0f}{}", w.dp_calls(i),
+            c.per_microbatch ? fmt(" ({} per micro-batch)", c.count) : std::string());
     const std::string measured =
-        r.dp_measured_s[i] >= 0 ? fmt("measured %.3f s (%+.1f%%)", r.dp_measured_s[i],
+        r.dp_measured_s[i] >= 0 ? fmt("measured {:.3f} s ({:+.1f}%)", r.dp_measured_s[i],
                                       r.diff_pct(r.dp_predicted_s[i], r.dp_measured_s[i]))
                                 : std::string("not measured (fewer local GPUs than its ranks)");
-    line(out, "#   %-26s %-14s %10.1f MB over %d ranks x %s%s: predicted %.3f s, %s\n",
-         c.name.c_str(), to_string(c.coll), c.bytes / 1e6, c.ranks, calls.c_str(), window_of(c),
-         r.dp_predicted_s[i], measured.c_str());
+    line(out, "#   {:<26} {:<14} {:>10.1f} MB over {} ranks x {}{}: predicted {:.3f} s, {}\n",
+         c.name, to_string(c.coll), c.bytes / 1e6, c.ranks, calls, window_of(c),
+         r.dp_predicted_s[i], measured);
   }
   const std::string measured = r.dp_measured_total_s >= 0
-                                   ? fmt("measured %.3f s (%+.1f%%)", r.dp_measured_total_s,
+                                   ? fmt("measured {:.3f} s ({:+.1f}%)", r.dp_measured_total_s,
                                          r.diff_pct(r.dp_predicted_total_s, r.dp_measured_total_s))
                                    : std::string("not measured");
   line(out,
-       "# DP on the wire: predicted %.3f s, %s; the estimate charges %.3f s of it after "
+       "# DP on the wire: predicted {:.3f} s, {}; the estimate charges {:.3f} s of it after "
        "overlap (not run beside compute here)\n",
-       r.dp_predicted_total_s, measured.c_str(), r.dp_exposed_s);
+       r.dp_predicted_total_s, measured, r.dp_exposed_s);
 }
 
 }  // namespace
 
 void print_validation(std::ostream& out, const Workload& w, const ValidationReport& r) {
-  line(out, "# planner validate: %s on %s\n", w.model.c_str(), r.device.c_str());
+  line(out, "# planner validate: {} on {}\n", w.model, r.device);
   out << "# plan    --plan \"" << to_plan_string(w.plan) << "\"\n";
-  line(out, "# one rank's stage: %d layers (ran %d), %d micro-batches; communication %s\n#\n",
+  line(out, "# one rank's stage: {} layers (ran {}), {} micro-batches; communication {}\n#\n",
        r.stage_layers, r.layers, r.microbatches, communication_source(w, r));
   out << "# one layer, one micro-batch (ms), kernels timed in isolation against the kernel-level\n"
          "# prediction (the profile's sustained_efficiency applies to whole iterations, not "
@@ -89,21 +92,21 @@ void print_validation(std::ostream& out, const Workload& w, const ValidationRepo
   row(out, r, "compute", r.predicted_compute(), r.measured_compute());
   row(out, r, "layer", r.predicted_layer, r.measured_layer);
   if (!r.attention_source.empty()) {
-    line(out, "# attention measured with %s;\n", r.attention_source.c_str());
+    line(out, "# attention measured with {};\n", r.attention_source);
     line(out,
-         "# planner-validate's own (untuned, correctness-checked) flash kernels took %.3f ms "
+         "# planner-validate's own (untuned, correctness-checked) flash kernels took {:.3f} ms "
          "forward, "
-         "%.3f ms backward (not in the totals)\n",
+         "{:.3f} ms backward (not in the totals)\n",
          r.own_attention.fwd_s / kMs, r.own_attention.bwd_s / kMs);
   }
   const double k = double(r.stage_layers) * r.microbatches;
-  line(out, "# per micro-batch (x %d layers): predicted %.2f ms, measured %.2f ms (%+.1f%%)\n",
+  line(out, "# per micro-batch (x {} layers): predicted {:.2f} ms, measured {:.2f} ms ({:+.1f}%)\n",
        r.stage_layers, r.predicted_layer.total() * r.stage_layers / kMs,
        r.measured_layer.total() * r.stage_layers / kMs,
        r.diff_pct(r.predicted_layer.total(), r.measured_layer.total()));
   line(out,
-       "# per iteration of compute and TP communication (x %d micro-batches): predicted %.3f s, "
-       "measured %.3f s\n",
+       "# per iteration of compute and TP communication (x {} micro-batches): predicted {:.3f} s, "
+       "measured {:.3f} s\n",
        r.microbatches, r.predicted_layer.total() * k, r.measured_layer.total() * k);
   print_dp(out, w, r);
 }
@@ -166,27 +169,37 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
                                              {"own_kernel_bwd_s", r.own_attention.bwd_s}}}};
 }
 
-std::string update_profile_text(const std::string& text, const Workload& w, const Measured& m,
-                                const ClusterProfile& c) {
-  // Unique GEMM shapes with their measured efficiency over the dense peak: kernels timed in
-  // isolation, the same level as the GEMM model (sustained_efficiency applies on top of both).
+namespace {
+
+/// Today (UTC), the date planner validate's comments carry.
+std::string utc_date() { return fmt::format("{:%Y-%m-%d}", fmt::gmtime(std::time(nullptr))); }
+
+/// Unique GEMM shapes with their measured efficiency over the dense peak: kernels timed in
+/// isolation, the same level as the GEMM model (sustained_efficiency applies on top of both).
+std::string measured_block(const Workload& w, const Measured& m, double peak,
+                           const std::string& date) {
   std::set<std::tuple<double, double, double, double>> seen;
-  const double peak = c.gpu.peak_flops[static_cast<int>(w.plan.dtype)];
-  std::ostringstream block;
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  block << "    measured:  # planner validate on " << comment_text(m.device) << ", " << date
-        << ": [m, n, k, batch, dtype, efficiency]\n";
+  std::string block = "    measured:  # planner validate on " + comment_text(m.device) + ", " +
+                      date + ": [m, n, k, batch, dtype, efficiency]\n";
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const Kernel& k = w.kernels[i];
     if (k.cls != KernelClass::gemm ||
         !seen.insert({k.gemm.m, k.gemm.n, k.gemm.k, k.gemm.batch}).second)
       continue;
     const double eff = k.flops / (m.kernel_s[i] * peak);
-    block << fmt("      - [%.0f, %.0f, %.0f, %.0f, %s, %.4f]\n", k.gemm.m, k.gemm.n, k.gemm.k,
-                 k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
+    block += fmt("      - [{:.0f}, {:.0f}, {:.0f}, {:.0f}, {}, {:.4f}]\n", k.gemm.m, k.gemm.n,
+                 k.gemm.k, k.gemm.batch, to_string(w.plan.dtype), std::clamp(eff, 1e-4, 1.0));
   }
+  return block;
+}
+
+}  // namespace
+
+std::string update_profile_text(const std::string& text, const Workload& w, const Measured& m,
+                                const ClusterProfile& c) {
+  const double peak = c.gpu.peak_flops[static_cast<int>(w.plan.dtype)];
+  const std::string date = utc_date();
+  const std::string block = measured_block(w, m, peak, date);
   // With an attention reference (a production fused kernel timed at the workload's shapes), its
   // forward and backward FLOP rates over the peak become gpu.flash_efficiency and
   // gpu.flash_backward_efficiency (the lines are rewritten where they stand, legacy block too).
@@ -203,14 +216,12 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
       w.config.attention == AttentionKernel::flash && seconds[0] > 0 && seconds[1] > 0;
   const std::string source = comment_text(m.attention_reference_source);
   auto efficiency_line = [&](const char* key, int bwd) {
-    const std::string value = fmt("%.4f", std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0));
-    return std::string("  ") + key + ": " + value + "  # planner validate: " + source + ", " +
-           date + "\n";
+    return fmt("  {}: {:.4f}  # planner validate: {}, {}\n", key,
+               std::clamp(flops[bwd] / seconds[bwd] / peak, 1e-4, 1.0), source, date);
   };
   // Drop an earlier measured block, then insert the new one right after "  gemm:".
   std::istringstream in(text);
-  std::ostringstream out;
-  std::string l;
+  std::string out, l;
   bool skipping = false, inserted = false;
   while (std::getline(in, l)) {
     if (skipping && l.rfind("      ", 0) == 0) continue;
@@ -221,16 +232,16 @@ std::string update_profile_text(const std::string& text, const Workload& w, cons
     }
     if (attention && l.rfind("  flash_backward_efficiency:", 0) == 0) continue;
     if (attention && l.rfind("  flash_efficiency:", 0) == 0) {
-      out << efficiency_line("flash_efficiency", 0)
-          << efficiency_line("flash_backward_efficiency", 1);
+      out +=
+          efficiency_line("flash_efficiency", 0) + efficiency_line("flash_backward_efficiency", 1);
       continue;
     }
-    out << l << "\n";
-    if (!inserted && l.rfind("  gemm:", 0) == 0) out << block.str(), inserted = true;
+    out += l + "\n";
+    if (!inserted && l.rfind("  gemm:", 0) == 0) out += block, inserted = true;
   }
   if (!inserted)
     throw InputError("", 0, "--update-profile", "the profile has no gpu.gemm section to update");
-  return out.str();
+  return out;
 }
 
 }  // namespace planner

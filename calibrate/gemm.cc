@@ -8,6 +8,7 @@
 #include "calibrate/device.h"
 #include "calibrate/matmul.h"
 #include "calibrate/measurements.h"
+#include "planner/format.h"
 #include "planner/units.h"
 
 namespace planner::calibrate {
@@ -46,9 +47,9 @@ std::vector<GemmCase> fit_in_memory(std::vector<GemmCase> cases, Output& out) {
     return in + o;
   };
   while (!cases.empty() && need(cases) > budget) {
-    out.line(strf("#   skipped %s %.0fx%.0fx%.0f: needs more than the %.1f GiB free",
-                  to_string(cases.back().dtype), cases.back().shape.m, cases.back().shape.n,
-                  cases.back().shape.k, free_b / kGiB));
+    out.line(fmt("#   skipped {} {:.0f}x{:.0f}x{:.0f}: needs more than the {:.1f} GiB free",
+                 to_string(cases.back().dtype), cases.back().shape.m, cases.back().shape.n,
+                 cases.back().shape.k, free_b / kGiB));
     cases.pop_back();
   }
   return cases;
@@ -59,9 +60,9 @@ const std::vector<int> kWidths = {15, 11, 7, 7, 7, 7, 7, 4, 7, 11, 9, 7, 5, 8};
 void print_header(Dtype dt, const RepeatPolicy& p, Output& out) {
   const Types t = types_of(dt);
   out.line("");
-  out.line(strf(
-      "# gemm %s: cuBLASLt, %s inputs%s, fp32 accumulation, random values in [-1, 1); "
-      "median of %d..%d batches of >= %.0f ms",
+  out.line(fmt(
+      "# gemm {}: cuBLASLt, {} inputs{}, fp32 accumulation, random values in [-1, 1); "
+      "median of {}..{} batches of >= {:.0f} ms",
       to_string(dt), to_string(dt), t.c == CUDA_R_16BF && dt == Dtype::fp8 ? ", bf16 output" : "",
       p.min_repeats, p.max_repeats, p.min_batch_s * 1e3));
   out.line("# m, n, k: the planner's shape (cost/compute.h); layout: cuBLAS op(A) op(B)");
@@ -91,12 +92,12 @@ GemmSample measure_case(cublasLtHandle_t h, const GemmCase& c, const GemmRun& ru
 void report(const GemmSample& g, const GemmRun& run, Output& out) {
   const double tflops = 2 * g.m * g.n * g.k / g.time_s / 1e12;
   const double peak = run.peak_flops[static_cast<int>(g.dtype)] / 1e12;
-  out.line(table_row(
-      kWidths,
-      {g.linear, g.orientation, g.layout, strf("%.0f", g.m), strf("%.0f", g.n), strf("%.0f", g.k),
-       strf("%d", g.hidden), strf("%d", g.tp), strf("%d", g.tokens), strf("%.2f", g.time_s * 1e6),
-       strf("%.1f", tflops), peak > 0 ? strf("%.1f", 100 * tflops / peak) : "-",
-       strf("%d", g.repeats), strf("%.1f", 100 * g.spread)}));
+  out.line(
+      table_row(kWidths, {g.linear, g.orientation, g.layout, fmt("{:.0f}", g.m), fmt("{:.0f}", g.n),
+                          fmt("{:.0f}", g.k), fmt("{}", g.hidden), fmt("{}", g.tp),
+                          fmt("{}", g.tokens), fmt("{:.2f}", g.time_s * 1e6), fmt("{:.1f}", tflops),
+                          peak > 0 ? fmt("{:.1f}", 100 * tflops / peak) : "-", fmt("{}", g.repeats),
+                          fmt("{:.1f}", 100 * g.spread)}));
 }
 
 void run_dtype(cublasLtHandle_t h, Dtype dt, const std::vector<GemmCase>& all, const GemmRun& run,
@@ -141,20 +142,19 @@ void run_dtype(cublasLtHandle_t h, Dtype dt, const std::vector<GemmCase>& all, c
       const std::string error = guarded(c, run, g);
       failures = error.empty() ? 0 : failures + 1;
       if (!error.empty())
-        out.line(strf("#   %s %s %.0fx%.0fx%.0f: failed, skipped: %s", c.linear.c_str(),
-                      c.orientation.c_str(), c.cm, c.cn, c.ck, error.c_str()));
+        out.line(fmt("#   {} {} {:.0f}x{:.0f}x{:.0f}: failed, skipped: {}", c.linear, c.orientation,
+                     c.cm, c.cn, c.ck, error));
       else if (g.time_s > 0)
         samples.gemm.push_back(g), report(g, run, out);
       else
-        out.line(strf("#   %s %s %.0fx%.0fx%.0f (%s): no cuBLASLt algorithm, skipped",
-                      c.linear.c_str(), c.orientation.c_str(), c.cm, c.cn, c.ck,
-                      c.layout().c_str()));
+        out.line(fmt("#   {} {} {:.0f}x{:.0f}x{:.0f} ({}): no cuBLASLt algorithm, skipped",
+                     c.linear, c.orientation, c.cm, c.cn, c.ck, c.layout()));
       if (failures == kMaxFailures)
-        out.line(strf("#   gemm %s: %d failures in a row: the remaining %s cases are skipped",
-                      to_string(dt), kMaxFailures, to_string(dt)));
+        out.line(fmt("#   gemm {}: {} failures in a row: the remaining {} cases are skipped",
+                     to_string(dt), kMaxFailures, to_string(dt)));
     }
-    out.step(strf("gemm %s %s %s %.0fx%.0fx%.0f", to_string(dt), c.linear.c_str(),
-                  c.orientation.c_str(), c.shape.m, c.shape.n, c.shape.k));
+    out.step(fmt("gemm {} {} {} {:.0f}x{:.0f}x{:.0f}", to_string(dt), c.linear, c.orientation,
+                 c.shape.m, c.shape.n, c.shape.k));
   }
 }
 
@@ -178,9 +178,9 @@ void run_gemm_sweep(const std::vector<GemmCase>& cases, const GemmRun& run, Outp
   }
   for (Dtype dt : order) {
     if (10 * major + minor < types_of(dt).min_cc) {
-      out.line(strf("# gemm %s: skipped: needs compute capability %.1f, this GPU has %d.%d",
-                    to_string(dt), types_of(dt).min_cc / 10.0, major, minor));
-      for (const GemmCase& c : by_dtype[dt]) out.step(strf("gemm %s skipped", to_string(c.dtype)));
+      out.line(fmt("# gemm {}: skipped: needs compute capability {:.1f}, this GPU has {}.{}",
+                   to_string(dt), types_of(dt).min_cc / 10.0, major, minor));
+      for (const GemmCase& c : by_dtype[dt]) out.step(fmt("gemm {} skipped", to_string(c.dtype)));
       continue;
     }
     run_dtype(handle, dt, by_dtype[dt], run, out, samples, stream);

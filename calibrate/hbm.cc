@@ -4,6 +4,7 @@
 
 #include "calibrate/device.h"
 #include "calibrate/measurements.h"
+#include "planner/format.h"
 #include "planner/units.h"
 
 namespace planner::calibrate {
@@ -30,10 +31,11 @@ void point(HbmKind kind, double bytes, double moved, const std::function<void()>
   const RepeatStats st = measure(op, run.policy);
   const HbmSample s{kind, bytes, moved, st.median_s, st.repeats, st.spread};
   samples.hbm.push_back(s);
-  out.line(table_row(kWidths, {to_string(kind), strf("%.0f", bytes), strf("%.0f", moved),
-                               strf("%.2f", s.time_s * 1e6), strf("%.1f", s.bandwidth_Bps() / kGB),
-                               strf("%d", s.repeats), strf("%.1f", 100 * s.spread)}));
-  out.step(strf("memory %s %.0f MiB", to_string(kind), bytes / kMiB));
+  out.line(
+      table_row(kWidths, {to_string(kind), fmt("{:.0f}", bytes), fmt("{:.0f}", moved),
+                          fmt("{:.2f}", s.time_s * 1e6), fmt("{:.1f}", s.bandwidth_Bps() / kGB),
+                          fmt("{}", s.repeats), fmt("{:.1f}", 100 * s.spread)}));
+  out.step(fmt("memory {} {:.0f} MiB", to_string(kind), bytes / kMiB));
 }
 
 /// The sizes whose two buffers fit in free memory (with 10% to spare).
@@ -45,8 +47,8 @@ std::vector<double> fitting(const std::vector<double>& sizes, double buffers, Ou
     if (buffers * s <= 0.9 * double(free_b))
       kept.push_back(s);
     else
-      out.line(strf("#   %.0f MiB skipped: %.0f buffers of it do not fit in %.1f GiB free",
-                    s / kMiB, buffers, free_b / kGiB));
+      out.line(fmt("#   {:.0f} MiB skipped: {:.0f} buffers of it do not fit in {:.1f} GiB free",
+                   s / kMiB, buffers, free_b / kGiB));
   }
   return kept;
 }
