@@ -37,8 +37,9 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTime
 /// Step 4: memory of the most loaded stage, with the simulated peak of micro-batches in flight
 /// when there is one. False (and the estimate rejected) when it does not fit.
 bool fits(const Stages& st, const Plan& p, const SimResult* sim, Estimate& e) {
+  const InFlight closed_form(p);
   for (int s = 0; s < p.pp; ++s) {
-    const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : in_flight_on(p, s);
+    const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : closed_form.on(s);
     const MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight);
     if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
   }

@@ -158,8 +158,9 @@ Partition fill(const std::vector<double>& t, const std::vector<StageLoad>& add, 
   double acc = 0;
   StageLoad load;
   int n = 0;
+  const InFlight in_flight(p);
   auto fits = [&](const StageLoad& l, int stage) {
-    return p.vpp > 1 || stage_memory(l, p, in_flight_on(p, stage)).total() <= memory_limit;
+    return p.vpp > 1 || stage_memory(l, p, in_flight.on(stage)).total() <= memory_limit;
   };
   for (size_t i = 0; i < t.size(); ++i) {
     StageLoad next = load;
