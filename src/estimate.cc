@@ -95,8 +95,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   BlockLayout own;
   if (!cache) own = block_layout(m);
   const BlockLayout& layout = cache ? cache->layout : own;
-  const PlanCosts pc =
-      plan_costs(m, c, p, layout, cache ? &cache->layer : nullptr, cache ? &cache->head : nullptr);
+  const PlanCosts pc = plan_costs(m, c, p, layout, cache ? &cache->cell : nullptr);
   if (!part) ws.even = even_partition(layout.count(), p.pp * p.vpp);
   const Partition& used = part ? *part : ws.even;
   build_stages(layout, pc, p, used, ws.stages);

@@ -26,22 +26,47 @@ BlockLayout block_layout(const ModelSpec& m) {
 
 namespace {
 
-/// One block, one micro-batch on one rank: compute, recompute, exposed TP and CP communication.
-BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p,
+/// What a block shape's cost shares across the plans of one layer configuration: the block model
+/// and its per-rank figures, and the TP and CP collectives' times.
+ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p,
                      const LayerCompute& lc, AttentionKernel attn) {
+  ShapeCell sc;
+  sc.compute = lc;
   const GroupLayout tpg = tp_group(p, c.gpus_per_node);
+  sc.tp_in_node = tpg.nodes == 1;
   const int cp = l.causal ? p.cp : 1;
-  const BlockModel bm = block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn});
+  const BlockModel& bm = sc.model = block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn});
   const double act = 2.0 * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
+  sc.boundary_bytes = act;
   // One collective per row-parallel linear in each pass (after the projection and fc2 forward,
   // at the QKV and fc1 inputs backward): allreduce, or allgather + reduce-scatter of the same
   // bytes with sequence parallelism (Korthikanti et al. 2022, Figure 5).
   const double ag = p.sp ? collective_time_s(c, Collective::allgather, act, tpg) : 0.0;
   const double rs = p.sp ? collective_time_s(c, Collective::reduce_scatter, act, tpg) : 0.0;
+  sc.tp_allgather_s = ag, sc.tp_reduce_scatter_s = rs;
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
-  const double per_pass = bm.tp_collectives() * one;
-  double fwd_tp = per_pass, bwd_tp = per_pass;
-  if (overlaps_of(p, c).tp_comm && p.sp && p.tp > 1 && tpg.nodes == 1) {
+  sc.tp_per_pass_s = bm.tp_collectives() * one;
+  if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
+    const double kv = 2.0 * 2.0 * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
+    const double ring =
+        (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c.gpus_per_node));
+    sc.cp_fwd_s = std::max(0.0, ring - lc.fwd_attn_s);
+  }
+  sc.params = bm.params() / p.tp;
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+    sc.act_bytes[int(r)] = bm.stored_bytes(r);
+  sc.full_act_bytes = sc.act_bytes[int(Recompute::none)];
+  for (const Module& m : bm)  // ZeRO-3 gathers one module's weights at a time
+    if (m.gathered) sc.largest_matrix = std::max(sc.largest_matrix, m.params / p.tp);
+  return sc;
+}
+
+/// One block, one micro-batch on one rank: compute, recompute, exposed TP and CP communication.
+BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc) {
+  const LayerCompute& lc = sc.compute;
+  const double ag = sc.tp_allgather_s, rs = sc.tp_reduce_scatter_s;
+  double fwd_tp = sc.tp_per_pass_s, bwd_tp = sc.tp_per_pass_s;
+  if (overlaps_of(p, c).tp_comm && p.sp && p.tp > 1 && sc.tp_in_node) {
     // Transformer Engine's userbuffer overlap (Megatron --tp-comm-overlap, which needs sequence
     // parallelism) splits each collective into tp chunks pipelined with the GEMM it feeds or
     // follows: forward, the allgathers with QKV and fc1 and the reduce-scatters with the
@@ -54,7 +79,7 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
       return exposed_after_overlap(t, gemm_s, tail, slow);
     };
     fwd_tp = bwd_tp = 0;
-    for (const Module& m : bm) {  // each collective beside the GEMM the block model pairs it with
+    for (const Module& m : sc.model) {  // each collective beside the GEMM the model pairs it with
       if (m.kind != ModuleKind::linear) continue;
       const LinearTimes& g = lc.linear[m.linear];
       if (m.column_parallel)
@@ -63,13 +88,7 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
         fwd_tp += beside(rs, g.fwd_s), bwd_tp += beside(ag, g.bwd_data_s);
     }
   }
-  double cp_fwd = 0;
-  if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
-    const double kv = 2.0 * 2.0 * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
-    const double ring =
-        (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c.gpus_per_node));
-    cp_fwd = std::max(0.0, ring - lc.fwd_attn_s);
-  }
+  const double cp_fwd = sc.cp_fwd_s;
   double recompute = 0, recompute_comm = 0;
   if (p.recompute == Recompute::full) recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd;
   if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
@@ -85,32 +104,38 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
   b.compute_s = b.times.fwd_compute_s + b.times.bwd_compute_s;
   b.cp_comm_s = 3 * cp_fwd + (p.recompute == Recompute::full ? cp_fwd : 0.0);
   b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s;
-  b.params = bm.params() / p.tp;
-  b.act_bytes = bm.stored_bytes(p.recompute);
-  b.full_act_bytes = bm.stored_bytes(Recompute::none);
-  for (const Module& m : bm)  // ZeRO-3 gathers one module's weights at a time
-    if (m.gathered) b.largest_matrix = std::max(b.largest_matrix, m.params / p.tp);
+  b.params = sc.params;
+  b.act_bytes = sc.act_bytes[int(p.recompute)];
+  b.full_act_bytes = sc.full_act_bytes;
+  b.largest_matrix = sc.largest_matrix;
   return b;
 }
 
 }  // namespace
 
-PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                     const BlockLayout& layout, const std::vector<LayerCompute>* lc,
-                     const HeadCompute* cached_head) {
+CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const BlockLayout& layout) {
   const AttentionKernel attn = p.attention.value_or(c.software.attention);
   const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, p.dtype, attn};
+  CellCosts cell;
+  for (const LayerShape& l : layout.shapes)
+    cell.shape.push_back(shape_cell(l, c, p, layer_compute(l, c, cfg), attn));
+  cell.head = head_compute(m, c, cfg);
+  return cell;
+}
+
+PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const BlockLayout& layout, const CellCosts* cell) {
+  CellCosts own;
+  if (!cell) own = cell_costs(m, c, p, layout), cell = &own;
   PlanCosts pc;
-  pc.shape.reserve(layout.shapes.size());
+  pc.shape.reserve(cell->shape.size());
   double widest = 0;  // bytes of the largest activation crossing a stage boundary
-  for (size_t k = 0; k < layout.shapes.size(); ++k) {
-    const LayerShape& l = layout.shapes[k];
-    const LayerCompute layer = lc ? (*lc)[k] : layer_compute(l, c, cfg);
-    pc.shape.push_back(block_cost(l, c, p, layer, attn));
-    widest = std::max(
-        widest, 2.0 * p.mbs * l.sequences * (double(l.seq) / (l.causal ? p.cp : 1)) * l.hidden);
+  for (const ShapeCell& sc : cell->shape) {
+    pc.shape.push_back(block_cost(c, p, sc));
+    widest = std::max(widest, sc.boundary_bytes);
   }
-  const HeadCompute head = cached_head ? *cached_head : head_compute(m, c, cfg);
+  const HeadCompute& head = cell->head;
   pc.embed_fwd_s = head.embed_fwd_s, pc.embed_bwd_s = head.embed_bwd_s;
   pc.logits_fwd_s = head.logits_fwd_s, pc.logits_bwd_s = head.logits_bwd_s;
   pc.logits_bwd_weight_s = head.logits_bwd_weight_s;
