@@ -22,8 +22,14 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTime
   r.t = std::move(t);
   r.t.assign(p.pp, 0.0);
   r.p2p = p.pp > 1 ? 2.0 * p.vpp * pc.p2p_s : 0.0;
-  for (size_t vs = 0, s = 0; vs < st.chunks.size(); ++vs, s = s + 1 == size_t(p.pp) ? 0 : s + 1)
-    r.t[s] += st.chunks[vs].fwd_s + st.chunks[vs].bwd_s;  // s = vs % pp
+  // Row by row of chunks (the j-th chunk of every stage): each stage adds its chunks in order.
+  const int V = static_cast<int>(st.chunks.size());
+  double* stage = r.t.data();
+  for (int row = 0; row < V; row += p.pp) {
+    const ChunkCost* chunk = st.chunks.data() + row;
+    for (int s = 0, n = std::min(p.pp, V - row); s < n; ++s)
+      stage[s] += chunk[s].fwd_s + chunk[s].bwd_s;
+  }
   for (double& x : r.t) x += r.p2p, r.sum += x;
   r.critical = int(std::max_element(r.t.begin(), r.t.end()) - r.t.begin());
   r.t_max = r.t[r.critical];
