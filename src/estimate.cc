@@ -101,8 +101,9 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   BlockLayout own;
   if (!cache) own = block_layout(m);
   const BlockLayout& layout = cache ? cache->layout : own;
-  const PlanCosts pc = plan_costs(m, c, p, layout, cache ? &cache->cell : nullptr);
-  if (!part) ws.even = even_partition(layout.count(), p.pp * p.vpp);
+  plan_costs(m, c, p, layout, cache ? &cache->cell : nullptr, ws.costs);
+  const PlanCosts& pc = ws.costs;
+  if (!part) even_partition(layout.count(), p.pp * p.vpp, ws.even);
   const Partition& used = part ? *part : ws.even;
   build_stages(layout, pc, p, used, ws.stages);
   const Stages& st = ws.stages;

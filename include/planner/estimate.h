@@ -119,6 +119,7 @@ struct StageTimes {
 /// Storage an estimate reuses: the caller that estimates many plans (the search) owns one, so
 /// that no plan allocates. Estimates made without one use their own.
 struct Workspace {
+  PlanCosts costs;
   Partition even;
   Stages stages;
   StageTimes times;

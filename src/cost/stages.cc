@@ -126,10 +126,19 @@ CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 
 PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const BlockLayout& layout, const CellCosts* cell) {
+  PlanCosts pc;
+  plan_costs(m, c, p, layout, cell, pc);
+  return pc;
+}
+
+void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                const BlockLayout& layout, const CellCosts* cell, PlanCosts& pc) {
   CellCosts own;
   if (!cell) own = cell_costs(m, c, p, layout), cell = &own;
-  PlanCosts pc;
-  pc.shape.reserve(cell->shape.size());
+  std::vector<BlockCost> shapes = std::move(pc.shape);  // its storage, for the new figures
+  pc = PlanCosts{};
+  pc.shape = std::move(shapes);
+  pc.shape.clear();
   double widest = 0;  // bytes of the largest activation crossing a stage boundary
   for (const ShapeCell& sc : cell->shape) {
     pc.shape.push_back(block_cost(c, p, sc));
@@ -162,14 +171,18 @@ PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
       pc.p2p_gather_s =
           collective_time_s(c, Collective::allgather, widest, tp_group(p, c.gpus_per_node));
   }
-  return pc;
 }
 
 Partition even_partition(int blocks, int virtual_stages) {
-  assert(virtual_stages >= 1 && blocks >= virtual_stages);
-  Partition part(virtual_stages, blocks / virtual_stages);
-  for (int i = 0; i < blocks % virtual_stages; ++i) ++part[i];
+  Partition part;
+  even_partition(blocks, virtual_stages, part);
   return part;
+}
+
+void even_partition(int blocks, int virtual_stages, Partition& part) {
+  assert(virtual_stages >= 1 && blocks >= virtual_stages);
+  part.assign(virtual_stages, blocks / virtual_stages);
+  for (int i = 0; i < blocks % virtual_stages; ++i) ++part[i];
 }
 
 namespace {

@@ -81,11 +81,16 @@ CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 /// (tp, cp, mbs, sp)); without it they are computed.
 PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const BlockLayout& layout, const CellCosts* cell = nullptr);
+/// The same into `pc`, reusing its storage (the search's workspace).
+void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                const BlockLayout& layout, const CellCosts* cell, PlanCosts& pc);
 
 /// Blocks per virtual stage (pp x vpp entries, contiguous, in order).
 using Partition = std::vector<int>;
 /// As even as possible; the earlier virtual stages take the remainder.
 Partition even_partition(int blocks, int virtual_stages);
+/// The same into `part`, reusing its storage.
+void even_partition(int blocks, int virtual_stages, Partition& part);
 
 /// Per-virtual-stage costs and per-physical-stage loads of a partition.
 struct Stages {
