@@ -55,9 +55,7 @@ int main(int argc, char** argv) {
   Plan p = r.top.front().plan;
   EstimateCache cache;
   cache.layout = block_layout(m);
-  const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, p.dtype, c.software.attention};
-  cache.layer = {layer_compute(m, c, cfg)};
-  cache.head = head_compute(m, c, cfg);
+  cache.cell = cell_costs(m, c, p, cache.layout);  // what the search memoises per cell
   EstimateOptions eo;
   eo.reasons = false;
   const int n = 2000000;

@@ -22,8 +22,14 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTime
   r.t = std::move(t);
   r.t.assign(p.pp, 0.0);
   r.p2p = p.pp > 1 ? 2.0 * p.vpp * pc.p2p_s : 0.0;
-  for (size_t vs = 0, s = 0; vs < st.chunks.size(); ++vs, s = s + 1 == size_t(p.pp) ? 0 : s + 1)
-    r.t[s] += st.chunks[vs].fwd_s + st.chunks[vs].bwd_s;  // s = vs % pp
+  // Row by row of chunks (the j-th chunk of every stage): each stage adds its chunks in order.
+  const int V = static_cast<int>(st.chunks.size());
+  double* stage = r.t.data();
+  for (int row = 0; row < V; row += p.pp) {
+    const ChunkCost* chunk = st.chunks.data() + row;
+    for (int s = 0, n = std::min(p.pp, V - row); s < n; ++s)
+      stage[s] += chunk[s].fwd_s + chunk[s].bwd_s;
+  }
   for (double& x : r.t) x += r.p2p, r.sum += x;
   r.critical = int(std::max_element(r.t.begin(), r.t.end()) - r.t.begin());
   r.t_max = r.t[r.critical];
@@ -37,8 +43,9 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTime
 /// Step 4: memory of the most loaded stage, with the simulated peak of micro-batches in flight
 /// when there is one. False (and the estimate rejected) when it does not fit.
 bool fits(const Stages& st, const Plan& p, const SimResult* sim, Estimate& e) {
+  const InFlight closed_form(p);
   for (int s = 0; s < p.pp; ++s) {
-    const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : in_flight_on(p, s);
+    const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : closed_form.on(s);
     const MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight);
     if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
   }
@@ -94,9 +101,9 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   BlockLayout own;
   if (!cache) own = block_layout(m);
   const BlockLayout& layout = cache ? cache->layout : own;
-  const PlanCosts pc =
-      plan_costs(m, c, p, layout, cache ? &cache->layer : nullptr, cache ? &cache->head : nullptr);
-  if (!part) ws.even = even_partition(layout.count(), p.pp * p.vpp);
+  plan_costs(m, c, p, layout, cache ? &cache->cell : nullptr, ws.costs);
+  const PlanCosts& pc = ws.costs;
+  if (!part) even_partition(layout.count(), p.pp * p.vpp, ws.even);
   const Partition& used = part ? *part : ws.even;
   build_stages(layout, pc, p, used, ws.stages);
   const Stages& st = ws.stages;

@@ -255,7 +255,6 @@ class Searcher {
     eo_ = o.estimate;
     eo_.reasons = false;
     eo_.detail = false;
-    attn_ = o.attention.value_or(c.software.attention);
   }
 
   /// Every plan of one (GPU count, tp, cp, mbs, sp) cell: each pp, then the inner knobs.
@@ -330,16 +329,12 @@ class Searcher {
     }
   }
 
-  /// The layer costs of the cell, computed once the first plan needs them: cells whose GPU
-  /// counts none of the pp values fit cost only their enumeration.
+  /// The cell's block and head costs (cell_costs), computed once the first plan needs them: cells
+  /// whose GPU counts none of the pp values fit cost only their enumeration.
   void layer_costs(const Plan& p) {
     if (computed_) return;
     computed_ = true;
-    const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, o_.dtype, attn_};
-    cache_.layer.clear();
-    for (const LayerShape& shape : cache_.layout.shapes)
-      cache_.layer.push_back(layer_compute(shape, c_, cfg));
-    cache_.head = head_compute(m_, c_, cfg);
+    cache_.cell = cell_costs(m_, c_, p, cache_.layout);
   }
 
   const ModelSpec& m_;
@@ -351,7 +346,6 @@ class Searcher {
   TopK top_;
   EstimateCache cache_;
   EstimateOptions eo_;
-  AttentionKernel attn_ = AttentionKernel::flash;
   Workspace ws_;
   SearchWork work_;
   SearchResult r_;

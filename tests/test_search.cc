@@ -173,3 +173,34 @@ TEST_CASE("the rejections counted in bulk are those of checking every plan one b
     }
   }
 }
+
+TEST_CASE("the cell costs the search memoises give every plan of the cell its own figures") {
+  // The search computes cell_costs once per (tp, cp, mbs, sp); an estimate through that cache
+  // must equal one that computes everything for the plan, to the bit.
+  const ModelSpec llava = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llava-1.5-13b.yaml");
+  for (const ModelSpec* m : {&gpt175(), &llava}) {
+    int ranked = 0;
+    for (const char* cell : {"tp=8,pp=4,dp=4,cp=1,mbs=1,sp=1", "tp=4,pp=2,dp=4,cp=2,mbs=2,sp=0"}) {
+      Plan base = parse_plan(std::string(cell) + ",gbs=128", "test");
+      EstimateCache cache;
+      cache.layout = block_layout(*m);
+      cache.cell = cell_costs(*m, a100(), base, cache.layout);
+      for (int zero : {0, 1})
+        for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+          for (bool overlap : {false, true}) {
+            Plan p = base;
+            p.zero = zero, p.recompute = r, p.tp_comm_overlap = overlap;
+            CAPTURE(to_plan_string(p));
+            const Estimate cached = estimate(*m, a100(), p, {}, &cache);
+            const Estimate fresh = estimate(*m, a100(), p);
+            CHECK(cached.rejection == fresh.rejection);
+            CHECK(cached.iteration_time_s == fresh.iteration_time_s);
+            CHECK(cached.memory_bytes == fresh.memory_bytes);
+            CHECK(cached.breakdown.tp_comm_s == fresh.breakdown.tp_comm_s);
+            CHECK(cached.breakdown.cp_comm_s == fresh.breakdown.cp_comm_s);
+            ranked += fresh.ok();
+          }
+    }
+    CHECK(ranked > 0);
+  }
+}

@@ -100,12 +100,11 @@ Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& 
 Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const EstimateOptions& o, std::string* reason);
 
-/// Work the search shares across plans: the model's blocks, and layer_compute() per block shape
-/// for the plan's (tp, cp, mbs, sp, dtype, attention).
+/// Work the search shares across plans: the model's blocks, and the costs of each block shape and
+/// of the head for the plans' (tp, cp, mbs, sp, dtype, attention) (cell_costs).
 struct EstimateCache {
   BlockLayout layout;
-  std::vector<LayerCompute> layer;
-  HeadCompute head;
+  CellCosts cell;
 };
 
 /// Per physical stage: one micro-batch's forward and backward over its chunks with the
@@ -120,6 +119,7 @@ struct StageTimes {
 /// Storage an estimate reuses: the caller that estimates many plans (the search) owns one, so
 /// that no plan allocates. Estimates made without one use their own.
 struct Workspace {
+  PlanCosts costs;
   Partition even;
   Stages stages;
   StageTimes times;

@@ -34,13 +34,7 @@ double microbatches_in_flight(const Plan& p) {
   return m;
 }
 
-double in_flight_on(const Plan& p, int stage) {
-  if (p.schedule == Schedule::gpipe || p.schedule == Schedule::zb_h1)
-    return microbatches_in_flight(p);
-  if (p.schedule == Schedule::one_f_one_b) return std::min(p.pp - stage, p.microbatches());
-  return std::max(1.0,
-                  microbatches_in_flight(p) - stage);  // interleaved: Korthikanti's first stage
-}
+double in_flight_on(const Plan& p, int stage) { return InFlight(p).on(stage); }
 
 double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage) {
   assert(p.pp >= 1 && m.layers % p.pp == 0);
@@ -52,18 +46,6 @@ double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage) {
   if (last && (!m.tied_embeddings || p.pp > 1)) params += double(m.vocab) * m.hidden;
   if (last) params += m.hidden;  // final norm
   return params / p.tp;
-}
-
-MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double in_flight) {
-  MemoryBreakdown mem;
-  mem.weights = load.params * kWeightBytesPerParam / (p.zero >= 3 ? p.weight_replicas() : 1);
-  mem.grads = load.params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
-  mem.optimizer = load.params * kOptimizerBytesPerParam / (p.zero >= 1 ? p.weight_replicas() : 1);
-  if (p.zero >= 3) mem.weights += load.zero3_gather * kWeightBytesPerParam;
-  mem.activations = load.act_per_mb * in_flight + load.once_bytes;
-  const double used = mem.weights + mem.grads + mem.optimizer + mem.activations;
-  mem.reserve = kRuntimeReserveBytes + kFragmentationFraction * used;
-  return mem;
 }
 
 MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Plan& p, const Gpu& gpu,

@@ -50,25 +50,32 @@ void gpipe(int m, std::vector<Op>& ops) {
   for (int j = 0; j < m; ++j) ops.push_back({TaskKind::backward, 0, j});
 }
 
+/// Micro-step k of Megatron-LM's interleaved order, stepped one at a time without a division:
+/// k = (group v + chunk) p + lane, so chunk is (k mod pv) / p and the micro-batch (k / pv) p +
+/// k mod p is group p + lane.
+struct MicroStep {
+  int p, v, group = 0, chunk = 0, lane = 0;  // k = (group v + chunk) p + lane
+  void next() {
+    if (++lane < p) return;
+    lane = 0;
+    if (++chunk == v) chunk = 0, ++group;
+  }
+  int mb() const { return group * p + lane; }
+};
+
 /// Megatron-LM's interleaved schedule (schedules.py, forward_backward_pipelining_with_
 /// interleaving): micro-step k runs chunk (k mod pv) / p (reversed for backward) on micro-batch
 /// (k / pv) p + k mod p; stage s warms up with (p-s-1)*2 + (v-1)*p forwards.
 void interleaved(int p, int v, int s, int m, std::vector<Op>& ops) {
   const int total = m * v;
-  auto chunk_of = [&](int k, bool fwd) {
-    const int c = (k % (p * v)) / p;
-    return fwd ? c : v - 1 - c;
-  };
-  auto mb_of = [&](int k) { return (k / (p * v)) * p + k % p; };
+  MicroStep f{p, v}, b{p, v};  // the next forward's and the next backward's micro-step
+  auto forward = [&] { ops.push_back({TaskKind::forward, f.chunk, f.mb()}), f.next(); };
+  auto backward = [&] { ops.push_back({TaskKind::backward, v - 1 - b.chunk, b.mb()}), b.next(); };
   int warm = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
-  for (int k = 0; k < warm; ++k) ops.push_back({TaskKind::forward, chunk_of(k, true), mb_of(k)});
+  for (int k = 0; k < warm; ++k) forward();
   const int steady = total - warm;
-  for (int k = 0; k < steady; ++k) {
-    ops.push_back({TaskKind::forward, chunk_of(warm + k, true), mb_of(warm + k)});
-    ops.push_back({TaskKind::backward, chunk_of(k, false), mb_of(k)});
-  }
-  for (int k = steady; k < total; ++k)
-    ops.push_back({TaskKind::backward, chunk_of(k, false), mb_of(k)});
+  for (int k = 0; k < steady; ++k) forward(), backward();
+  for (int k = steady; k < total; ++k) backward();
 }
 
 /// Buffers reused across calls: the search simulates dozens of plans, each with up to
@@ -92,16 +99,11 @@ std::string check(const SimInput& in) {
   return "";
 }
 
-}  // namespace
-
-SimResult simulate(const SimInput& in, SimScratch* reuse) {
-  SimResult r;
-  r.error = check(in);
-  if (!r.ok()) return r;
-  const int p = in.pp, v = in.vpp, m = in.microbatches, V = p * v;
+/// Every stage's task order, back to back, into scratch.ops: stage s runs
+/// ops[begin[s]] .. ops[begin[s + 1] - 1].
+void task_orders(const SimInput& in, SimScratch& scratch) {
+  const int p = in.pp, v = in.vpp, m = in.microbatches;
   const bool zb = in.schedule == Schedule::zb_h1;
-  SimScratch own;
-  SimScratch& scratch = reuse ? *reuse : own;
   std::vector<Op>& ops = scratch.ops;
   ops.clear();
   ops.reserve(size_t(p) * m * v * (zb ? 3 : 2));
@@ -115,19 +117,59 @@ SimResult simulate(const SimInput& in, SimScratch* reuse) {
       one_f_one_b(p, s, m, zb, ops);
     scratch.begin.push_back(ops.size());
   }
-  auto& finish = scratch.finish;
-  for (int k = 0; k < (zb ? 3 : 2); ++k) finish[k].assign(size_t(V) * m, -1.0);
-  auto slot = [&](TaskKind k) {
-    return k == TaskKind::forward ? 0 : k == TaskKind::backward_weight ? 2 : 1;
-  };
-  std::vector<size_t> cursor(scratch.begin.begin(), scratch.begin.end() - 1);
-  std::vector<double> free_at(p, 0.0);
-  std::vector<int> in_flight(p, 0);
-  r.busy_s.assign(p, 0.0);
-  r.transfer_wait_s.assign(p, 0.0);
-  r.peak_in_flight.assign(p, 0);
+}
+
+/// Per stage: how far down its order it is, when it is next free, the micro-batches it holds.
+struct StageState {
+  std::vector<size_t> cursor;
+  std::vector<double> free_at;
+  std::vector<int> in_flight;
+};
+
+int slot(TaskKind k) { return k == TaskKind::forward ? 0 : k == TaskKind::backward_weight ? 2 : 1; }
+
+/// The input of task `op` on virtual stage vs: false while the task it waits for has not run;
+/// else when the input arrives (that task's finish, plus a transfer from another stage) and how
+/// long `op` runs.
+bool input_of(const Op& op, int vs, int V, int m, bool zb, double p2p, const ChunkCost& cc,
+              const double* const done[3], double& ready, double& dur) {
+  if (op.kind == TaskKind::forward) {
+    ready = vs == 0 ? 0.0 : done[0][size_t(vs - 1) * m + op.mb];
+    if (ready < 0) return false;
+    if (vs > 0) ready += p2p;
+    dur = cc.fwd_s;
+  } else if (op.kind == TaskKind::backward_weight) {
+    ready = done[1][size_t(vs) * m + op.mb];
+    if (ready < 0) return false;
+    dur = cc.bwd_weight_s;
+  } else {
+    const bool last = vs == V - 1;
+    ready = last ? done[0][size_t(vs) * m + op.mb] : done[1][size_t(vs + 1) * m + op.mb];
+    if (ready < 0) return false;
+    if (!last) ready += p2p;
+    dur = zb ? cc.bwd_s - cc.bwd_weight_s : cc.bwd_s;
+  }
+  return true;
+}
+
+/// Runs the stages' tasks from a work list: each stage runs its order until a task waits for an
+/// input not yet done (finish time < 0) and wakes the neighbours its results feed. Inputs and
+/// arrays are read into locals first: through the references, each store of a finish time would
+/// make the compiler load them again.
+void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[3], StageState& st,
+               SimResult& r) {
+  const int p = in.pp, m = in.microbatches, V = p * in.vpp;
+  const bool zb = in.schedule == Schedule::zb_h1;
+  const double p2p = in.p2p_s;
+  const bool trace = in.record_trace;
+  const TaskKind releases = zb ? TaskKind::backward_weight : TaskKind::backward;
+  const Op* ops = orders.ops.data();
+  const ChunkCost* chunks = in.chunks.data();
+  size_t* cursor = st.cursor.data();
+  double *free_at = st.free_at.data(), *busy = r.busy_s.data(), *waited = r.transfer_wait_s.data();
+  int *in_flight = st.in_flight.data(), *peak = r.peak_in_flight.data();
   std::vector<int> work;
-  std::vector<char> queued(p, 1);
+  std::vector<int> queued(p, 1);  // int, not char: a char store would make every load reload
   for (int s = p - 1; s >= 0; --s) work.push_back(s);
   auto wake = [&](int s) {
     if (!queued[s]) queued[s] = 1, work.push_back(s);
@@ -136,61 +178,70 @@ SimResult simulate(const SimInput& in, SimScratch* reuse) {
     const int s = work.back();
     work.pop_back();
     queued[s] = 0;
-    for (; cursor[s] < scratch.begin[s + 1]; ++cursor[s]) {
-      const Op op = ops[cursor[s]];
+    const size_t end = orders.begin[s + 1];
+    size_t at = cursor[s];
+    for (; at < end; ++at) {
+      const Op op = ops[at];
       const int vs = op.chunk * p + s;
-      const ChunkCost& cc = in.chunks[vs];
+      const ChunkCost& cc = chunks[vs];
       double ready = 0, dur = 0;
-      if (op.kind == TaskKind::forward) {
-        ready = vs == 0 ? 0.0 : finish[0][size_t(vs - 1) * m + op.mb];
-        if (ready < 0) break;
-        if (vs > 0) ready += in.p2p_s;
-        dur = cc.fwd_s;
-      } else if (op.kind == TaskKind::backward_weight) {
-        ready = finish[1][size_t(vs) * m + op.mb];
-        if (ready < 0) break;
-        dur = cc.bwd_weight_s;
-      } else {
-        const bool last = vs == V - 1;
-        ready = last ? finish[0][size_t(vs) * m + op.mb] : finish[1][size_t(vs + 1) * m + op.mb];
-        if (ready < 0) break;
-        if (!last) ready += in.p2p_s;
-        dur = zb ? cc.bwd_s - cc.bwd_weight_s : cc.bwd_s;
-      }
+      if (!input_of(op, vs, V, m, zb, p2p, cc, done, ready, dur)) break;
       const double start = std::max(free_at[s], ready);
       const bool received =
-          in.p2p_s > 0 &&
+          p2p > 0 &&
           ((op.kind == TaskKind::forward && vs > 0) ||
            (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs < V - 1));
       // Idle over [free_at, start]; the input was in flight over [ready - p2p, ready].
-      if (received && ready > free_at[s])
-        r.transfer_wait_s[s] += std::min(in.p2p_s, ready - free_at[s]);
+      if (received && ready > free_at[s]) waited[s] += std::min(p2p, ready - free_at[s]);
       free_at[s] = start + dur;
-      r.busy_s[s] += dur;
-      finish[slot(op.kind)][size_t(vs) * m + op.mb] = free_at[s];
-      if (op.kind == TaskKind::forward)
-        r.peak_in_flight[s] = std::max(r.peak_in_flight[s], ++in_flight[s]);
-      if (op.kind == (zb ? TaskKind::backward_weight : TaskKind::backward)) --in_flight[s];
-      if (in.record_trace) {
+      busy[s] += dur;
+      done[slot(op.kind)][size_t(vs) * m + op.mb] = free_at[s];
+      if (op.kind == TaskKind::forward) peak[s] = std::max(peak[s], ++in_flight[s]);
+      if (op.kind == releases) --in_flight[s];
+      if (trace) {
         if (received)
-          r.trace.push_back({s, op.chunk, op.mb, TaskKind::transfer, ready - in.p2p_s, ready});
+          r.trace.push_back({s, op.chunk, op.mb, TaskKind::transfer, ready - p2p, ready});
         r.trace.push_back({s, op.chunk, op.mb, op.kind, start, free_at[s]});
       }
-      if (op.kind == TaskKind::forward && vs + 1 < V) wake((vs + 1) % p);
+      // The stage of chunk vs + 1 or vs - 1, without a division: vs % p is s.
+      if (op.kind == TaskKind::forward && vs + 1 < V) wake(s + 1 == p ? 0 : s + 1);
       if (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs > 0)
-        wake((vs - 1) % p);
+        wake(s == 0 ? p - 1 : s - 1);
     }
+    cursor[s] = at;
   }
+}
+
+}  // namespace
+
+SimResult simulate(const SimInput& in, SimScratch* reuse) {
+  SimResult r;
+  r.error = check(in);
+  if (!r.ok()) return r;
+  const int p = in.pp, m = in.microbatches, V = p * in.vpp;
+  const bool zb = in.schedule == Schedule::zb_h1;
+  SimScratch own;
+  SimScratch& scratch = reuse ? *reuse : own;
+  task_orders(in, scratch);
+  auto& finish = scratch.finish;
+  for (int k = 0; k < (zb ? 3 : 2); ++k) finish[k].assign(size_t(V) * m, -1.0);
+  double* const done[3] = {finish[0].data(), finish[1].data(), zb ? finish[2].data() : nullptr};
+  StageState st{std::vector<size_t>(scratch.begin.begin(), scratch.begin.end() - 1),
+                std::vector<double>(p, 0.0), std::vector<int>(p, 0)};
+  r.busy_s.assign(p, 0.0);
+  r.transfer_wait_s.assign(p, 0.0);
+  r.peak_in_flight.assign(p, 0);
+  run_tasks(in, scratch, done, st, r);
   for (int s = 0; s < p; ++s)
-    if (cursor[s] < scratch.begin[s + 1]) {
-      const Op op = ops[cursor[s]];
+    if (st.cursor[s] < scratch.begin[s + 1]) {
+      const Op op = scratch.ops[st.cursor[s]];
       r.error = "the schedule cannot complete: stage " + std::to_string(s) +
                 " waits forever for its " + to_string(op.kind) + " of micro-batch " +
                 std::to_string(op.mb) + " (chunk " + std::to_string(op.chunk) + ")";
       return r;
     }
-  r.end_s = free_at;
-  r.makespan_s = *std::max_element(free_at.begin(), free_at.end());
+  r.end_s = st.free_at;
+  r.makespan_s = *std::max_element(st.free_at.begin(), st.free_at.end());
   r.idle_s.resize(p);
   for (int s = 0; s < p; ++s) r.idle_s[s] = r.makespan_s - r.busy_s[s];
   return r;

@@ -26,22 +26,47 @@ BlockLayout block_layout(const ModelSpec& m) {
 
 namespace {
 
-/// One block, one micro-batch on one rank: compute, recompute, exposed TP and CP communication.
-BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p,
+/// What a block shape's cost shares across the plans of one layer configuration: the block model
+/// and its per-rank figures, and the TP and CP collectives' times.
+ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p,
                      const LayerCompute& lc, AttentionKernel attn) {
+  ShapeCell sc;
+  sc.compute = lc;
   const GroupLayout tpg = tp_group(p, c.gpus_per_node);
+  sc.tp_in_node = tpg.nodes == 1;
   const int cp = l.causal ? p.cp : 1;
-  const BlockModel bm = block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn});
+  const BlockModel& bm = sc.model = block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn});
   const double act = 2.0 * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
+  sc.boundary_bytes = act;
   // One collective per row-parallel linear in each pass (after the projection and fc2 forward,
   // at the QKV and fc1 inputs backward): allreduce, or allgather + reduce-scatter of the same
   // bytes with sequence parallelism (Korthikanti et al. 2022, Figure 5).
   const double ag = p.sp ? collective_time_s(c, Collective::allgather, act, tpg) : 0.0;
   const double rs = p.sp ? collective_time_s(c, Collective::reduce_scatter, act, tpg) : 0.0;
+  sc.tp_allgather_s = ag, sc.tp_reduce_scatter_s = rs;
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
-  const double per_pass = bm.tp_collectives() * one;
-  double fwd_tp = per_pass, bwd_tp = per_pass;
-  if (overlaps_of(p, c).tp_comm && p.sp && p.tp > 1 && tpg.nodes == 1) {
+  sc.tp_per_pass_s = bm.tp_collectives() * one;
+  if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
+    const double kv = 2.0 * 2.0 * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
+    const double ring =
+        (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c.gpus_per_node));
+    sc.cp_fwd_s = std::max(0.0, ring - lc.fwd_attn_s);
+  }
+  sc.params = bm.params() / p.tp;
+  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+    sc.act_bytes[int(r)] = bm.stored_bytes(r);
+  sc.full_act_bytes = sc.act_bytes[int(Recompute::none)];
+  for (const Module& m : bm)  // ZeRO-3 gathers one module's weights at a time
+    if (m.gathered) sc.largest_matrix = std::max(sc.largest_matrix, m.params / p.tp);
+  return sc;
+}
+
+/// One block, one micro-batch on one rank: compute, recompute, exposed TP and CP communication.
+BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc) {
+  const LayerCompute& lc = sc.compute;
+  const double ag = sc.tp_allgather_s, rs = sc.tp_reduce_scatter_s;
+  double fwd_tp = sc.tp_per_pass_s, bwd_tp = sc.tp_per_pass_s;
+  if (overlaps_of(p, c).tp_comm && p.sp && p.tp > 1 && sc.tp_in_node) {
     // Transformer Engine's userbuffer overlap (Megatron --tp-comm-overlap, which needs sequence
     // parallelism) splits each collective into tp chunks pipelined with the GEMM it feeds or
     // follows: forward, the allgathers with QKV and fc1 and the reduce-scatters with the
@@ -54,7 +79,7 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
       return exposed_after_overlap(t, gemm_s, tail, slow);
     };
     fwd_tp = bwd_tp = 0;
-    for (const Module& m : bm) {  // each collective beside the GEMM the block model pairs it with
+    for (const Module& m : sc.model) {  // each collective beside the GEMM the model pairs it with
       if (m.kind != ModuleKind::linear) continue;
       const LinearTimes& g = lc.linear[m.linear];
       if (m.column_parallel)
@@ -63,13 +88,7 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
         fwd_tp += beside(rs, g.fwd_s), bwd_tp += beside(ag, g.bwd_data_s);
     }
   }
-  double cp_fwd = 0;
-  if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
-    const double kv = 2.0 * 2.0 * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
-    const double ring =
-        (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c.gpus_per_node));
-    cp_fwd = std::max(0.0, ring - lc.fwd_attn_s);
-  }
+  const double cp_fwd = sc.cp_fwd_s;
   double recompute = 0, recompute_comm = 0;
   if (p.recompute == Recompute::full) recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd;
   if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
@@ -85,32 +104,47 @@ BlockCost block_cost(const LayerShape& l, const ClusterProfile& c, const Plan& p
   b.compute_s = b.times.fwd_compute_s + b.times.bwd_compute_s;
   b.cp_comm_s = 3 * cp_fwd + (p.recompute == Recompute::full ? cp_fwd : 0.0);
   b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s;
-  b.params = bm.params() / p.tp;
-  b.act_bytes = bm.stored_bytes(p.recompute);
-  b.full_act_bytes = bm.stored_bytes(Recompute::none);
-  for (const Module& m : bm)  // ZeRO-3 gathers one module's weights at a time
-    if (m.gathered) b.largest_matrix = std::max(b.largest_matrix, m.params / p.tp);
+  b.params = sc.params;
+  b.act_bytes = sc.act_bytes[int(p.recompute)];
+  b.full_act_bytes = sc.full_act_bytes;
+  b.largest_matrix = sc.largest_matrix;
   return b;
 }
 
 }  // namespace
 
-PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                     const BlockLayout& layout, const std::vector<LayerCompute>* lc,
-                     const HeadCompute* cached_head) {
+CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const BlockLayout& layout) {
   const AttentionKernel attn = p.attention.value_or(c.software.attention);
   const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, p.dtype, attn};
+  CellCosts cell;
+  for (const LayerShape& l : layout.shapes)
+    cell.shape.push_back(shape_cell(l, c, p, layer_compute(l, c, cfg), attn));
+  cell.head = head_compute(m, c, cfg);
+  return cell;
+}
+
+PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const BlockLayout& layout, const CellCosts* cell) {
   PlanCosts pc;
-  pc.shape.reserve(layout.shapes.size());
+  plan_costs(m, c, p, layout, cell, pc);
+  return pc;
+}
+
+void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                const BlockLayout& layout, const CellCosts* cell, PlanCosts& pc) {
+  CellCosts own;
+  if (!cell) own = cell_costs(m, c, p, layout), cell = &own;
+  std::vector<BlockCost> shapes = std::move(pc.shape);  // its storage, for the new figures
+  pc = PlanCosts{};
+  pc.shape = std::move(shapes);
+  pc.shape.clear();
   double widest = 0;  // bytes of the largest activation crossing a stage boundary
-  for (size_t k = 0; k < layout.shapes.size(); ++k) {
-    const LayerShape& l = layout.shapes[k];
-    const LayerCompute layer = lc ? (*lc)[k] : layer_compute(l, c, cfg);
-    pc.shape.push_back(block_cost(l, c, p, layer, attn));
-    widest = std::max(
-        widest, 2.0 * p.mbs * l.sequences * (double(l.seq) / (l.causal ? p.cp : 1)) * l.hidden);
+  for (const ShapeCell& sc : cell->shape) {
+    pc.shape.push_back(block_cost(c, p, sc));
+    widest = std::max(widest, sc.boundary_bytes);
   }
-  const HeadCompute head = cached_head ? *cached_head : head_compute(m, c, cfg);
+  const HeadCompute& head = cell->head;
   pc.embed_fwd_s = head.embed_fwd_s, pc.embed_bwd_s = head.embed_bwd_s;
   pc.logits_fwd_s = head.logits_fwd_s, pc.logits_bwd_s = head.logits_bwd_s;
   pc.logits_bwd_weight_s = head.logits_bwd_weight_s;
@@ -137,88 +171,18 @@ PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
       pc.p2p_gather_s =
           collective_time_s(c, Collective::allgather, widest, tp_group(p, c.gpus_per_node));
   }
-  return pc;
 }
 
 Partition even_partition(int blocks, int virtual_stages) {
-  assert(virtual_stages >= 1 && blocks >= virtual_stages);
-  Partition part(virtual_stages, blocks / virtual_stages);
-  for (int i = 0; i < blocks % virtual_stages; ++i) ++part[i];
+  Partition part;
+  even_partition(blocks, virtual_stages, part);
   return part;
 }
 
-Stages build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
-                    const Partition& part) {
-  Stages st;
-  build_stages(layout, pc, p, part, st);
-  return st;
-}
-
-void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
-                  const Partition& part, Stages& st) {
-  const int V = static_cast<int>(part.size());
-  st.chunks.resize(V);
-  st.chunk_compute_s.resize(V);
-  st.chunk_tp_s.resize(V);
-  st.chunk_cp_s.resize(V);
-  st.load.assign(p.pp, StageLoad{});
-  st.blocks_per_stage.assign(p.pp, 0);
-  const int last = layout.count() - 1;
-  const size_t shapes = pc.shape.size();
-  const bool uniform = shapes == 1;  // one block shape (a decoder-only model): n = part[vs]
-  const BlockCost one = uniform ? pc.shape.front() : BlockCost{};
-  int b0 = 0;
-  for (int vs = 0, s = 0; vs < V; ++vs, s = s + 1 == p.pp ? 0 : s + 1) {  // s = vs % pp
-    const int b1 = b0 + part[vs];
-    ChunkCost cc;
-    double compute = 0, tp = 0, cp = 0;
-    StageLoad& ld = st.load[s];
-    if (uniform) {  // the common case, with the block's figures in registers
-      const double n = part[vs];
-      cc = {n * one.fwd_s, n * one.bwd_s, n * one.bwd_weight_s};
-      compute = n * one.compute_s, tp = n * one.tp_comm_s, cp = n * one.cp_comm_s;
-      ld.params += n * one.params;
-      ld.act_per_mb += n * one.act_bytes;
-      if (n > 0) {
-        ld.once_bytes = std::max(ld.once_bytes, one.full_act_bytes);
-        ld.zero3_gather = std::max(ld.zero3_gather, 2.0 * one.largest_matrix);
-      }
-    }
-    for (size_t k = 0; !uniform && k < shapes; ++k) {
-      const int n = layout.prefix[k][b1] - layout.prefix[k][b0];
-      if (n == 0) continue;
-      const BlockCost& bc = pc.shape[k];
-      cc.fwd_s += n * bc.fwd_s, cc.bwd_s += n * bc.bwd_s, cc.bwd_weight_s += n * bc.bwd_weight_s;
-      compute += n * bc.compute_s, tp += n * bc.tp_comm_s, cp += n * bc.cp_comm_s;
-      ld.params += n * bc.params;
-      ld.act_per_mb += n * bc.act_bytes;
-      ld.once_bytes = std::max(ld.once_bytes, bc.full_act_bytes);
-      ld.zero3_gather = std::max(ld.zero3_gather, 2.0 * bc.largest_matrix);
-    }
-    // The receiver's all-gather of what crossed a boundary: the input (forward) of every chunk
-    // but the first, the output gradient (backward) of every chunk but the last.
-    const double fwd_gather = vs > 0 ? pc.p2p_gather_s : 0.0,
-                 bwd_gather = vs < V - 1 ? pc.p2p_gather_s : 0.0;
-    cc.fwd_s += fwd_gather, cc.bwd_s += bwd_gather;
-    tp += fwd_gather + bwd_gather;
-    if (b0 <= layout.first_decoder && layout.first_decoder < b1) {
-      cc.fwd_s += pc.embed_fwd_s, cc.bwd_s += pc.embed_bwd_s;
-      compute += pc.embed_s;
-      ld.params += pc.embed_params;
-      ld.act_per_mb += pc.embed_act_bytes;
-    }
-    if (b0 <= last && last < b1) {
-      cc.fwd_s += pc.logits_fwd_s, cc.bwd_s += pc.logits_bwd_s;
-      cc.bwd_weight_s += pc.logits_bwd_weight_s;
-      compute += pc.logits_s;
-      ld.params += pc.output_params;
-      ld.once_bytes += pc.logits_bytes;
-    }
-    st.chunks[vs] = cc;
-    st.chunk_compute_s[vs] = compute, st.chunk_tp_s[vs] = tp, st.chunk_cp_s[vs] = cp;
-    st.blocks_per_stage[s] += part[vs];
-    b0 = b1;
-  }
+void even_partition(int blocks, int virtual_stages, Partition& part) {
+  assert(virtual_stages >= 1 && blocks >= virtual_stages);
+  part.assign(virtual_stages, blocks / virtual_stages);
+  for (int i = 0; i < blocks % virtual_stages; ++i) ++part[i];
 }
 
 namespace {
@@ -232,8 +196,9 @@ Partition fill(const std::vector<double>& t, const std::vector<StageLoad>& add, 
   double acc = 0;
   StageLoad load;
   int n = 0;
+  const InFlight in_flight(p);
   auto fits = [&](const StageLoad& l, int stage) {
-    return p.vpp > 1 || stage_memory(l, p, in_flight_on(p, stage)).total() <= memory_limit;
+    return p.vpp > 1 || stage_memory(l, p, in_flight.on(stage)).total() <= memory_limit;
   };
   for (size_t i = 0; i < t.size(); ++i) {
     StageLoad next = load;

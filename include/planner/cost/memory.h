@@ -1,4 +1,6 @@
 #pragma once
+#include <algorithm>
+
 #include "planner/cluster.h"
 #include "planner/model.h"
 #include "planner/plan.h"
@@ -51,12 +53,41 @@ struct MemoryBreakdown {
 /// Parameters held by one rank of the first (stage = 0) or last (stage = pp-1) stage, before ZeRO.
 double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage);
 
-/// Memory of one GPU holding `load` with `in_flight` micro-batches of activations.
-MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double in_flight);
+/// Memory of one GPU holding `load` with `in_flight` micro-batches of activations. Inline: the
+/// memory check of every estimate calls it once per stage.
+inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double in_flight) {
+  MemoryBreakdown mem;
+  mem.weights = load.params * kWeightBytesPerParam / (p.zero >= 3 ? p.weight_replicas() : 1);
+  mem.grads = load.params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
+  mem.optimizer = load.params * kOptimizerBytesPerParam / (p.zero >= 1 ? p.weight_replicas() : 1);
+  if (p.zero >= 3) mem.weights += load.zero3_gather * kWeightBytesPerParam;
+  mem.activations = load.act_per_mb * in_flight + load.once_bytes;
+  const double used = mem.weights + mem.grads + mem.optimizer + mem.activations;
+  mem.reserve = kRuntimeReserveBytes + kFragmentationFraction * used;
+  return mem;
+}
 
 /// In flight on `stage` under the closed form: the first stage holds the most, stage i of 1F1B
 /// holds pp - i; GPipe holds every micro-batch, ZB-H1 pp on every stage.
 double in_flight_on(const Plan& p, int stage);
+
+/// in_flight_on for every stage of one plan, its micro-batch count (a 64-bit division) and first
+/// stage's figure worked out once: the memory check asks for each stage of every plan.
+class InFlight {
+ public:
+  explicit InFlight(const Plan& p)
+      : schedule_(p.schedule), pp_(p.pp), m_(p.microbatches()), first_(microbatches_in_flight(p)) {}
+  double on(int stage) const {
+    if (schedule_ == Schedule::gpipe || schedule_ == Schedule::zb_h1) return first_;
+    if (schedule_ == Schedule::one_f_one_b) return std::min(pp_ - stage, m_);
+    return std::max(1.0, first_ - stage);  // interleaved: Korthikanti's first stage
+  }
+
+ private:
+  Schedule schedule_;
+  int pp_, m_;
+  double first_;
+};
 
 /// Memory of one GPU of `stage` of a plain decoder split evenly; the planner checks both the
 /// first and the last stage.

@@ -1,6 +1,8 @@
 #pragma once
+#include <array>
 #include <vector>
 
+#include "planner/block.h"
 #include "planner/cluster.h"
 #include "planner/cost/compute.h"
 #include "planner/cost/memory.h"
@@ -50,16 +52,45 @@ struct PlanCosts {
   double p2p_gather_s = 0;     ///< the receiver's TP all-gather of it (no SP)
 };
 
-/// `lc` and `head` may carry precomputed layer_compute() per shape and head_compute() (the
-/// search memoises them per (tp, cp, mbs, sp)).
+/// A block shape under one layer configuration (tp, cp, mbs, sp, dtype, attention): what its cost
+/// shares across every plan of that configuration, which the search computes once per
+/// (tp, cp, mbs, sp) cell. The rest of BlockCost depends on the plan's recompute and TP overlap.
+struct ShapeCell {
+  LayerCompute compute;
+  BlockModel model;
+  bool tp_in_node = true;  ///< the TP group inside one node (TP overlap needs NVLink)
+  /// One TP collective's all-gather and reduce-scatter with sequence parallelism (0 without), and
+  /// the TP collectives of one pass, none overlapped.
+  double tp_allgather_s = 0, tp_reduce_scatter_s = 0, tp_per_pass_s = 0;
+  double cp_fwd_s = 0;        ///< the ring attention exchange's exposed part, per forward
+  double boundary_bytes = 0;  ///< the activation a stage boundary carries
+  double params = 0, full_act_bytes = 0, largest_matrix = 0;  ///< as in BlockCost
+  std::array<double, 3> act_bytes{};                          ///< stored, by Recompute
+};
+
+/// Every shape's ShapeCell and the embedding's and logits' compute of one layer configuration.
+struct CellCosts {
+  std::vector<ShapeCell> shape;
+  HeadCompute head;
+};
+/// For the layer configuration of `p` (its tp, cp, mbs, sp, dtype and attention).
+CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                     const BlockLayout& layout);
+
+/// `cell` may carry cell_costs() for the plan's layer configuration (the search memoises it per
+/// (tp, cp, mbs, sp)); without it they are computed.
 PlanCosts plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                     const BlockLayout& layout, const std::vector<LayerCompute>* lc = nullptr,
-                     const HeadCompute* head = nullptr);
+                     const BlockLayout& layout, const CellCosts* cell = nullptr);
+/// The same into `pc`, reusing its storage (the search's workspace).
+void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                const BlockLayout& layout, const CellCosts* cell, PlanCosts& pc);
 
 /// Blocks per virtual stage (pp x vpp entries, contiguous, in order).
 using Partition = std::vector<int>;
 /// As even as possible; the earlier virtual stages take the remainder.
 Partition even_partition(int blocks, int virtual_stages);
+/// The same into `part`, reusing its storage.
+void even_partition(int blocks, int virtual_stages, Partition& part);
 
 /// Per-virtual-stage costs and per-physical-stage loads of a partition.
 struct Stages {
