@@ -29,6 +29,22 @@ std::string model_error(const std::string& text) {
 std::string replace(std::string s, const std::string& from, const std::string& to) {
   return s.replace(s.find(from), from.size(), to);
 }
+/// The shipped A100 profile's text, for tests that edit it.
+std::string a100_profile_text() {
+  std::ifstream in(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+/// The message parse_cluster gives for `text`, or "no error".
+std::string profile_error(const std::string& text) {
+  try {
+    io::parse_cluster(text, "c.yaml");
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return "no error";
+}
+
 }  // namespace
 
 TEST_CASE("a valid model parses") {
@@ -79,29 +95,17 @@ TEST_CASE("every shipped model and cluster profile loads") {
 }
 
 TEST_CASE("bad cluster profiles name the key") {
-  const std::string path = PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml";
-  std::string text;
-  {
-    std::ifstream in(path);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  auto err = [](const std::string& t) {
-    try {
-      io::parse_cluster(t, "c.yaml");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  CHECK(err(replace(text, "gpus_per_node: 8", "gpus_per_nod: 8")) ==
+  const std::string text = a100_profile_text();
+  CHECK(profile_error(replace(text, "gpus_per_node: 8", "gpus_per_nod: 8")) ==
         "c.yaml:5: key 'gpus_per_nod': unknown key, did you mean 'gpus_per_node'?");
-  CHECK(err(replace(text, "hbm_GiB: 80", "hbm_GiB: -80")) ==
+  CHECK(profile_error(replace(text, "hbm_GiB: 80", "hbm_GiB: -80")) ==
         "c.yaml:11: key 'gpu.hbm_GiB': must be in [0.1, 16384], got -80");
-  CHECK(err(replace(text, "sms: 108", "sms: 0")) ==
+  CHECK(profile_error(replace(text, "sms: 108", "sms: 0")) ==
         "c.yaml:9: key 'gpu.sms': must be an integer from 1 to 100000, got 0");
-  CHECK(err(replace(text, "overlap_compute_slowdown: 0.189", "overlap_compute_slowdown: 1.5")) ==
+  CHECK(profile_error(
+            replace(text, "overlap_compute_slowdown: 0.189", "overlap_compute_slowdown: 1.5")) ==
         "c.yaml:17: key 'gpu.overlap_compute_slowdown': must be in [0, 1], got 1.5");
-  CHECK(err(replace(text, "  flash_efficiency: 0.6\n", "")) ==
+  CHECK(profile_error(replace(text, "  flash_efficiency: 0.6\n", "")) ==
         "c.yaml:8: key 'gpu.flash_efficiency': missing required key");
   // The optional kernel keys take the documented defaults.
   const std::string bare = replace(replace(text, "  flash_backward_efficiency: 0.46\n", ""),
@@ -112,17 +116,12 @@ TEST_CASE("bad cluster profiles name the key") {
   // A profile describes hardware: the stack is Megatron-LM's until a framework is chosen.
   CHECK(!c.legacy_software);
   CHECK(c.software == info(Framework::megatron).stack);
-  CHECK(err(replace(text, "network:\n", "software:\n  attention: flash\nnetwork:\n")) ==
+  CHECK(profile_error(replace(text, "network:\n", "software:\n  attention: flash\nnetwork:\n")) ==
         "c.yaml:26: key 'software.overlap_grad_reduce': missing required key");
 }
 
 TEST_CASE("a profile's legacy software block: the default execution choices, kernel rates kept") {
-  const std::string path = PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml";
-  std::string text;
-  {
-    std::ifstream in(path);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string text = a100_profile_text();
   // The A100 profile as written before the hardware/software split.
   const std::string kernel =
       "  flash_efficiency: 0.6\n  flash_backward_efficiency: 0.46\n  overlap_compute_slowdown: "
@@ -148,20 +147,12 @@ TEST_CASE("a profile's legacy software block: the default execution choices, ker
   CHECK(!with_tp.overlap_tp_comm);
   CHECK(note ==
         "DeepSpeed runs without the profile's software.overlap_tp_comm: predicted without it");
-  auto err = [](const std::string& t) {
-    try {
-      io::parse_cluster(t, "c.yaml");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  CHECK(err(replace(legacy, "attention: unfused", "attention: fast")) ==
+  CHECK(profile_error(replace(legacy, "attention: unfused", "attention: fast")) ==
         "c.yaml:23: key 'software.attention': expected flash or unfused, got 'fast'");
-  CHECK(err(replace(legacy, "zero3_collective_nics: 1", "zero3_collective_nics: maybe"))
+  CHECK(profile_error(replace(legacy, "zero3_collective_nics: 1", "zero3_collective_nics: maybe"))
             .find("key 'software.zero3_collective_nics'") != std::string::npos);
   // A kernel rate in both blocks is refused: one value per key.
-  CHECK(err(replace(legacy, "  gemm:", "  flash_efficiency: 0.5\n  gemm:")) ==
+  CHECK(profile_error(replace(legacy, "  gemm:", "  flash_efficiency: 0.5\n  gemm:")) ==
         "c.yaml:25: key 'software.flash_efficiency': given twice, also as gpu.flash_efficiency; "
         "keep the gpu one");
 }
