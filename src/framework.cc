@@ -198,9 +198,14 @@ std::optional<Framework> framework_named(std::string_view name) {
 
 std::string framework_names(bool emitting) {
   std::string out;
-  const size_t n = emitting ? kCurrentFrameworks.size() : kFrameworks.size();
-  for (size_t i = 0; i < n; ++i)
-    out += std::string(i == 0 ? "" : i + 1 == n ? " or " : ", ") + to_string(kFrameworks[i]);
+  auto list = [&](const auto& frameworks) {
+    for (size_t i = 0; i < frameworks.size(); ++i)
+      out += std::string(i == 0                       ? ""
+                         : i + 1 == frameworks.size() ? " or "
+                                                      : ", ") +
+             to_string(frameworks[i]);
+  };
+  emitting ? list(kCurrentFrameworks) : list(kFrameworks);
   return out;
 }
 
@@ -220,7 +225,7 @@ Framework parse_framework(const std::string& text, const std::string& option, bo
 bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p,
              std::string* reason) {
   if (refuses_common(m, c, p, reason)) return true;
-  if (!info(f).emits && refuses_2021(f, p, reason)) return true;
+  if (is_2021(f) && refuses_2021(f, p, reason)) return true;
   return is_megatron(f) ? refuses_megatron(f, m, c, p, reason) : refuses_deepspeed(p, reason);
 }
 

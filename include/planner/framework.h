@@ -85,6 +85,10 @@ constexpr const FrameworkInfo& info(Framework f) { return kFrameworkInfo[static_
 constexpr bool is_megatron(Framework f) {
   return f == Framework::megatron || f == Framework::megatron_2021;
 }
+/// The stacks of the 2021 runs, which refuse what did not exist yet.
+constexpr bool is_2021(Framework f) {
+  return f == Framework::megatron_2021 || f == Framework::deepspeed_2021;
+}
 const char* to_string(Framework f);
 /// A framework's option value ("megatron", "deepspeed-2021", ...); std::nullopt for anything else.
 std::optional<Framework> framework_named(std::string_view name);

@@ -117,8 +117,8 @@ int col(const char* name) {
   return -1;
 }
 
-/// The optional last column: the framework version the run used, whose execution stack and
-/// refusals the row is predicted with.
+/// The optional last column: the framework version the run used, whose execution stack the row
+/// is predicted on (regress applies a framework's refusals only when given --framework).
 constexpr const char* kFrameworkColumn = "framework";
 
 RegressionCase read_case(const Row& r, int line, bool has_framework) {
