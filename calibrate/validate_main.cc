@@ -123,6 +123,7 @@ int run(const Options& o, const RunnerWorkload& w) {
   cublasLtDestroy(lt);
   const CollectiveTimes ct = time_collectives(w, policy(o), o.timeout_s, o.seed, count, log);
   results.collectives_s = ct.collectives_s, results.dp_s = ct.dp_s;
+  results.boundary_s = ct.boundary_s;
   results.collectives_exposed_s = ct.collectives_exposed_s;
   io::write_file_atomically(o.out, results_json(results));
   log("# wrote " + o.out);

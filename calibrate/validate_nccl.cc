@@ -256,16 +256,17 @@ double chunked_time(const LocalTeam& team, const WorkCollective& c, const Repeat
   return t;
 }
 
-std::vector<double> dp_times(const RunnerWorkload& w, const RepeatPolicy& policy,
-                             unsigned long long seed, Watchdog& wd, double max_chunk_bytes,
-                             const std::function<void(const std::string&)>& log) {
+/// One call of each collective of `list`, alone (the stage boundaries' or DP's).
+std::vector<double> alone_times(const std::vector<WorkCollective>& list, const RepeatPolicy& policy,
+                                unsigned long long seed, Watchdog& wd, double max_chunk_bytes,
+                                const std::function<void(const std::string&)>& log) {
   double largest = 0;
-  for (const WorkCollective& c : w.dp)
+  for (const WorkCollective& c : list)
     largest = std::max(largest, std::min(c.bytes, max_chunk_bytes));
   LocalTeam team;  // one communicator at a time, rebuilt when the ranks change
   std::map<std::tuple<int, double, int>, double> seen;
   std::vector<double> out;
-  for (const WorkCollective& c : w.dp) {
+  for (const WorkCollective& c : list) {
     const auto key = std::tuple{int(c.coll), c.bytes, c.ranks};
     auto it = seen.find(key);
     if (it == seen.end()) {
@@ -305,13 +306,19 @@ CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& po
             "times stand)",
             local_gpus, local_gpus == 1 ? "" : "s", tp_ranks));
   }
-  int dp_ranks = 0;
-  for (const WorkCollective& c : w.dp) dp_ranks = std::max(dp_ranks, c.ranks);
-  if (!w.dp.empty() && local_gpus >= dp_ranks)
-    out.dp_s = dp_times(w, policy, seed, wd, max_chunk_bytes, log);
-  else if (!w.dp.empty())
-    log(fmt("# DP collectives: {} local GPU{}, they need {}: not measured", local_gpus,
-            local_gpus == 1 ? "" : "s", dp_ranks));
+  // The stage boundaries' and DP's collectives, each list all or none, each call alone.
+  auto alone = [&](const std::vector<WorkCollective>& list, const char* what) {
+    int ranks = 0;
+    for (const WorkCollective& c : list) ranks = std::max(ranks, c.ranks);
+    if (!list.empty() && local_gpus >= ranks)
+      return alone_times(list, policy, seed, wd, max_chunk_bytes, log);
+    if (!list.empty())
+      log(fmt("# {}: {} local GPU{}, they need {}: not measured", what, local_gpus,
+              local_gpus == 1 ? "" : "s", ranks));
+    return std::vector<double>{};
+  };
+  out.boundary_s = alone(w.boundary, "stage-boundary collectives");
+  out.dp_s = alone(w.dp, "DP collectives");
   return out;
 }
 

@@ -19,13 +19,14 @@ struct CollectiveTimes {
   /// What each added to its GEMM run beside it (the pair's time less the GEMM's alone, at least
   /// 0); the time alone for those not overlapped. Empty when collectives_s is.
   std::vector<double> collectives_exposed_s;
-  std::vector<double> dp_s;  ///< one call of each DP collective, alone; empty: not measured
+  std::vector<double> boundary_s;  ///< one call of each stage-boundary collective, alone; or empty
+  std::vector<double> dp_s;        ///< one call of each DP collective, alone; empty: not measured
 };
 
 /// Measures what the local GPUs allow: the TP collectives when there are at least their ranks
-/// (all or none, as the planner reads them), the DP collectives likewise. A DP collective larger
-/// than `max_chunk_bytes` runs as chunks of that size (buckets) and their times are added.
-/// Throws CollectiveTimeout (watchdog.h) when a step exceeds `timeout_s`.
+/// (all or none, as the planner reads them), the stage-boundary and the DP collectives likewise. A
+/// DP collective larger than `max_chunk_bytes` runs as chunks of that size (buckets) and their
+/// times are added. Throws CollectiveTimeout (watchdog.h) when a step exceeds `timeout_s`.
 CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& policy,
                                  double timeout_s, unsigned long long seed, int local_gpus,
                                  const std::function<void(const std::string&)>& log,

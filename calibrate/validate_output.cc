@@ -21,10 +21,10 @@ namespace {
 
 /// "# tp_allgather: NCCL allgather of S bytes over 8 GPUs, x 1 per layer, beside kernel 0
 /// (qkv forward; the estimate charges 3.1 of 40.2 us): measured on the local GPUs".
-std::string collective_line(const RunnerWorkload& w, const WorkCollective& c, bool dp,
+std::string collective_line(const RunnerWorkload& w, const WorkCollective& c, bool per_layer,
                             int local_gpus) {
   std::string times = "x " + std::to_string(c.count) +
-                      (!dp                ? " per layer"
+                      (per_layer          ? " per layer"
                        : c.per_microbatch ? " per micro-batch (" + std::to_string(w.microbatches) +
                                                 " micro-batches)"
                                           : " per iteration");
@@ -71,18 +71,23 @@ std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus) 
   out.push_back(
       fmt("# {} kernels, {} distinct runs (each timed once)", w.kernels.size(), distinct.size()));
   for (const WorkCollective& c : w.collectives)
+    out.push_back(collective_line(w, c, true, local_gpus));
+  if (!w.boundary.empty())
+    out.push_back(fmt("# stage {}'s boundaries (the receiver's all-gather without sp):", w.stage));
+  for (const WorkCollective& c : w.boundary)
     out.push_back(collective_line(w, c, false, local_gpus));
-  for (const WorkCollective& c : w.dp) out.push_back(collective_line(w, c, true, local_gpus));
-  if (w.collectives.empty() && w.dp.empty())
+  for (const WorkCollective& c : w.dp) out.push_back(collective_line(w, c, false, local_gpus));
+  if (w.collectives.empty() && w.boundary.empty() && w.dp.empty())
     out.push_back("# no collectives (tp = 1 and dp x cp = 1)");
   return out;
 }
 
 std::string results_json(const RunnerResults& r) {
   json j = {
-      {"schema", "planner-validate-results/2"}, {"device", r.device}, {"kernels_s", r.kernels_s}};
+      {"schema", "planner-validate-results/3"}, {"device", r.device}, {"kernels_s", r.kernels_s}};
   j["collectives_s"] = r.collectives_s.empty() ? json(nullptr) : json(r.collectives_s);
   if (!r.collectives_exposed_s.empty()) j["collectives_exposed_s"] = r.collectives_exposed_s;
+  j["boundary_s"] = r.boundary_s.empty() ? json(nullptr) : json(r.boundary_s);
   j["dp_s"] = r.dp_s.empty() ? json(nullptr) : json(r.dp_s);
   json checks = json::array();
   for (const auto& [name, err] : r.checks)

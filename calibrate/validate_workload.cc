@@ -147,9 +147,9 @@ RunnerWorkload parse_runner_workload(const std::string& text, const std::string&
   const json j = io::parse_json(text, origin);
   if (!j.is_object())
     r.fail("", "not a JSON object (is it a workload from planner validate --workload-out?)");
-  if (r.text(j, "schema", "") != "planner-validate-workload/2")
+  if (r.text(j, "schema", "") != "planner-validate-workload/3")
     r.fail("schema",
-           "expected planner-validate-workload/2, found '" + j["schema"].get<std::string>() + "'");
+           "expected planner-validate-workload/3, found '" + j["schema"].get<std::string>() + "'");
   RunnerWorkload w;
   w.model = j.contains("model") ? r.text(j, "model", "") : "?";
   w.plan = j.contains("plan") ? r.text(j, "plan", "") : "?";
@@ -161,7 +161,9 @@ RunnerWorkload parse_runner_workload(const std::string& text, const std::string&
   for (size_t i = 0; i < kernels.size(); ++i)
     w.kernels.push_back(parse_kernel(r, kernels[i], "kernels[" + std::to_string(i) + "]."));
   w.collectives = parse_collectives(r, j, "collectives", false);
+  w.boundary = parse_collectives(r, j, "boundary", true);
   w.dp = parse_collectives(r, j, "dp", true);
+  w.stage = j.contains("stage") ? int(r.extent(j, "stage", "")) : 0;
   w.microbatches = j.contains("microbatches") ? r.positive_int(j, "microbatches", "") : 1;
   for (size_t i = 0; i < w.collectives.size(); ++i) {
     const WorkCollective& c = w.collectives[i];

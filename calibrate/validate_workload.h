@@ -1,6 +1,6 @@
 #pragma once
 /// planner-validate's view of the work: the workload JSON that `planner validate` writes
-/// (schema planner-validate-workload/1, src/validate.cc workload_json), what the runner executes
+/// (schema planner-validate-workload/3, src/validate.cc workload_json), what the runner executes
 /// for each of its kernels, and the results JSON it writes back. Plain C++ (no CUDA): parsed,
 /// described (--dry-run) and tested on the CPU.
 #include <string>
@@ -36,8 +36,9 @@ struct WorkCollective {
   double bytes = 0;  ///< nccl-tests size S
   int ranks = 1;
   Pass pass = Pass::forward;
-  int count = 1;                ///< TP: per layer; DP: per iteration, or per micro-batch
-  bool per_microbatch = false;  ///< DP (ZeRO-3): count is per micro-batch
+  int count =
+      1;  ///< TP: per layer; DP: per iteration, or per micro-batch; boundary: per micro-batch
+  bool per_microbatch = false;  ///< DP (ZeRO-3) and stage boundary: count is per micro-batch
   bool overlapped = false;      ///< the estimate hides it, in part, behind compute
   int beside = -1;              ///< TP overlap: the workload kernel (a GEMM) it runs beside
   double predicted_s = 0;       ///< each, alone
@@ -50,8 +51,10 @@ struct RunnerWorkload {
   bool flash = true;
   WorkLayer layer;
   int microbatches = 1;
+  int stage = 0;  ///< the pipeline stage the workload stands for
   std::vector<WorkKernel> kernels;
   std::vector<WorkCollective> collectives;  ///< TP, per layer
+  std::vector<WorkCollective> boundary;     ///< at the stage's chunk boundaries, per micro-batch
   std::vector<WorkCollective> dp;           ///< DP collectives of an iteration
 };
 
@@ -108,11 +111,12 @@ struct RunnerResults {
   /// Each beside its GEMM when overlapped (what it added to the GEMM), else as collectives_s;
   /// empty: not measured (absent).
   std::vector<double> collectives_exposed_s;
+  std::vector<double> boundary_s;                      ///< one per boundary collective; empty: null
   std::vector<double> dp_s;                            ///< one per DP collective; empty: null
   std::vector<std::pair<std::string, double>> checks;  ///< kernel, relative error
 };
 /// {"device", "kernels_s", "collectives_s" (or null), "collectives_exposed_s" (when measured),
-/// "dp_s" (or null), "checks"}: what planner::parse_measured reads.
+/// "boundary_s" (or null), "dp_s" (or null), "checks"}: what planner::parse_measured reads.
 std::string results_json(const RunnerResults& r);
 
 }  // namespace planner::calibrate

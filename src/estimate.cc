@@ -125,6 +125,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   if (!fit) return e;
   StageTimes& tt = ws.times;
   stage_times(st, pc, p, tt);
+  e.critical_stage = tt.critical;
   const double weight_fraction = tt.t_max > 0 ? tt.weight / tt.t_max : 0.0;
   const double closed =
       pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction);

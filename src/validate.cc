@@ -62,7 +62,8 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   w.model = m.name;
   w.shape = m.decoder_shape();
   w.config = {p.tp, p.cp, p.mbs, p.sp, p.dtype, attention_of(p, c)};
-  w.stage_layers = *std::max_element(e.partition.begin(), e.partition.end());
+  w.stage = e.critical_stage;
+  w.stage_layers = e.partition[size_t(w.stage)];
   w.layers = layers > 0 ? layers : w.stage_layers;
   // Kernels run one by one in isolation: compare them with the microbenchmark-level prediction,
   // without the training-sustained factor that whole iterations carry.
@@ -79,6 +80,7 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   for (const Kernel& k : all)
     if (k.pass != Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);
   w.collectives = tp_collectives(m, c, p, w.kernels, w.is_recompute, e.layer_compute);
+  w.boundary = boundary_collectives(m, c, p, e.chunk_partition, w.stage);
   double params = 0;  // the most loaded stage's parameters on one rank, before ZeRO
   for (int s = 0; s < p.pp; ++s) params = std::max(params, stage_params_per_rank(m, p, s));
   w.dp = dp_collectives(m, c, p, params, e.layer_compute, w.stage_layers);
@@ -103,20 +105,24 @@ nlohmann::json workload_json(const Workload& w) {
                        {"flops", k.flops},
                        {"predicted_s", k.time_s}});
   }
-  json colls = json::array(), dp = json::array();
+  json colls = json::array();
   for (const WorkCollective& c : w.collectives) {
     json j = collective_json(c);
     j["beside"] = c.beside >= 0 ? json(c.beside) : json(nullptr);
     j["exposed_s"] = c.exposed_s;
     colls.push_back(j);
   }
-  for (const WorkCollective& c : w.dp) {
-    json j = collective_json(c);
-    j["per"] = c.per_microbatch ? "microbatch" : "iteration";
-    dp.push_back(j);
-  }
+  auto per_list = [](const std::vector<WorkCollective>& list) {
+    json out = json::array();
+    for (const WorkCollective& c : list) {
+      json j = collective_json(c);
+      j["per"] = c.per_microbatch ? "microbatch" : "iteration";
+      out.push_back(j);
+    }
+    return out;
+  };
   const LayerShape& s = w.shape;
-  return {{"schema", "planner-validate-workload/2"},
+  return {{"schema", "planner-validate-workload/3"},
           {"plan", to_plan_string(w.plan)},
           {"model", w.model},
           {"dtype", to_string(w.plan.dtype)},
@@ -133,10 +139,13 @@ nlohmann::json workload_json(const Workload& w) {
             {"mbs", w.config.mbs},
             {"sp", w.config.sp}}},
           {"layers", w.layers},
+          {"stage", w.stage},
+          {"stage_layers", w.stage_layers},
           {"kernels", kernels},
           {"collectives", colls},
           {"microbatches", w.plan.microbatches()},
-          {"dp", dp}};
+          {"boundary", per_list(w.boundary)},
+          {"dp", per_list(w.dp)}};
 }
 
 Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::string& origin) {
@@ -164,6 +173,7 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
   m.collective_exposed_s = optional_times(j, "collectives_exposed_s", w.collectives.size(), origin);
   if (!m.collective_exposed_s.empty() && m.collective_s.empty())
     fail("collectives_exposed_s", "given without collectives_s");
+  m.boundary_s = optional_times(j, "boundary_s", w.boundary.size(), origin);
   if (j.contains("dp_s") && j["dp_s"].is_number() && w.dp.size() == 1)  // an older runner's
     m.dp_s = {j["dp_s"].get<double>()};
   else
@@ -193,10 +203,11 @@ Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::s
 
 namespace {
 
-/// The communication component and the DP collectives of the report. TP: what the estimate
-/// charges after overlap against what the collectives added beside their GEMMs, or, when the
-/// runner ran them only alone, both on the wire; the profile's times when not measured. DP: each
-/// collective per iteration on the wire (the runner runs them alone).
+/// The communication component, the stage-boundary and the DP collectives of the report. TP:
+/// what the estimate charges after overlap against what the collectives added beside their GEMMs,
+/// or, when the runner ran them only alone, both on the wire; the profile's times when not
+/// measured. Stage boundary: per micro-batch on the wire (the profile's when not measured). DP:
+/// each collective per iteration on the wire (the runner runs them alone).
 void add_communication(const Workload& w, const Measured& m, ValidationReport& r) {
   const bool exposed = !m.collective_exposed_s.empty();
   r.communication_basis = r.communication_measured && !exposed ? "wire" : "exposed";
@@ -209,6 +220,15 @@ void add_communication(const Workload& w, const Measured& m, ValidationReport& r
                                                        : predicted;
     (fwd ? r.predicted[3].fwd_s : r.predicted[3].bwd_s) += c.count * predicted;
     (fwd ? r.measured[3].fwd_s : r.measured[3].bwd_s) += c.count * measured;
+  }
+  r.boundary_run = !m.boundary_s.empty();
+  for (size_t i = 0; i < w.boundary.size(); ++i) {
+    const WorkCollective& c = w.boundary[i];
+    const bool fwd = c.pass == Pass::forward;
+    r.boundary_predicted_s.push_back(c.count * c.predicted_s);
+    r.boundary_measured_s.push_back(c.count * (r.boundary_run ? m.boundary_s[i] : c.predicted_s));
+    (fwd ? r.boundary_predicted.fwd_s : r.boundary_predicted.bwd_s) += r.boundary_predicted_s[i];
+    (fwd ? r.boundary_measured.fwd_s : r.boundary_measured.bwd_s) += r.boundary_measured_s[i];
   }
   r.dp_exposed_s = w.dp_exposed_s;
   r.dp_measured_total_s = m.dp_s.empty() ? -1 : 0;

@@ -1,13 +1,16 @@
 // The collectives of validate's workload, as the estimate charges them: the TP collectives of a
-// layer with their pairing under TP-communication overlap (cost/stages.cc block_cost), and the
-// DP collectives of an iteration (cost/data_parallel.cc dp_cost, cost/zero3.cc).
+// layer with their pairing under TP-communication overlap (cost/stages.cc block_cost), the
+// receiver's all-gather at a stage boundary (cost/stages.cc plan_costs, cost/build_stages.cc),
+// and the DP collectives of an iteration (cost/data_parallel.cc dp_cost, cost/zero3.cc).
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "planner/block.h"
 #include "planner/cost/communication.h"
 #include "planner/cost/memory.h"
+#include "planner/cost/stages.h"
 #include "planner/cost/zero3.h"
 #include "planner/validate.h"
 
@@ -116,6 +119,33 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
       if (mod.kind == ModuleKind::linear && (mod.column_parallel || mod.tp_collectives > 0))
         tp.paired(mod, step == 1 ? Pass::backward_data : Pass::forward, step == 2);
   return tp.out;
+}
+
+std::vector<WorkCollective> boundary_collectives(const ModelSpec& m, const ClusterProfile& c,
+                                                 const Plan& p, const Partition& chunks,
+                                                 int stage) {
+  if (p.pp == 1 || p.tp == 1 || p.sp) return {};
+  // The widest activation crossing a boundary, from the block shapes' cells as plan_costs takes it.
+  const CellCosts cell = cell_costs(m, c, p, block_layout(m));
+  double widest = 0;
+  for (const ShapeCell& sc : cell.shape) widest = std::max(widest, sc.boundary_bytes);
+  const double each =
+      collective_time_s(c, Collective::allgather, widest, tp_group(p, c.gpus_per_node));
+  // The stage's chunks are virtual stages stage, stage + pp, ...: forward receives into every one
+  // but the model's first, backward into every one but its last (build_stages' chunk costs).
+  const int last = int(chunks.size()) - 1;
+  int fwd = 0, bwd = 0;
+  for (int vs = stage; vs <= last; vs += p.pp) fwd += vs > 0, bwd += vs < last;
+  std::vector<WorkCollective> out;
+  for (const auto& [pass, count] :
+       {std::pair{Pass::forward, fwd}, std::pair{Pass::backward_data, bwd}}) {
+    if (count == 0) continue;
+    WorkCollective w{
+        "pp_boundary_allgather", Collective::allgather, widest, p.tp, pass, count, true, each};
+    w.exposed_s = each;
+    out.push_back(w);
+  }
+  return out;
 }
 
 namespace {

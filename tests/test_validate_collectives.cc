@@ -10,6 +10,7 @@
 
 #include "planner/cost/communication.h"
 #include "planner/cost/memory.h"
+#include "planner/cost/stages.h"
 #include "planner/estimate.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
@@ -258,4 +259,110 @@ TEST_CASE("validate compares exposed with exposed, and each DP collective on the
   CHECK(none.dp_measured_total_s < 0);
   j["dp_s"] = {1.0};
   CHECK_THROWS_WITH(parse_measured(j, w, "m.json"), "m.json: key 'dp_s': expected 2 times");
+}
+
+namespace {
+/// The workload's TP communication of one micro-batch on its stage: its layers' exposed TP
+/// collectives and the stage-boundary all-gathers.
+double stage_tp_s(const Workload& w) {
+  double layer = 0, boundary = 0;
+  for (const WorkCollective& c : w.collectives) layer += c.count * c.exposed_s;
+  for (const WorkCollective& c : w.boundary) boundary += c.count * c.predicted_s;
+  return w.stage_layers * layer + boundary;
+}
+}  // namespace
+
+TEST_CASE("without sp the receiver all-gathers each activation crossing a stage boundary") {
+  // Per micro-batch into each of the stage's chunks but the model's first (forward) and each but
+  // its last (backward), the whole activation over the TP group, as plan_costs charges it.
+  for (const char* s :
+       {"tp=8,pp=4,dp=2,mbs=1,gbs=32", "tp=8,pp=4,dp=2,mbs=2,gbs=32,vpp=2",
+        "tp=4,pp=2,dp=8,mbs=1,gbs=64,recompute=full", "tp=8,pp=8,dp=1,mbs=1,gbs=16,vpp=5"}) {
+    CAPTURE(s);
+    const Plan p = plan(s);
+    const Workload w = build_workload(m18(), h200(), p);
+    const Estimate e = estimate(m18(), h200(), p);
+    REQUIRE(e.ok());
+    CHECK(w.stage == e.critical_stage);
+    CHECK(w.stage_layers == e.partition[size_t(w.stage)]);
+    const BlockLayout layout = block_layout(m18());
+    const double gather_s = plan_costs(m18(), h200(), p, layout).p2p_gather_s;
+    REQUIRE(gather_s > 0);
+    const int chunks = p.pp * p.vpp;
+    int fwd = 0, bwd = 0;
+    for (int vs = w.stage; vs < chunks; vs += p.pp) fwd += vs > 0, bwd += vs < chunks - 1;
+    int seen_fwd = 0, seen_bwd = 0;
+    for (const WorkCollective& c : w.boundary) {
+      CHECK(c.name == "pp_boundary_allgather");
+      CHECK(c.coll == Collective::allgather);
+      CHECK(c.bytes == doctest::Approx(2.0 * p.mbs * 2048 * 6144));
+      CHECK(c.ranks == p.tp);
+      CHECK(c.per_microbatch);
+      CHECK(!c.overlapped);
+      CHECK(c.predicted_s == doctest::Approx(gather_s));
+      (c.pass == Pass::forward ? seen_fwd : seen_bwd) += c.count;
+    }
+    CHECK(seen_fwd == fwd);
+    CHECK(seen_bwd == bwd);
+    // With the layers' TP collectives they are the estimate's whole TP communication.
+    CHECK(p.microbatches() * stage_tp_s(w) == doctest::Approx(e.breakdown.tp_comm_s));
+  }
+  // Each stage of pp=4 x vpp=2 (chunks 0-7): stage 0 holds chunks 0 and 4 (the model's first
+  // receives nothing forward), stage 3 chunks 3 and 7 (the last receives nothing backward).
+  const Plan p = plan("tp=8,pp=4,dp=2,mbs=1,gbs=32,vpp=2");
+  const Partition part = even_partition(40, 8);
+  const int expected[4][2] = {{1, 2}, {2, 2}, {2, 2}, {2, 1}};
+  for (int stage = 0; stage < 4; ++stage) {
+    CAPTURE(stage);
+    const std::vector<WorkCollective> b = boundary_collectives(m18(), h200(), p, part, stage);
+    REQUIRE(b.size() == 2);
+    CHECK(b[0].pass == Pass::forward);
+    CHECK(b[0].count == expected[stage][0]);
+    CHECK(b[1].pass == Pass::backward_data);
+    CHECK(b[1].count == expected[stage][1]);
+  }
+  const std::vector<WorkCollective> first = boundary_collectives(
+      m18(), h200(), plan("tp=8,pp=4,dp=2,mbs=1,gbs=32"), even_partition(40, 4), 0);
+  REQUIRE(first.size() == 1);  // the first stage without interleaving: backward only
+  CHECK(first[0].pass == Pass::backward_data);
+  // With sp the slice is the next layer's sequence shard as it is; no TP, no pipeline: none.
+  for (const char* s : {"tp=8,pp=4,dp=2,mbs=1,gbs=32,sp=1", "tp=1,pp=4,dp=16,mbs=1,gbs=32",
+                        "tp=8,pp=1,dp=8,mbs=1,gbs=32"})
+    CHECK(build_workload(m18(), h200(), plan(s)).boundary.empty());
+}
+
+TEST_CASE("validate adds the stage boundaries to the stage's micro-batch, measured or not") {
+  const Plan p = plan("tp=8,pp=4,dp=2,mbs=1,gbs=32,vpp=2");
+  const Workload w = build_workload(m18(), h200(), p);
+  REQUIRE(!w.boundary.empty());
+  nlohmann::json j = {{"device", "test"}, {"kernels_s", nlohmann::json::array()}};
+  for (const Kernel& k : w.kernels) j["kernels_s"].push_back(k.time_s);
+  const ValidationReport none = compare(w, parse_measured(j, w, "m.json"));
+  double boundary = 0;
+  for (const WorkCollective& c : w.boundary) boundary += c.count * c.predicted_s;
+  CHECK(!none.boundary_run);
+  CHECK(none.boundary_predicted.total() == doctest::Approx(boundary));
+  CHECK(none.boundary_measured.total() == doctest::Approx(boundary));  // the profile's
+  CHECK(none.predicted_microbatch_s() ==
+        doctest::Approx(none.predicted_layer.total() * w.stage_layers + boundary));
+  CHECK(validation_json(w, none)["boundary"]["measured_s"].is_null());
+  for (const WorkCollective& c : w.boundary) j["boundary_s"].push_back(3 * c.predicted_s);
+  const ValidationReport r = compare(w, parse_measured(j, w, "m.json"));
+  CHECK(r.boundary_run);
+  CHECK(r.boundary_measured.total() == doctest::Approx(3 * boundary));
+  CHECK(r.measured_microbatch_s() - r.predicted_microbatch_s() == doctest::Approx(2 * boundary));
+  const nlohmann::json js = validation_json(w, r);
+  CHECK(js["boundary"]["stage"] == w.stage);
+  CHECK(js["boundary"]["measured_s"].get<double>() == doctest::Approx(3 * boundary));
+  CHECK(js["microbatch"]["measured_s"].get<double>() == doctest::Approx(r.measured_microbatch_s()));
+  std::ostringstream text;
+  print_validation(text, w, r);
+  CHECK(text.str().find("boundaries per micro-batch") != std::string::npos);
+  CHECK(text.str().find("pp_boundary_allgather") != std::string::npos);
+  CHECK(text.str().find("with the stage boundaries") != std::string::npos);
+  j["boundary_s"] = {1.0, 2.0, 3.0};
+  CHECK_THROWS_WITH(
+      parse_measured(j, w, "m.json"),
+      doctest::Contains(
+          ("key 'boundary_s': expected " + std::to_string(w.boundary.size()) + " times").c_str()));
 }

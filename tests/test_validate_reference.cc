@@ -4,6 +4,7 @@
 // needs a GPU and is not exercised here.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -322,10 +323,13 @@ TEST_CASE("malformed workloads are refused with the file and key") {
   CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
                     "w.json: key 'kernels[0].class': unknown value 'gem', did you mean 'gemm'?");
   bad = j;
-  bad["schema"] = "planner-validate-workload/1";  // before the DP list and the overlaps
+  bad["schema"] = "planner-validate-workload/2";  // before the stage-boundary list
   CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
-                    "w.json: key 'schema': expected planner-validate-workload/2, found "
-                    "'planner-validate-workload/1'");
+                    "w.json: key 'schema': expected planner-validate-workload/3, found "
+                    "'planner-validate-workload/2'");
+  bad = j;
+  bad.erase("boundary");
+  CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"), "w.json: key 'boundary': missing");
   bad = j;
   bad["dp"][0]["per"] = "microbatches";
   CHECK_THROWS_WITH(
@@ -393,4 +397,37 @@ TEST_CASE("the runner reads each overlapped TP collective's GEMM and refuses one
   const nlohmann::json out = nlohmann::json::parse(results_json(r));
   CHECK(out["collectives_exposed_s"].size() == 8);
   CHECK(out["dp_s"].size() == 2);
+}
+
+TEST_CASE("the runner reads the stage-boundary all-gathers, lists them and writes their times") {
+  nlohmann::json j = workload_json(
+      build_workload(io::load_model(PLANNER_SOURCE_DIR "/configs/models/megatron-18.4b.yaml"),
+                     h200(), parse_plan("tp=8,pp=4,dp=2,mbs=1,gbs=32", "--plan")));
+  const RunnerWorkload w = parse_runner_workload(j.dump(), "w.json");
+  REQUIRE(!w.boundary.empty());
+  CHECK(w.stage == j["stage"].get<int>());
+  for (const calibrate::WorkCollective& c : w.boundary) {
+    CHECK(c.name == "pp_boundary_allgather");
+    CHECK(c.coll == Collective::allgather);
+    CHECK(c.ranks == 8);
+    CHECK(c.per_microbatch);
+    CHECK(c.bytes == 2.0 * 2048 * 6144);
+  }
+  const std::vector<std::string> lines = dry_run_lines(w, 8);
+  const auto listed = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("# pp_boundary_allgather: NCCL allgather of 25165824 bytes over 8 GPUs") == 0;
+  });
+  REQUIRE(listed != lines.end());
+  CHECK(listed->find("per micro-batch (16 micro-batches)") != std::string::npos);
+  CHECK(listed->find("measured on the local GPUs") != std::string::npos);
+  nlohmann::json bad = j;
+  bad["boundary"][0]["per"] = "layer";
+  CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
+                    doctest::Contains("key 'boundary[0].per': unknown value 'layer'"));
+  RunnerResults r;
+  r.kernels_s = std::vector<double>(w.kernels.size(), 1e-3);
+  r.boundary_s = std::vector<double>(w.boundary.size(), 2e-4);
+  const nlohmann::json out = nlohmann::json::parse(results_json(r));
+  CHECK(out["boundary_s"].size() == w.boundary.size());
+  CHECK(nlohmann::json::parse(results_json(RunnerResults{}))["boundary_s"].is_null());
 }

@@ -67,6 +67,7 @@ struct Estimate {
   double closed_form_time_s = 0;  ///< the closed form's iteration time (even partition)
   std::vector<int> partition;     ///< blocks (layers) per pipeline stage
   Partition chunk_partition;      ///< blocks per virtual stage (model chunk), as simulated
+  int critical_stage = 0;         ///< the slowest stage per micro-batch, whose parts it charges
   bool balanced = false;          ///< the balanced partition beat the even split
   double balanced_gain_pct = 0;   ///< iteration-time gain of the balanced over the even split
   std::vector<double> stage_busy_s, stage_idle_s;  ///< per stage, simulated

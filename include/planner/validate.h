@@ -22,6 +22,7 @@ struct WorkCollective {
   Pass pass = Pass::forward;
   /// TP: per layer in this pass (recompute included). DP: per iteration, or per micro-batch
   /// when `per_microbatch` (ZeRO-3's gathers and reduce-scatters, over the stage's layers).
+  /// Stage boundary: per micro-batch, over the stage's chunks.
   int count = 0;
   bool per_microbatch = false;
   double predicted_s = 0;  ///< each, on the wire
@@ -33,22 +34,30 @@ struct WorkCollective {
   int beside = -1;  ///< TP overlap: index in Workload::kernels of its GEMM; -1 none
   /// TP: each, what the estimate charges after the overlap (predicted_s when not overlapped).
   /// DP: predicted_s (the estimate charges DP's exposure as a whole: Workload::dp_exposed_s).
+  /// Stage boundary: predicted_s (charged whole, as TP communication).
   double exposed_s = 0;
 };
 
 /// The work of one pipeline stage of a plan as one of its ranks runs it: one decoder layer's
-/// kernels (forward, then backward with the plan's recomputation), its TP collectives, the DP
-/// collectives of an iteration, and how many layers and micro-batches that stands for.
+/// kernels (forward, then backward with the plan's recomputation), its TP collectives, the
+/// collectives at the stage's chunk boundaries and the DP collectives of an iteration, and how
+/// many layers and micro-batches that stands for.
 struct Workload {
   Plan plan;
   std::string model;
   LayerShape shape;
   LayerConfig config;
   int layers = 1;                  ///< layers to run (--layers; default the stage's)
-  int stage_layers = 1;            ///< layers of the plan's most loaded stage
+  int stage = 0;                   ///< the pipeline stage: the estimate's critical one
+  int stage_layers = 1;            ///< its layers
   std::vector<Kernel> kernels;     ///< execution order; recompute re-runs included
   std::vector<bool> is_recompute;  ///< per kernel: a forward re-run during backward
   std::vector<WorkCollective> collectives;
+  /// Per micro-batch at the stage's chunk boundaries, as cost/stages.cc charges them: without
+  /// sequence parallelism the receiver's TP all-gather of the activation that arrived as 1/tp
+  /// slices (forward into every chunk but the model's first, backward into every chunk but its
+  /// last). Empty with pp = 1, tp = 1 or sp.
+  std::vector<WorkCollective> boundary;
   std::vector<WorkCollective> dp;  ///< empty when nothing is reduced (dp x cp = 1, no tied copy)
   double dp_total_s = 0;           ///< the estimate's DP communication on the wire, per iteration
   double dp_exposed_s = 0;         ///< what it charges of that after overlap
@@ -74,14 +83,21 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
                                            const Plan& p, double params_rank,
                                            const LayerCompute& lc, int stage_blocks);
 
+/// The stage-boundary collectives of pipeline stage `stage` per micro-batch (Workload::boundary)
+/// for the estimate's chunk partition `chunks` (blocks per virtual stage).
+std::vector<WorkCollective> boundary_collectives(const ModelSpec& m, const ClusterProfile& c,
+                                                 const Plan& p, const Partition& chunks, int stage);
+
 /// Throws InputError for a plan the cost model rejects (with the reason).
 Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan& p, int layers = 0);
 
-/// What the GPU runner reads (schema planner-validate-workload/2) and what it writes back:
+/// What the GPU runner reads (schema planner-validate-workload/3) and what it writes back:
 /// {"device": ..., "kernels_s": [one per workload kernel], "collectives_s": [one per collective,
 /// each a single call, alone] or null when they were not run, "collectives_exposed_s": [one per
 /// collective: what it added to its GEMM when run beside it; the time alone when not
-/// overlapped] or absent, "dp_s": [one per DP collective, each a single call] or null}.
+/// overlapped] or absent, "boundary_s": [one per stage-boundary collective, a single call] or
+/// null (absent from an older runner: not measured), "dp_s": [one per DP collective, each a
+/// single call] or null}.
 nlohmann::json workload_json(const Workload& w);
 
 struct Measured {
@@ -90,7 +106,8 @@ struct Measured {
   std::vector<double> collective_s;  ///< empty: not measured, the profile's times stand in
   /// Beside their GEMMs (as collective_s for those not overlapped); empty: not measured so.
   std::vector<double> collective_exposed_s;
-  std::vector<double> dp_s;  ///< one per DP collective; empty: not measured
+  std::vector<double> boundary_s;  ///< one per stage-boundary collective; empty: not measured
+  std::vector<double> dp_s;        ///< one per DP collective; empty: not measured
   /// Optional "attention_reference": the workload's attention kernels timed with a production
   /// fused kernel (calibrate/sdpa_reference.py: PyTorch SDPA); NaN for the other kernels, empty
   /// when absent. When present it stands for attention in the measured totals.
@@ -124,8 +141,21 @@ struct ValidationReport {
   /// measured on the wire per iteration (measured < 0 when the runner could not, e.g. fewer
   /// local GPUs than dp x cp), and what the estimate charges after overlap.
   std::vector<double> dp_predicted_s, dp_measured_s;
+  /// The stage-boundary collectives of one micro-batch on the wire (Workload::boundary): each
+  /// entry's calls, predicted and measured (the profile's time when not measured), and their
+  /// sums, which the per-micro-batch and per-iteration totals include.
+  bool boundary_run = false;
+  std::vector<double> boundary_predicted_s, boundary_measured_s;
+  ComponentTimes boundary_predicted, boundary_measured;
   double dp_predicted_total_s = 0, dp_measured_total_s = -1, dp_exposed_s = 0;
   int layers = 1, stage_layers = 1, microbatches = 1;
+  /// One micro-batch on the stage: its layers and the stage-boundary collectives.
+  double predicted_microbatch_s() const {
+    return predicted_layer.total() * stage_layers + boundary_predicted.total();
+  }
+  double measured_microbatch_s() const {
+    return measured_layer.total() * stage_layers + boundary_measured.total();
+  }
   /// The layer without communication (GEMMs, attention, element-wise): what the GPU ran.
   ComponentTimes predicted_compute() const { return sum_compute(predicted); }
   ComponentTimes measured_compute() const { return sum_compute(measured); }

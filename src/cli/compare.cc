@@ -157,7 +157,8 @@ nlohmann::json to_json(const Inputs& in, const std::vector<Column>& cols) {
 std::vector<Variant> variants(const CompareArgs& a, const Inputs& in, const Plan& plan) {
   std::vector<Variant> out;
   for (size_t i = 0; i < a.clusters.size(); ++i) {
-    Variant v{"", a.clusters[i], i == 0 ? in.cluster : io::load_cluster(a.clusters[i]), plan};
+    Variant v{"", a.clusters[i], i == 0 ? in.cluster : io::load_cluster(a.clusters[i]), plan,
+              std::nullopt};
     v.label = v.cluster.name;
     out.push_back(std::move(v));
   }

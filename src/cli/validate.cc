@@ -99,7 +99,8 @@ void add_validate(CLI::App& app, int* rc) {
   CLI::App* s = app.add_subcommand(
       "validate", "run a plan's kernels on the local GPUs and compare with the prediction");
   add_plan_options(s, *a, "tp=8,pp=1,dp=8,mbs=4,gbs=1536,zero=1,sp=1");
-  s->add_option("--layers", a->layers, "layers to run (default: the plan's most loaded stage)")
+  s->add_option("--layers", a->layers,
+                "layers to run (default: those of the estimate's critical stage)")
       ->check(integer_in(1, limits::kLayers));
   s->add_option("--iters", a->iters, "timed repetitions (median reported)")
       ->check(integer_in(1, 100000));

@@ -75,6 +75,26 @@ void print_dp(std::ostream& out, const Workload& w, const ValidationReport& r) {
        r.dp_predicted_total_s, measured, r.dp_exposed_s);
 }
 
+/// The stage-boundary collectives of one micro-batch, each on the wire.
+void print_boundary(std::ostream& out, const Workload& w, const ValidationReport& r) {
+  if (w.boundary.empty()) return;
+  line(out,
+       "# stage {}'s boundaries per micro-batch, each run alone (on the wire; TP communication "
+       "in the estimate):\n",
+       w.stage);
+  for (size_t i = 0; i < w.boundary.size(); ++i) {
+    const WorkCollective& c = w.boundary[i];
+    const std::string measured =
+        r.boundary_run ? fmt("measured {:.3f} ms ({:+.1f}%)", r.boundary_measured_s[i] / kMs,
+                             r.diff_pct(r.boundary_predicted_s[i], r.boundary_measured_s[i]))
+                       : std::string("not measured (fewer local GPUs than tp: the profile's time)");
+    line(out, "#   {:<26} {:<14} {:>10.1f} MB over {} ranks x {} {}: predicted {:.3f} ms, {}\n",
+         c.name, to_string(c.coll), c.bytes / 1e6, c.ranks, c.count,
+         c.pass == Pass::forward ? "forward" : "backward", r.boundary_predicted_s[i] / kMs,
+         measured);
+  }
+}
+
 }  // namespace
 
 void print_validation(std::ostream& out, const Workload& w, const ValidationReport& r) {
@@ -99,15 +119,16 @@ void print_validation(std::ostream& out, const Workload& w, const ValidationRepo
          "{:.3f} ms backward (not in the totals)\n",
          r.own_attention.fwd_s / kMs, r.own_attention.bwd_s / kMs);
   }
-  const double k = double(r.stage_layers) * r.microbatches;
-  line(out, "# per micro-batch (x {} layers): predicted {:.2f} ms, measured {:.2f} ms ({:+.1f}%)\n",
-       r.stage_layers, r.predicted_layer.total() * r.stage_layers / kMs,
-       r.measured_layer.total() * r.stage_layers / kMs,
-       r.diff_pct(r.predicted_layer.total(), r.measured_layer.total()));
+  print_boundary(out, w, r);
+  const double predicted = r.predicted_microbatch_s(), measured = r.measured_microbatch_s();
+  line(out,
+       "# per micro-batch (x {} layers{}): predicted {:.2f} ms, measured {:.2f} ms ({:+.1f}%)\n",
+       r.stage_layers, w.boundary.empty() ? "" : ", with the stage boundaries", predicted / kMs,
+       measured / kMs, r.diff_pct(predicted, measured));
   line(out,
        "# per iteration of compute and TP communication (x {} micro-batches): predicted {:.3f} s, "
        "measured {:.3f} s\n",
-       r.microbatches, r.predicted_layer.total() * k, r.measured_layer.total() * k);
+       r.microbatches, predicted * r.microbatches, measured * r.microbatches);
   print_dp(out, w, r);
 }
 
@@ -131,6 +152,27 @@ nlohmann::json dp_json(const Workload& w, const ValidationReport& r) {
   return {{"predicted_s", r.dp_predicted_total_s},
           {"measured_s", seconds(r.dp_measured_total_s)},
           {"exposed_predicted_s", r.dp_exposed_s},
+          {"collectives", list}};
+}
+
+nlohmann::json boundary_json(const Workload& w, const ValidationReport& r) {
+  using nlohmann::json;
+  json list = json::array();
+  for (size_t i = 0; i < w.boundary.size(); ++i) {
+    const WorkCollective& c = w.boundary[i];
+    list.push_back(
+        {{"name", c.name},
+         {"collective", to_string(c.coll)},
+         {"bytes", c.bytes},
+         {"ranks", c.ranks},
+         {"pass", c.pass == Pass::forward ? "forward" : "backward"},
+         {"calls", c.count},
+         {"predicted_s", r.boundary_predicted_s[i]},
+         {"measured_s", r.boundary_run ? json(r.boundary_measured_s[i]) : json(nullptr)}});
+  }
+  return {{"stage", w.stage},
+          {"predicted_s", r.boundary_predicted.total()},
+          {"measured_s", r.boundary_run ? json(r.boundary_measured.total()) : json(nullptr)},
           {"collectives", list}};
 }
 
@@ -158,6 +200,11 @@ nlohmann::json validation_json(const Workload& w, const ValidationReport& r) {
           {"stage_layers", r.stage_layers},
           {"microbatches", r.microbatches},
           {"layer", times(r.predicted_layer, r.measured_layer)},
+          {"microbatch",
+           {{"predicted_s", r.predicted_microbatch_s()},
+            {"measured_s", r.measured_microbatch_s()},
+            {"diff_pct", r.diff_pct(r.predicted_microbatch_s(), r.measured_microbatch_s())}}},
+          {"boundary", boundary_json(w, r)},
           {"compute", times(r.predicted_compute(), r.measured_compute())},
           {"communication_basis", r.communication_basis},
           {"dp", dp_json(w, r)},
