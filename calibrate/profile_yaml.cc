@@ -79,6 +79,8 @@ void write_gpu(std::string& o, const Gpu& g) {
   for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32})
     o += fmt("{}{}: {}", d == Dtype::fp16 ? "" : ", ", to_string(d),
              num(g.peak_flops[static_cast<int>(d)] / kTera));
+  if (g.mxfp8_flops > 0) o += ", mxfp8: " + num(g.mxfp8_flops / kTera);
+  if (g.nvfp4_flops > 0) o += ", nvfp4: " + num(g.nvfp4_flops / kTera);
   o += "}\n";
   o += "  hbm_GiB: " + num(g.hbm_bytes / kGiB) + "\n";
   o += "  hbm_bandwidth_GBps: " + num(g.hbm_Bps / kGB) + "\n";
@@ -108,6 +110,7 @@ void write_tier(std::string& o, const char* key, const NetworkTier& t) {
   o += "    name: " + quoted(t.name) + "\n";
   o += fmt("    reference_ranks: {}\n", t.reference_ranks);
   o += "    hop_latency_us: " + num(t.hop_latency_s / kUs) + "\n";
+  if (t.nic_Bps > 0) o += "    nic_gbps: " + num(t.nic_Bps / kGbit) + "\n";
   for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
                        Collective::alltoall, Collective::sendrecv})
     write_collective(o, c, t.cost[static_cast<int>(c)]);
@@ -119,7 +122,11 @@ std::string cluster_yaml(const ClusterProfile& c, const std::vector<std::string>
   std::string o;
   for (const std::string& line : comments) o += "# " + line + "\n";
   o += "name: " + quoted(c.name) + "\n";
-  o += fmt("gpus_per_node: {}\nnodes: {}\n", c.gpus_per_node, c.nodes);
+  o += fmt("gpus_per_node: {}\n", c.gpus_per_node);
+  if (c.nvlink_domain != c.gpus_per_node) o += fmt("nvlink_domain: {}\n", c.nvlink_domain);
+  if (c.nics_per_node != c.gpus_per_node) o += fmt("nics_per_node: {}\n", c.nics_per_node);
+  if (c.nic_Bps > 0) o += "nic_gbps: " + num(c.nic_Bps / kGbit) + "\n";
+  if (c.nodes > 0) o += fmt("nodes: {}\n", c.nodes);
   if (c.gpu_hour_usd > 0) o += "gpu_hour_usd: " + num(c.gpu_hour_usd) + "\n";
   write_gpu(o, c.gpu);
   o += "network:\n";

@@ -3,6 +3,7 @@
 
 #include "planner/estimate.h"
 #include "planner/format.h"
+#include "planner/names.h"
 
 namespace planner {
 
@@ -86,6 +87,11 @@ Rejection check_framework(const ModelSpec& m, const ClusterProfile& c, const Pla
   return Rejection::none;
 }
 
+/// Every TP group inside one NVLink domain: the job inside one domain, or groups that tile it.
+bool tp_in_domain(const ClusterProfile& c, const Plan& p) {
+  return p.tp <= c.nvlink_domain && (p.gpus() <= c.nvlink_domain || c.nvlink_domain % p.tp == 0);
+}
+
 }  // namespace
 
 Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
@@ -94,20 +100,20 @@ Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& 
     return fail(Rejection::dtype_unsupported, reason, [&] {
       return std::string(c.gpu.name + " has no " + to_string(p.dtype) + " tensor-core peak");
     });
-  if (p.gpus() > c.total_gpus())
+  if (!c.job_size_ok(p.gpus()))
     return fail(Rejection::gpus_mismatch, reason, [&] {
-      return std::string("dp*tp*pp*cp = " + std::to_string(p.gpus()) + " exceeds the cluster's " +
-                         str(c.total_gpus()) + " GPUs");
+      return "dp*tp*pp*cp = " + std::to_string(p.gpus()) + " GPUs: beyond an NVLink domain of " +
+             str(c.nvlink_domain) + " a job takes whole hosts of " + str(c.gpus_per_node);
     });
   if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0)
     return fail(Rejection::tp_not_dividing_heads, reason, [&] {
       return std::string("tp=" + str(p.tp) + " does not divide heads=" + str(m.heads) +
                          " and kv_heads=" + str(m.kv_heads));
     });
-  if (!o.tp_across_nodes && (p.tp > c.gpus_per_node || c.gpus_per_node % p.tp != 0))
+  if (!o.tp_across_nodes && !tp_in_domain(c, p))
     return fail(Rejection::tp_across_nodes, reason, [&] {
-      return std::string("tp=" + str(p.tp) + " does not fit in a node of " + str(c.gpus_per_node) +
-                         " GPUs (allow with --tp-across-nodes)");
+      return std::string("tp=" + str(p.tp) + " does not fit in an NVLink domain of " +
+                         str(c.nvlink_domain) + " GPUs (allow with --tp-across-nodes)");
     });
   for (const Component& comp : m.encoders)
     if (comp.shape.attention && (comp.shape.heads % p.tp != 0 || comp.shape.kv_heads % p.tp != 0))
@@ -116,9 +122,9 @@ Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& 
                comp.name;
       });
   if (!m.encoders.empty()) return Rejection::none;  // multimodal: the split depends on vpp
-  if (m.layers % p.pp != 0)
+  if (p.pp > m.layers)  // how the layers are cut depends on the split and vpp (check_plan)
     return fail(Rejection::pp_not_dividing_layers, reason, [&] {
-      return std::string("pp=" + str(p.pp) + " does not divide layers=" + str(m.layers));
+      return std::string("pp=" + str(p.pp) + " exceeds layers=" + str(m.layers));
     });
   return check_cp_batch(m, p, reason);
 }
@@ -134,11 +140,22 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
       });
     if (const Rejection r = check_cp_batch(m, p, reason); r != Rejection::none) return r;
   }
-  if (p.vpp > 1 && (p.pp == 1 || (m.encoders.empty() && (m.layers / p.pp) % p.vpp != 0)))
-    return fail(Rejection::vpp_invalid, reason, [&] {
-      return std::string("vpp=" + str(p.vpp) + " needs pp>1 and to divide the " +
-                         str(m.layers / p.pp) + " layers per stage");
+  if (p.vpp > 1 && p.pp == 1)
+    return fail(Rejection::vpp_invalid, reason,
+                [&] { return std::string("vpp=" + str(p.vpp) + " needs pp>1"); });
+  if (!m.encoders.empty() && p.split != PipelineSplit::even)
+    return fail(Rejection::pp_not_dividing_layers, reason, [&] {
+      return std::string("split=") + name_of(p.split) +
+             " is for decoder-only models; this one's encoders are split with the decoder";
     });
+  if (m.encoders.empty()) switch (split_check(m.layers, p, reason)) {
+      case SplitError::none:
+        break;
+      case SplitError::layers:
+        return Rejection::pp_not_dividing_layers;
+      case SplitError::vpp:
+        return Rejection::vpp_invalid;
+    }
   if (p.schedule == Schedule::interleaved && p.vpp == 1)
     return fail(Rejection::vpp_invalid, reason,
                 [&] { return std::string("schedule=interleaved needs vpp > 1"); });

@@ -1,5 +1,6 @@
 #include "planner/cluster.h"
 
+#include "planner/format.h"
 #include "planner/names.h"
 
 namespace planner {
@@ -20,6 +21,13 @@ const char* to_string(Collective c) {
       return "sendrecv";
   }
   return "?";
+}
+
+std::string topology_note(const ClusterProfile& c) {
+  std::string out;
+  if (c.nvlink_domain != c.gpus_per_node) out += fmt(", NVLink domain of {} GPUs", c.nvlink_domain);
+  if (c.nics_per_node != c.gpus_per_node) out += fmt(", {} NICs/node", c.nics_per_node);
+  return out;
 }
 
 }  // namespace planner

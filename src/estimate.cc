@@ -13,6 +13,13 @@ AttentionKernel attention_of(const Plan& p, const ClusterProfile& c) {
   return p.attention.value_or(c.software.attention);
 }
 
+void plan_partition(const ModelSpec& m, const BlockLayout& layout, const Plan& p, Partition& part) {
+  if (m.encoders.empty())
+    split_partition(m.layers, p, part);
+  else
+    even_partition(layout.count(), p.pp * p.vpp, part);
+}
+
 namespace {
 
 /// Step 3 of an estimate: per-stage times of one micro-batch, and the critical stage's parts.
@@ -103,7 +110,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const BlockLayout& layout = cache ? cache->layout : own;
   plan_costs(m, c, p, layout, cache ? &cache->cell : nullptr, ws.costs);
   const PlanCosts& pc = ws.costs;
-  if (!part) even_partition(layout.count(), p.pp * p.vpp, ws.even);
+  if (!part) plan_partition(m, layout, p, ws.even);
   const Partition& used = part ? *part : ws.even;
   build_stages(layout, pc, p, used, ws.stages);
   const Stages& st = ws.stages;
@@ -184,7 +191,9 @@ Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const bool use_balanced =
       balanced.ok() && (!even.ok() || balanced.iteration_time_s < even.iteration_time_s);
   Estimate best = use_balanced ? balanced : even;
-  best.balanced = use_balanced && bal != even_partition(layout.count(), p.pp * p.vpp);
+  Partition planned;
+  plan_partition(m, layout, p, planned);
+  best.balanced = use_balanced && bal != planned;
   if (even.ok() && balanced.ok())
     best.balanced_gain_pct =
         100.0 * (even.iteration_time_s - balanced.iteration_time_s) / even.iteration_time_s;

@@ -19,20 +19,17 @@ bool no(std::string* reason, Message&& why) {
   return true;
 }
 
-/// What every launcher needs: whole nodes, whole micro-batches per DP rank, whole layers per stage.
+/// What every launcher needs: whole hosts beyond an NVLink domain, whole micro-batches per DP rank,
+/// whole layers per stage.
 bool refuses_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                     std::string* reason) {
   if (p.dp <= 0 || p.gbs <= 0)
     return no(reason,
               [] { return std::string("the plan needs dp and gbs (give --gpus and gbs=...)"); });
   const long long world = p.gpus();
-  if (world > c.total_gpus())
+  if (!c.job_size_ok(world))
     return no(reason, [&] {
-      return fmt("tp*pp*dp*cp = {} GPUs exceeds the cluster's {}", world, c.total_gpus());
-    });
-  if (world > c.gpus_per_node && world % c.gpus_per_node != 0)
-    return no(reason, [&] {
-      return fmt("tp*pp*dp*cp = {} GPUs is not a whole number of {}-GPU nodes", world,
+      return fmt("tp*pp*dp*cp = {} GPUs is not a whole number of {}-GPU hosts", world,
                  c.gpus_per_node);
     });
   if (p.gbs % (1LL * p.mbs * p.dp) != 0)
@@ -42,9 +39,12 @@ bool refuses_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
           "divide it",
           p.gbs, p.mbs * p.dp);
     });
-  if (m.encoders.empty() && m.layers % p.pp != 0)
-    return no(reason,
-              [&] { return fmt("pp={} does not divide the model's {} layers", p.pp, m.layers); });
+  if (m.encoders.empty() && split_check(m.layers, p) != SplitError::none)
+    return no(reason, [&] {
+      std::string why;
+      split_check(m.layers, p, &why);
+      return why;
+    });
   return false;
 }
 
@@ -71,6 +71,10 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
           "{} overlaps neither TP communication nor the parameter gather; use "
           "tp_comm_overlap=0 and overlap_param_gather=0",
           t);
+    });
+  if (f == Framework::megatron_2021 && p.split != PipelineSplit::even)
+    return no(reason, [&] {
+      return fmt("{} splits the layers evenly over the stages; use split=even", t);
     });
   if (f == Framework::megatron_2021 && p.zero >= 1)
     return no(reason, [&] {
@@ -125,10 +129,6 @@ bool refuses_megatron(Framework f, const ModelSpec& m, const ClusterProfile& c, 
       return fmt("Megatron-LM runs the interleaved schedule (vpp={}) only with pp > 2, got pp={}",
                  p.vpp, p.pp);
     });
-  if (m.encoders.empty() && (m.layers / p.pp) % p.vpp != 0)
-    return no(reason, [&] {
-      return fmt("vpp={} does not divide the {} layers per pipeline stage", p.vpp, m.layers / p.pp);
-    });
   // megatron/core/pipeline_parallel/schedules.py (interleaving) at this commit.
   if (p.microbatches() % p.pp != 0)
     return no(reason, [&] {
@@ -154,6 +154,15 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
     return no(reason, [] {
       return std::string(
           "DeepSpeed's pipeline engine has no interleaved schedule; use vpp=1 (schedule=1f1b)");
+    });
+  // deepspeed/runtime/pipe/module.py: partition_method 'uniform' gives the remainder layers to
+  // the first stages and 'type:transformer|embedding' balances the layers with both embeddings
+  // (split=embed_loss); none shortens the first and the last stage alone.
+  if (p.split == PipelineSplit::short_ends)
+    return no(reason, [] {
+      return std::string(
+          "DeepSpeed's partition_method cannot shorten only the first and last stage; use "
+          "split=embed_loss (partition_method type:transformer|embedding) or even");
     });
   if (p.schedule != Schedule::one_f_one_b && !(p.schedule == Schedule::gpipe && p.pp == 1))
     return no(reason, [&] {

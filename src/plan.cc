@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/knob_table.h"
 #include "planner/names.h"
 
@@ -51,6 +52,77 @@ Plan parse_plan(const std::string& text, const std::string& origin) {
     throw InputError(origin, 0, "schedule",
                      "schedule=interleaved needs vpp > 1 (model chunks per stage)");
   return p;
+}
+
+int short_end_layers(int layers, int pp, int vpp) {
+  if (pp < 3) return 0;
+  for (int f = (layers - 1) / pp; f >= 1; --f) {
+    const int rest = layers - 2 * f;
+    if (rest % (pp - 2) != 0) continue;
+    const int m = rest / (pp - 2);
+    if (m > f && f % vpp == 0 && m % vpp == 0) return f;
+  }
+  return 0;
+}
+
+SplitError split_check(int layers, const Plan& p, std::string* why) {
+  const int pp = p.pp, vpp = p.vpp, chunks = pp * vpp;
+  auto no = [&](SplitError e, auto&& text) {
+    if (why) *why = text();
+    return e;
+  };
+  switch (p.split) {
+    case PipelineSplit::even:
+      if (layers % pp != 0)
+        return no(SplitError::layers, [&] {
+          return fmt(
+              "pp={} does not divide layers={} (split=short_ends or embed_loss cut them "
+              "unevenly)",
+              pp, layers);
+        });
+      if ((layers / pp) % vpp != 0)
+        return no(SplitError::vpp, [&] {
+          return fmt("vpp={} needs pp>1 and to divide the {} layers per stage", vpp, layers / pp);
+        });
+      return SplitError::none;
+    case PipelineSplit::short_ends:
+      if (short_end_layers(layers, pp, vpp) == 0)
+        return no(SplitError::layers, [&] {
+          return fmt(
+              "split=short_ends needs pp >= 3 and a first and last stage shorter than the "
+              "others, in whole chunks of vpp={}: none for {} layers on pp={}",
+              vpp, layers, pp);
+        });
+      return SplitError::none;
+    case PipelineSplit::embed_loss:
+      // The embedding and the loss each take a layer's place: layers + 2 shared by the chunks.
+      if (pp < 2 || (layers + 2) % chunks != 0 || (layers + 2) / chunks < 2)
+        return no(SplitError::layers, [&] {
+          return fmt(
+              "split=embed_loss needs pp >= 2 and pp*vpp={} to divide layers + 2 = {} "
+              "with at least 2 per chunk",
+              chunks, layers + 2);
+        });
+      return SplitError::none;
+  }
+  return SplitError::layers;
+}
+
+int split_stage_layers(int layers, const Plan& p, int stage) {
+  const int pp = p.pp, vpp = p.vpp;
+  switch (p.split) {
+    case PipelineSplit::even:
+      return layers / pp;
+    case PipelineSplit::short_ends: {
+      const int f = short_end_layers(layers, pp, vpp);
+      return stage == 0 || stage == pp - 1 ? f : (layers - 2 * f) / (pp - 2);
+    }
+    case PipelineSplit::embed_loss: {
+      const int n = (layers + 2) / (pp * vpp);
+      return n * vpp - (stage == 0 ? 1 : 0) - (stage == pp - 1 ? 1 : 0);
+    }
+  }
+  return layers / pp;
 }
 
 }  // namespace planner

@@ -27,8 +27,25 @@ std::optional<Dtype> dtype_of(const std::string& precision) {
 }
 
 /// The knobs a row fixes take its value; the others keep the full default range.
-KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl) {
+/// The split a row ran when it does not say: even where pp divides the layers (or pp is the
+/// search's), else the framework's own rule. Megatron-LM counts the embedding and the loss as
+/// layers when that makes the division exact, else shortens the first and last stage
+/// (--decoder-first/last-pipeline-num-layers); DeepSpeed's pipeline balances the layers with both
+/// embeddings (partition_method type:transformer|embedding).
+int row_split(const RegressionCase& c, std::optional<Framework> fw) {
+  const std::optional<int> pp = c.knob(KnobId::pp);
+  if (!pp || *pp <= 0 || c.model.layers % *pp == 0 || !c.model.encoders.empty()) return kUnset;
+  if (fw && !is_megatron(*fw)) return int(PipelineSplit::embed_loss);
+  Plan p;
+  p.pp = *pp, p.vpp = c.knob(KnobId::vpp).value_or(1), p.split = PipelineSplit::embed_loss;
+  return split_check(c.model.layers, p) == SplitError::none ? int(PipelineSplit::embed_loss)
+                                                            : int(PipelineSplit::short_ends);
+}
+
+KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl,
+                    std::optional<Framework> fw) {
   KnobSpace k = default_knobs(c.model, cl, c.num_gpus);
+  k[KnobId::split] = {row_split(c, fw)};
   for (const KnobDef& d : knob_table())  // what the row fixes; the search chooses the rest
     if (const std::optional<int> v = c.knob(d.id)) k[d.id] = {*v};
   return k;
@@ -48,7 +65,6 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile,
   }
   row.cluster = profile;  // the job's size, on the profile's node type
   ClusterProfile& cl = row.cluster;
-  cl.nodes = (c.num_gpus + cl.gpus_per_node - 1) / cl.gpus_per_node;
   // The stack: --framework's, else the one the row ran on. The refusals: --framework's only (the
   // row fixes what it ran; the pinned versions' rules are not the ones of every run's version).
   const std::optional<Framework> fw = framework ? framework : c.framework;
@@ -59,7 +75,7 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile,
   o.global_batch = c.gbs;
   o.top_k = 1;
   o.dtype = *dtype;
-  const SearchResult r = search(c.model, cl, knobs_for(c, cl), o);
+  const SearchResult r = search(c.model, cl, knobs_for(c, cl, fw), o);
   if (r.top.empty()) {
     row.unsupported = "no plan fits under the model";
     if (r.any_memory_rejection)

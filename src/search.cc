@@ -14,9 +14,11 @@ namespace planner {
 KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   using K = KnobId;
   KnobSpace k;
-  for (int t = 1; t <= c.gpus_per_node; ++t) k[K::tp].push_back(t);
+  for (int t = 1; t <= std::min(c.nvlink_domain, gpus); ++t) k[K::tp].push_back(t);
+  // Every pp that divides the GPUs: the splits (short_ends, embed_loss) cut layers that pp does
+  // not divide; a model with encoders splits its blocks as evenly as they allow.
   for (int p = 1; p <= std::min(m.layers, gpus); ++p)
-    if (m.layers % p == 0) k[K::pp].push_back(p);
+    if (gpus % p == 0 && (m.encoders.empty() || m.layers % p == 0)) k[K::pp].push_back(p);
   k[K::cp] = {1};
   for (int v = 1; v <= kDenseVpp; ++v) k[K::vpp].push_back(v);
   // Beyond that, the interleavings that give every chunk whole blocks (Megatron-LM's
@@ -32,6 +34,10 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   k[K::schedule] = {int(Schedule::one_f_one_b)};
   for (const KnobDef& d : knob_table())  // the execution knobs: the stack's own choice
     if (d.searched && d.optional) k[d.id] = {kUnset};
+  // Every split of the decoder layers: where pp does not divide them, and where shorter first
+  // and last stages (the embedding's and the logits') beat the even split.
+  if (m.encoders.empty())
+    k[K::split] = {kUnset, int(PipelineSplit::short_ends), int(PipelineSplit::embed_loss)};
   return k;
 }
 

@@ -104,7 +104,7 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
                    kernels,
                    is_recompute,
                    lc,
-                   tp_group(p, c.gpus_per_node),
+                   tp_group(p, c),
                    2.0 * p.mbs * (double(m.seq_len) / p.cp) * m.hidden,
                    {}};
   const BlockModel bm =
@@ -129,8 +129,7 @@ std::vector<WorkCollective> boundary_collectives(const ModelSpec& m, const Clust
   const CellCosts cell = cell_costs(m, c, p, block_layout(m));
   double widest = 0;
   for (const ShapeCell& sc : cell.shape) widest = std::max(widest, sc.boundary_bytes);
-  const double each =
-      collective_time_s(c, Collective::allgather, widest, tp_group(p, c.gpus_per_node));
+  const double each = collective_time_s(c, Collective::allgather, widest, tp_group(p, c));
   // The stage's chunks are virtual stages stage, stage + pp, ...: forward receives into every one
   // but the model's first, backward into every one but its last (build_stages' chunk costs).
   const int last = int(chunks.size()) - 1;
@@ -156,7 +155,7 @@ namespace {
 /// a bucket at a time (zero3_pass's flushes), each bucket its share plus a latency.
 void add_zero3(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
                const LayerCompute& lc, int blocks, std::vector<WorkCollective>& out) {
-  GroupLayout z3 = dp_group(p, c.gpus_per_node);
+  GroupLayout z3 = dp_group(p, c);
   z3.ranks_per_node = std::min(z3.ranks_per_node, c.software.zero3_collective_nics);
   const double param_bytes = params_rank * kWeightBytesPerParam;
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
@@ -210,7 +209,7 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
                                            const Plan& p, double params_rank,
                                            const LayerCompute& lc, int stage_blocks) {
   std::vector<WorkCollective> out;
-  const GroupLayout dpg = dp_group(p, c.gpus_per_node);
+  const GroupLayout dpg = dp_group(p, c);
   const int ranks = int(p.weight_replicas());
   const Overlaps ov = overlaps_of(p, c);
   auto add = [&](const char* name, Collective coll, double bytes, int group_ranks,
@@ -234,8 +233,8 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
   }
   if (p.pp > 1 && m.tied_embeddings)  // first and last stage all-reduce the shared embedding
     add("tied_embedding_allreduce", Collective::allreduce,
-        double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype), 2,
-        pp_pair(p, c.gpus_per_node), Pass::backward_weight, false);
+        double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype), 2, pp_pair(p, c),
+        Pass::backward_weight, false);
   return out;
 }
 

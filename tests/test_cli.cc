@@ -78,7 +78,7 @@ TEST_CASE("suggest --format csv has a header and K rows") {
   REQUIRE(r.rc == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
   // The columns: every knob of the knob table, the metrics, the framework and the plan string.
-  CHECK(r.out.rfind("rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,dtype,attn,"
+  CHECK(r.out.rfind("rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,dtype,attn,"
                     "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,iteration_time_s,",
                     0) == 0);
 }
@@ -114,9 +114,9 @@ TEST_CASE("bad input: one clear message and exit 2") {
               "/no/such.yaml: cannot open file: No such file or directory");
   check_error("suggest " + kModel + " " + kCluster + " --gpus 0 --global-batch 8",
               "option --gpus: must be positive, got 0");
-  check_error(
-      "suggest " + kModel + " " + kCluster + " --gpus 12 --global-batch 8",
-      "option --gpus: 12 is not a multiple of gpus_per_node=8 in hw_profiles/dgx-a100-80gb.yaml");
+  check_error("suggest " + kModel + " " + kCluster + " --gpus 12 --global-batch 8",
+              "option --gpus: 12 GPUs: beyond one NVLink domain (8 GPUs) a job takes whole hosts "
+              "of gpus_per_node=8 (hw_profiles/dgx-a100-80gb.yaml)");
   check_error("estimate " + kModel + " " + kCluster + " --plan \"tp=8,pipe=4\" --global-batch 8",
               "--plan: key 'pipe': unknown plan knob, did you mean 'pp'?");
   check_error("estimate " + kModel + " " + kCluster +

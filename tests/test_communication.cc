@@ -27,19 +27,19 @@ TEST_CASE("nccl-tests bus factors") {
 TEST_CASE("rank layout: TP innermost, then CP, DP, PP") {
   Plan p;
   p.tp = 8, p.pp = 4, p.dp = 16;
-  const GroupLayout tp = tp_group(p, 8), dp = dp_group(p, 8), pp = pp_pair(p, 8);
+  const GroupLayout tp = tp_group(p, toy()), dp = dp_group(p, toy()), pp = pp_pair(p, toy());
   CHECK((tp.ranks == 8 && tp.ranks_per_node == 8 && tp.nodes == 1));
   CHECK((dp.ranks == 16 && dp.ranks_per_node == 1 && dp.nodes == 16));  // stride 8: a node each
   CHECK((pp.ranks == 2 && pp.nodes == 2));
   p.tp = 2, p.dp = 64;
-  const GroupLayout dp2 = dp_group(p, 8);  // stride 2: 4 DP ranks per node, 16 nodes
+  const GroupLayout dp2 = dp_group(p, toy());  // stride 2: 4 DP ranks per node, 16 nodes
   CHECK((dp2.ranks_per_node == 4 && dp2.nodes == 16));
   // Context-parallel ranks hold the same weights: the gradient and ZeRO group is dp x cp.
   p.tp = 2, p.cp = 2, p.dp = 4;
-  const GroupLayout dp3 = dp_group(p, 8);
+  const GroupLayout dp3 = dp_group(p, toy());
   CHECK((dp3.ranks == 8 && dp3.ranks_per_node == 4 && dp3.nodes == 2));
   p.dp = 1;
-  CHECK(dp_group(p, 8).ranks == 2);
+  CHECK(dp_group(p, toy()).ranks == 2);
 }
 
 TEST_CASE("inside a node: alpha + S f / busbw") {

@@ -344,9 +344,10 @@ TEST_CASE("plans a framework cannot express are refused with the reason") {
         "option --plan: Megatron-LM's interleaved schedule needs the micro-batches (95) to be a "
         "multiple of pp=8");
   CHECK(refusal(M, "tp=4,pp=1,dp=3,gbs=96") ==
-        "option --plan: tp*pp*dp*cp = 12 GPUs is not a whole number of 8-GPU nodes");
+        "option --plan: tp*pp*dp*cp = 12 GPUs is not a whole number of 8-GPU hosts");
   CHECK(refusal(M, "tp=8,pp=5,dp=2,gbs=96") ==
-        "option --plan: pp=5 does not divide the model's 96 layers");
+        "option --plan: pp=5 does not divide layers=96 (split=short_ends or embed_loss cut them "
+        "unevenly)");
   CHECK(
       refusal(D, "tp=8,pp=8,dp=16,gbs=1536,zero=2") ==
       "option --plan: DeepSpeed's pipeline engine refuses zero=2 with pp=8 (ZeRO-2 and ZeRO-3 are "

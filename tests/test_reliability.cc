@@ -237,13 +237,13 @@ TEST_CASE("a name that is not UTF-8 gets U+FFFD in JSON output instead of exit 3
 
 TEST_CASE("a search's simulation has a budget; the candidates past it keep their closed form") {
   const Run r = planner("suggest" + k1b +
-                        " --cluster hw_profiles/dgx-a100-80gb.yaml --gpus 8 "
+                        " --cluster hw_profiles/dgx-a100-80gb.yaml --gpus 8 --pp 2-8 "
                         "--global-batch 1000000 --top 3");
   CHECK(r.rc == 0);
   CHECK(r.out.find(" more by the closed form alone: the search's simulation budget (6e+06 tasks) "
                    "was spent\n") != std::string::npos);
   const Run j = planner("suggest" + k1b +
-                        " --cluster hw_profiles/dgx-a100-80gb.yaml --gpus 8 "
+                        " --cluster hw_profiles/dgx-a100-80gb.yaml --gpus 8 --pp 2-8 "
                         "--global-batch 1000000 --top 3 --format json");
   CHECK(j.out.find("\"closed_form_only_candidates\": ") != std::string::npos);
 }
@@ -252,14 +252,14 @@ TEST_CASE("a search too wide to finish in about a second is refused before it st
   const std::string s =
       "suggest --model configs/models/gpt3-1.3b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml ";
   check_error(s + "--gpus 64-4096 --global-batch 4096 --mbs 1-32",
-              "the knob ranges span 207882240 plans, over the limit of 2e+08; narrow --pp, --vpp, "
+              "the knob ranges span 400250880 plans, over the limit of 2e+08; narrow --pp, --vpp, "
               "--mbs or --tp");
-  check_error(
-      s + "--gpus 1024 --cp 1-1000 --mbs 1-1000 --global-batch 1536",
-      "the knob ranges give 1.28e+08 combinations of GPU count, tp, cp, mbs, sp and pp, over "
-      "the limit of 5e+06; narrow --gpus, --tp, --cp, --mbs or --pp");
+  check_error(s + "--gpus 1024 --cp 1-1000 --mbs 1-1000 --global-batch 1536",
+              "the knob ranges give 8e+07 combinations of GPU count, tp, cp, mbs, sp and pp, over "
+              "the limit of 5e+06; narrow --gpus, --tp, --cp, --mbs or --pp");
   // Counted as the search goes (most plans are refused in bulk, so only a count tells).
-  check_error(s + "--gpus 1024 --pp 2 --tp 8 --vpp 1-1048576 --mbs 1,2,4,8 --global-batch 1536",
+  check_error(s + "--gpus 1024 --pp 2 --tp 8 --vpp 1-1048576 --mbs 1,2,4,8 --global-batch 1536 "
+                  "--split even",
               "more than 5e+06 plans pass the GPU-count and layout checks; narrow --vpp, --zero, "
               "--recompute or --schedule");
   check_error(s + "--gpus 8-2048 --global-batch 1536 --cp 1,2,4,8",

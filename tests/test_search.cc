@@ -33,13 +33,12 @@ TEST_CASE("every ranked plan satisfies the structural constraints") {
   for (const Estimate& e : r.top) {
     const Plan& p = e.plan;
     CHECK(p.dp * p.tp * p.pp * p.cp == 1024);
-    CHECK(96 % p.tp == 0);  // tp divides heads
-    CHECK(8 % p.tp == 0);   // tp inside a node
-    CHECK(96 % p.pp == 0);  // pp divides layers
+    CHECK(96 % p.tp == 0);                          // tp divides heads
+    CHECK(8 % p.tp == 0);                           // tp inside a node
+    CHECK(split_check(96, p) == SplitError::none);  // the split cuts the layers
     CHECK(1536 % (p.mbs * p.dp) == 0);
     if (p.vpp > 1) {
       CHECK(p.schedule == Schedule::interleaved);
-      CHECK((96 / p.pp) % p.vpp == 0);
       CHECK(p.microbatches() % p.pp == 0);
     }
     if (p.sp) CHECK(p.tp > 1);
@@ -152,19 +151,21 @@ TEST_CASE("the rejections counted in bulk are those of checking every plan one b
                       if (pp > 1 || scheds.empty()) scheds.push_back(Schedule(s));
                   for (Schedule sched : scheds)
                     for (int zero : k[KnobId::zero])
-                      for (int rc : k[KnobId::recompute]) {
-                        ++plans;
-                        Plan p;
-                        p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.vpp = vpp;
-                        p.schedule = sched, p.zero = zero, p.recompute = Recompute(rc),
-                        p.gbs = o.global_batch;
-                        p.dp = gpus / (tp * cp * pp);
-                        if (1LL * p.dp * tp * cp * pp != gpus) {
-                          ++each[int(Rejection::gpus_mismatch)];
-                          continue;
+                      for (int rc : k[KnobId::recompute])
+                        for (int split : k[KnobId::split]) {
+                          ++plans;
+                          Plan p;
+                          knob(KnobId::split).set(p, split);
+                          p.tp = tp, p.cp = cp, p.pp = pp, p.mbs = mbs, p.sp = sp != 0, p.vpp = vpp;
+                          p.schedule = sched, p.zero = zero, p.recompute = Recompute(rc),
+                          p.gbs = o.global_batch;
+                          p.dp = gpus / (tp * cp * pp);
+                          if (1LL * p.dp * tp * cp * pp != gpus) {
+                            ++each[int(Rejection::gpus_mismatch)];
+                            continue;
+                          }
+                          ++each[int(estimate(*m, a100(), p, {}).rejection)];
                         }
-                        ++each[int(estimate(*m, a100(), p, {}).rejection)];
-                      }
                 }
     CHECK(r.evaluated == plans);
     for (int i = 0; i < kNumRejections; ++i) {

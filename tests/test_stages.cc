@@ -284,7 +284,7 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   REQUIRE(total == doctest::Approx(compute).epsilon(0.05));  // about as long as the compute
   // Each linear layer's gather (forward, recompute, backward) and reduce-scatter is a collective
   // of its own: the wire time of the whole model's, plus a latency each (96 layers x 4 linears).
-  GroupLayout z3 = dp_group(p, c.gpus_per_node);
+  GroupLayout z3 = dp_group(p, c);
   z3.ranks_per_node = c.software.zero3_collective_nics;
   const double params = e0.memory.optimizer / kOptimizerBytesPerParam * p.dp;  // on this rank
   const double ag_lat = collective_latency_s(c, Collective::allgather, z3);
@@ -328,7 +328,7 @@ TEST_CASE("TP communication overlapped with the GEMMs beside it (overlap_tp_comm
   REQUIRE(on.ok());
   // One micro-batch's activation, sharded: allgather and reduce-scatter, twice each per pass.
   const double act = 2.0 * p.mbs * m.seq_len * m.hidden;
-  const GroupLayout tpg = tp_group(p, c.gpus_per_node);
+  const GroupLayout tpg = tp_group(p, c);
   const double ag = collective_time_s(c, Collective::allgather, act, tpg);
   const double rs = collective_time_s(c, Collective::reduce_scatter, act, tpg);
   CHECK(off.layer.fwd_comm_s == doctest::Approx(2 * (ag + rs)));
@@ -358,7 +358,7 @@ TEST_CASE("without SP the receiving stage all-gathers each boundary activation o
   const PlanCosts pc = plan_costs(m, a100(), p, layout);
   const double act = 2.0 * p.mbs * m.seq_len * m.hidden;  // the whole activation, rebuilt
   CHECK(pc.p2p_gather_s == doctest::Approx(collective_time_s(a100(), Collective::allgather, act,
-                                                             tp_group(p, a100().gpus_per_node))));
+                                                             tp_group(p, a100()))));
   CHECK(pc.p2p_gather_s > 0.1 * pc.p2p_s);
   // The first chunk receives no input and the last no gradient; the others one of each.
   const Stages st = build_stages(layout, pc, p, even_partition(layout.count(), p.pp * p.vpp));

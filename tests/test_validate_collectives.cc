@@ -41,7 +41,7 @@ double dp_wire(const Workload& w) {
   return t;
 }
 double dp_time(const Plan& p, Collective c, double bytes) {
-  return collective_time_s(h200(), c, bytes, dp_group(p, h200().gpus_per_node));
+  return collective_time_s(h200(), c, bytes, dp_group(p, h200()));
 }
 }  // namespace
 

@@ -22,6 +22,7 @@ _planner() {
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --gpus) :; return ;;
+        --nodes) :; return ;;
         --global-batch) :; return ;;
         --tp) :; return ;;
         --pp) :; return ;;
@@ -32,6 +33,7 @@ _planner() {
         --recompute) _planner_words 'none selective full'; return ;;
         --sp) _planner_words '0 1'; return ;;
         --schedule) _planner_words 'gpipe 1f1b interleaved zb-h1'; return ;;
+        --split) _planner_words 'even short_ends embed_loss'; return ;;
         --overlap-grad-reduce) _planner_words '0 1'; return ;;
         --overlap-param-gather) _planner_words '0 1'; return ;;
         --tp-comm-overlap) _planner_words '0 1'; return ;;
@@ -50,12 +52,13 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --attention --trace --dtype --top --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --split --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --attention --trace --dtype --top --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --gpus) :; return ;;
+        --nodes) :; return ;;
         --plan) :; return ;;
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
@@ -69,7 +72,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --train-tokens --format --trace --attention --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --train-tokens --format --trace --attention --seq-len --plot --report'; else _planner_words ''; fi ;;
     regress)
       case "$prev" in
         --cases) _planner_files 'csv'; return ;;
@@ -85,6 +88,7 @@ _planner() {
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --gpus) :; return ;;
+        --nodes) :; return ;;
         --plan) :; return ;;
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
@@ -96,12 +100,13 @@ _planner() {
         --workload-out) :; return ;;
         --measured) :; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --global-batch --dtype --layers --iters --format --update-profile --runner --workload-out --measured'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --layers --iters --format --update-profile --runner --workload-out --measured'; else _planner_words ''; fi ;;
     emit)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --gpus) :; return ;;
+        --nodes) :; return ;;
         --plan) :; return ;;
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
@@ -110,14 +115,15 @@ _planner() {
         --out) _planner_dirs; return ;;
         --seq-len) :; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --out --seq-len'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --out --seq-len'; else _planner_words ''; fi ;;
     compare)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --plan) :; return ;;
-        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap='; compopt -o nospace 2>/dev/null; return ;;
+        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= split= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap='; compopt -o nospace 2>/dev/null; return ;;
         --gpus) :; return ;;
+        --nodes) :; return ;;
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --seq-len) :; return ;;
@@ -125,7 +131,7 @@ _planner() {
         --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021'; return ;;
         --format) _planner_words 'table json'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --global-batch --dtype --seq-len --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --nodes --global-batch --dtype --seq-len --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;
     completion)
       case "$prev" in
       esac

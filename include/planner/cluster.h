@@ -75,6 +75,10 @@ struct Gpu {
   std::string name;
   int sms = 0;
   std::array<double, kNumDtypes> peak_flops{};  ///< dense tensor-core FLOP/s; 0 = unsupported
+  /// Blackwell's block-scaled formats, dense FLOP/s from the datasheet (0: none): MXFP8 (1x32
+  /// blocks, E8M0 scales) and NVFP4. Recorded and reported; plans run fp8 at peak_flops[fp8]
+  /// until the block-scaled precisions are modelled.
+  double mxfp8_flops = 0, nvfp4_flops = 0;
   double hbm_bytes = 0;
   double hbm_Bps = 0;            ///< datasheet
   double hbm_efficiency = 0.85;  ///< achieved stream bandwidth / datasheet
@@ -103,23 +107,34 @@ struct CollectiveCost {
   std::vector<std::pair<double, double>> curve;  ///< (bytes, busbw_Bps), ascending bytes
 };
 
-/// A level of the network. Tier 0 is inside a node (NVLink/NVSwitch); tier 1 spans nodes
-/// (InfiniBand), where busbw is per GPU's NIC (one NIC per GPU in DGX nodes).
+/// A level of the network. Tier 0 is inside an NVLink domain (NVLink/NVSwitch); tier 1 spans
+/// domains (InfiniBand or RoCE), where busbw is per rank with a NIC of its own (one NIC per GPU,
+/// as nccl-tests measures DGX nodes).
 struct NetworkTier {
   std::string name;
   int reference_ranks = 8;   ///< group size the latencies were measured on
   double hop_latency_s = 0;  ///< added per extra ring/tree step beyond reference
+  /// Tier 1: line rate of the NIC its figures were measured with (0: not stated, taken to be
+  /// the cluster's own NICs).
+  double nic_Bps = 0;
   std::array<CollectiveCost, kNumCollectives> cost;
 };
 
+/// A kind of node and its network. The job's size is the user's (--gpus, --nodes): `nodes` is
+/// only the default.
 struct ClusterProfile {
   std::string name;
   std::string file;
   Gpu gpu;
-  int gpus_per_node = 8;
-  int nodes = 1;
-  NetworkTier intra;  ///< NVLink / NVSwitch
-  NetworkTier inter;  ///< InfiniBand, per GPU NIC
+  int gpus_per_node = 8;  ///< GPUs per host (torchrun --nproc-per-node, sbatch tasks per node)
+  /// GPUs that share one NVLink fabric: the host's in a DGX, 72 in a GB200/GB300 NVL72 rack of 18
+  /// hosts. A whole number of hosts; a communicator inside it runs on tier 0 across hosts.
+  int nvlink_domain = 8;
+  int nics_per_node = 8;  ///< inter-domain NICs per host (default one per GPU)
+  double nic_Bps = 0;     ///< each NIC's line rate (0: the inter tier's measured NIC)
+  int nodes = 0;          ///< default job size in hosts; 0: one NVLink domain
+  NetworkTier intra;      ///< NVLink / NVSwitch, inside the NVLink domain
+  NetworkTier inter;      ///< between domains, per rank with a NIC of its own
   /// The execution stack the job runs: the framework's (cluster_for / execution_stack in
   /// framework.h); until a framework is chosen, the loader's default (Megatron-LM's, or the
   /// profile's legacy software block).
@@ -129,7 +144,24 @@ struct ClusterProfile {
   std::optional<SoftwareStack> legacy_software;
   double gpu_hour_usd = 0;  ///< optional price, for --objective cost reports
   std::map<std::string, std::string> provenance;
-  int total_gpus() const { return gpus_per_node * nodes; }
+  /// The job size when none is given: the profile's nodes, else one NVLink domain.
+  int default_gpus() const { return nodes > 0 ? gpus_per_node * nodes : nvlink_domain; }
+  /// Each GPU's share of its host's NIC bandwidth, relative to the inter tier's one NIC per
+  /// rank: (NICs x line rate) / (GPUs x measured NIC's rate). Training runs every GPU's
+  /// collectives at once, so the host's NICs are shared by all of its GPUs.
+  double inter_share() const {
+    const double speed = nic_Bps > 0 && inter.nic_Bps > 0 ? nic_Bps / inter.nic_Bps : 1.0;
+    return double(nics_per_node) / gpus_per_node * speed;
+  }
+  /// Whether a job of `gpus` GPUs can be placed: any count inside one NVLink domain, whole hosts
+  /// beyond it.
+  bool job_size_ok(long long gpus) const {
+    return gpus >= 1 && (gpus <= nvlink_domain || gpus % gpus_per_node == 0);
+  }
 };
+
+/// ", NVLink domain of 72 GPUs, 4 NICs/node" where the profile differs from one host of one NIC
+/// per GPU; empty for a DGX. The reports' cluster line appends it.
+std::string topology_note(const ClusterProfile& c);
 
 }  // namespace planner

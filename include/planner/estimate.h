@@ -155,6 +155,10 @@ std::string rejection_message(const Estimate& e);
 /// it.
 bool finite_result(const Estimate& e);
 
+/// The blocks of each virtual stage as the plan cuts them: its split of the decoder layers
+/// (split_partition), or, with encoders, as even as the blocks allow.
+void plan_partition(const ModelSpec& m, const BlockLayout& layout, const Plan& p, Partition& part);
+
 /// The attention kernel a plan runs: its own override, else the execution stack's.
 AttentionKernel attention_of(const Plan& p, const ClusterProfile& c);
 

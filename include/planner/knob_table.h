@@ -25,6 +25,7 @@ enum class KnobId {
   recompute,
   sp,
   schedule,
+  split,
   dtype,
   attn,
   overlap_grad_reduce,

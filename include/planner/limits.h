@@ -50,7 +50,9 @@ inline constexpr int kTileDim = 4096;    ///< a GEMM tile's m or n
 inline constexpr int kAlignment = 4096;  ///< elements
 inline constexpr int kGpusPerNode = 1 << 16;
 inline constexpr long long kClusterGpus = 1 << 24;  ///< nodes x gpus_per_node
-inline constexpr int kNics = 4096;                  ///< a legacy software.zero3_collective_nics
+inline constexpr int kNics = 4096;  ///< nics_per_node, a legacy software.zero3_collective_nics
+inline constexpr int kNvlinkDomain = 1 << 16;  ///< GPUs in one NVLink domain
+inline constexpr Range kNicGbps{1, 1e5};       ///< a NIC's line rate, Gb/s
 
 // ---- Work a command may do or write -------------------------------------------------------
 /// Rows of a regression-case CSV, each a search: the public sets have 31 and 49.

@@ -29,7 +29,13 @@ inline constexpr std::array<EnumName<Schedule>, 4> kScheduleNames = {
      {Schedule::interleaved, "interleaved"},
      {Schedule::zb_h1, "zb-h1"}}};
 
+inline constexpr std::array<EnumName<PipelineSplit>, 3> kSplitNames = {
+    {{PipelineSplit::even, "even"},
+     {PipelineSplit::short_ends, "short_ends"},
+     {PipelineSplit::embed_loss, "embed_loss"}}};
+
 constexpr const auto& names_of(Dtype) { return kDtypeNames; }
+constexpr const auto& names_of(PipelineSplit) { return kSplitNames; }
 constexpr const auto& names_of(AttentionKernel) { return kAttentionNames; }
 constexpr const auto& names_of(Recompute) { return kRecomputeNames; }
 constexpr const auto& names_of(Schedule) { return kScheduleNames; }

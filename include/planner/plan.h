@@ -13,6 +13,14 @@ inline constexpr int kMaxGlobalBatch = 1 << 28;
 
 enum class Recompute { none, selective, full };
 enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
+/// How the decoder layers are cut into pipeline stages (cost/stages.h split_partition):
+/// `even`, layers / pp each; `short_ends`, the first and last stage the same number of layers
+/// fewer than the others, the fewest fewer that splits the rest evenly (Llama 3 405B: 126 layers
+/// on 16 stages as 7, 14 x 8, 7; Megatron-Core --decoder-first/last-pipeline-num-layers);
+/// `embed_loss`, the embedding and the loss each counted as one layer, so the first and last
+/// model chunk hold one decoder layer fewer (Megatron-Core --account-for-embedding/loss-in-
+/// pipeline-split; DeepSpeed partition_method type:transformer|embedding).
+enum class PipelineSplit { even, short_ends, embed_loss };
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 
@@ -29,6 +37,7 @@ struct Plan {
   Recompute recompute = Recompute::none;
   bool sp = false;
   Schedule schedule = Schedule::one_f_one_b;
+  PipelineSplit split = PipelineSplit::even;
   Dtype dtype = Dtype::bf16;
   std::optional<AttentionKernel> attention;  ///< overrides the stack's when set
   /// Execution choices that override the profile's defaults when set (the framework decides
@@ -59,6 +68,18 @@ inline Overlaps overlaps_of(const Plan& p, const ClusterProfile& c) {
           p.overlap_param_gather.value_or(s.overlap_param_gather),
           p.tp_comm_overlap.value_or(s.overlap_tp_comm)};
 }
+
+/// Why a plan's split (Plan::split) cannot cut `layers` decoder layers: it does not divide them
+/// (`layers`), or not into whole chunks of vpp (`vpp`).
+enum class SplitError { none, layers, vpp };
+/// Checks the split of a model of `layers` decoder layers and no encoders; `why`, when given,
+/// receives the reason.
+SplitError split_check(int layers, const Plan& p, std::string* why = nullptr);
+/// Decoder layers of pipeline stage `stage` under the plan's split (split_check must accept it).
+int split_stage_layers(int layers, const Plan& p, int stage);
+/// The first and last stage's layers under short_ends (0 when there is none): the largest f
+/// below the other stages' m = (layers - 2f) / (pp - 2), pp >= 3, f and m multiples of vpp.
+int short_end_layers(int layers, int pp, int vpp);
 
 /// The reproducible argument string: "tp=8,pp=8,dp=16,cp=1,vpp=3,mbs=1,gbs=1536,zero=1,...".
 std::string to_plan_string(const Plan& p);

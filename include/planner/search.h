@@ -27,9 +27,11 @@ struct KnobSpace {
 /// chunk gets the same whole number of blocks.
 inline constexpr int kDenseVpp = 8;
 
-/// Defaults: tp 1..gpus_per_node, pp every divisor of layers up to the GPU count, cp 1,
-/// vpp 1..8 and every divisor of layers above 8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp
-/// 0/1, 1F1B (interleaved where vpp > 1), the execution knobs left to the stack.
+/// Defaults: tp 1..the NVLink domain (at most the GPUs), pp every divisor of the GPU count up to
+/// the layers (of the layers too for a model with encoders), cp 1, vpp 1..8 and every divisor of
+/// the blocks above 8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp 0/1, 1F1B (interleaved
+/// where vpp > 1), every split (even, short_ends, embed_loss) of a decoder-only model, the
+/// execution knobs left to the stack.
 KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus);
 
 enum class Objective { time, cost };

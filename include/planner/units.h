@@ -10,6 +10,7 @@ inline constexpr double kGB = 1e9;
 inline constexpr double kKiB = 1024.0;
 inline constexpr double kMiB = 1024.0 * 1024.0;
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+inline constexpr double kGbit = 1e9 / 8;  ///< a gigabit per second in bytes per second
 inline constexpr double kTera = 1e12;
 inline constexpr double kUs = 1e-6;
 inline constexpr double kMs = 1e-3;

@@ -67,7 +67,10 @@ void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example)
   s->add_option("--model", a.model, "model YAML (configs/models/) or Hugging Face config.json")
       ->required();
   s->add_option("--cluster", a.cluster, "cluster profile YAML (hw_profiles/)")->required();
-  s->add_option("--gpus", a.gpus, "GPUs (default: dp*tp*pp*cp of the plan, else all)");
+  CLI::Option* gpus = s->add_option(
+      "--gpus", a.gpus, "GPUs (default: dp*tp*pp*cp of the plan, else the profile's default)");
+  s->add_option("--nodes", a.nodes, "hosts of gpus_per_node GPUs, in place of --gpus")
+      ->excludes(gpus);
   s->add_option("--plan", a.plan, "e.g. \"" + plan_example + "\"")->required();
   s->add_option("--global-batch", a.global_batch, "global batch in sequences, if not in --plan")
       ->check(integer_in(1, kMaxGlobalBatch));
@@ -133,24 +136,39 @@ Inputs load_inputs(const std::string& model_file, const std::string& cluster_fil
 }
 
 std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c) {
-  if (text.empty()) return {c.total_gpus()};
+  if (text.empty()) return {c.default_gpus()};
   const bool range = text.find('-') != std::string::npos;
   std::vector<int> out;
   for (int g : io::parse_int_set(text, "--gpus")) {
-    if (range && (g <= 0 || g % c.gpus_per_node != 0)) continue;  // a range keeps whole nodes
+    // A range keeps what can be placed: every count inside a domain, whole hosts beyond.
+    if (range && (g <= 0 || !c.job_size_ok(g))) continue;
     if (g <= 0) throw InputError("", 0, "--gpus", "must be positive, got " + std::to_string(g));
-    if (g % c.gpus_per_node != 0)
+    if (g > limits::kClusterGpus)
       throw InputError("", 0, "--gpus",
-                       std::to_string(g) + " is not a multiple of gpus_per_node=" +
-                           std::to_string(c.gpus_per_node) + " in " + c.file);
-    if (g > c.total_gpus())
+                       fmt("{} is over the limit of {} GPUs", g, limits::kClusterGpus));
+    if (!c.job_size_ok(g))
       throw InputError("", 0, "--gpus",
-                       std::to_string(g) + " exceeds the " + std::to_string(c.total_gpus()) +
-                           " GPUs of " + c.file + " (raise its nodes)");
+                       fmt("{} GPUs: beyond one NVLink domain ({} GPUs) a job takes whole hosts "
+                           "of gpus_per_node={} ({})",
+                           g, c.nvlink_domain, c.gpus_per_node, c.file));
     out.push_back(g);
   }
   if (out.empty())
-    throw InputError("", 0, "--gpus", "'" + text + "' holds no whole-node GPU count");
+    throw InputError("", 0, "--gpus", "'" + text + "' holds no GPU count that can be placed");
+  return out;
+}
+
+std::string gpus_option(const std::string& gpus, const std::string& nodes,
+                        const ClusterProfile& c) {
+  if (nodes.empty()) return gpus;
+  std::string out;
+  for (int n : io::parse_int_set(nodes, "--nodes")) {
+    if (n <= 0 || 1LL * n * c.gpus_per_node > limits::kClusterGpus)
+      throw InputError(
+          "", 0, "--nodes",
+          fmt("must be from 1 to {}, got {}", limits::kClusterGpus / c.gpus_per_node, n));
+    out += (out.empty() ? "" : ",") + std::to_string(n * c.gpus_per_node);
+  }
   return out;
 }
 
@@ -206,7 +224,7 @@ Plan complete_plan(const std::string& plan, const std::string& gpus_text, const 
   Plan p = parse_plan(plan, "--plan");
   const long long gpus = !gpus_text.empty() ? parse_gpus(gpus_text, in.cluster).back()
                          : p.dp > 0         ? p.gpus()
-                                            : in.cluster.total_gpus();
+                                            : in.cluster.default_gpus();
   if (!dtype.empty()) p.dtype = parse_dtype(dtype);
   const long long model_parallel = 1LL * p.tp * p.pp * p.cp;
   if (p.dp == 0) {

@@ -24,7 +24,7 @@ Inputs load_inputs(const std::string& model_file, const std::string& cluster_fil
 /// The options that name one plan on one model and cluster (estimate, emit, validate); see
 /// add_plan_options in commands.h.
 struct PlanArgs {
-  std::string model, cluster, gpus, plan, dtype;
+  std::string model, cluster, gpus, nodes, plan, dtype;
   int global_batch = 0;
 };
 /// --tp-across-nodes and --memory-limit-GiB (suggest, estimate, emit, compare); see
@@ -47,9 +47,13 @@ std::vector<Framework> frameworks_of(const std::string& text, bool all_allowed);
 ClusterProfile cluster_for(const ClusterProfile& c, std::optional<Framework> f,
                            bool announce = true);
 
-/// --gpus: one count or a set ("512,1024", "256-1024" keeps node multiples); default all GPUs.
-/// Each must be a positive multiple of gpus_per_node and at most the cluster's GPUs.
+/// --gpus: one count or a set ("512,1024"; a range "4-1024" keeps the counts that can be placed);
+/// default the profile's (ClusterProfile::default_gpus). Each must be placeable
+/// (ClusterProfile::job_size_ok): any count inside one NVLink domain, whole hosts beyond.
 std::vector<int> parse_gpus(const std::string& text, const ClusterProfile& c);
+
+/// The --gpus text, or --nodes (a count or set of hosts) as GPUs when given.
+std::string gpus_option(const std::string& gpus, const std::string& nodes, const ClusterProfile& c);
 
 Dtype parse_dtype(const std::string& text);
 

@@ -19,7 +19,7 @@ namespace planner::cli {
 namespace {
 
 struct CompareArgs : LimitArgs {
-  std::string model, gpus, plan, dtype, format = "table";
+  std::string model, gpus, nodes, plan, dtype, format = "table";
   std::vector<std::string> clusters, vary;
   int global_batch = 0;
   int seq_len = 0;
@@ -179,7 +179,8 @@ int run_compare(const CompareArgs& a) {
   OutputArgs seq;
   seq.seq_len = a.seq_len;
   apply_seq_len(in, seq);
-  const Plan plan = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
+  const Plan plan =
+      complete_plan(a.plan, gpus_option(a.gpus, a.nodes, in.cluster), a.dtype, a.global_batch, in);
   const EstimateOptions o = estimate_options(a);
   std::vector<Column> cols;
   for (Variant& v : variants(a, in, plan)) {
@@ -213,8 +214,11 @@ void add_compare(CLI::App& app, int* rc) {
   s->add_option("--vary", a->vary,
                 "a column of changes to the first cluster and plan, e.g. \"ib_busbw*2\", "
                 "\"cluster=hw_profiles/dgx-h100-80gb.yaml\", \"zero=3\" (repeatable; see README)");
-  s->add_option("--gpus", a->gpus,
-                "GPUs (default: dp*tp*pp*cp of the plan, else all of the first cluster)");
+  CLI::Option* gpus =
+      s->add_option("--gpus", a->gpus,
+                    "GPUs (default: dp*tp*pp*cp of the plan, else the first cluster's default)");
+  s->add_option("--nodes", a->nodes, "hosts of the first cluster, in place of --gpus")
+      ->excludes(gpus);
   s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")
       ->check(integer_in(1, kMaxGlobalBatch));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");

@@ -21,7 +21,8 @@ int run_emit(const EmitArgs& a) {
   const Framework f = parse_framework(a.framework, "--framework", true);
   Inputs in = load_inputs(a.model, a.cluster);
   apply_seq_len(in, a.extra);
-  const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
+  const Plan p =
+      complete_plan(a.plan, gpus_option(a.gpus, a.nodes, in.cluster), a.dtype, a.global_batch, in);
   emit::check_expressible(f, in.model, in.cluster, p);  // the framework's refusals come first
   const EstimateOptions o = estimate_options(a);
   const emit::EmitRequest r = emit::prepare(f, in.model_file, in.model_bytes, in.model,

@@ -19,7 +19,8 @@ struct EstimateArgs : PlanArgs, LimitArgs {
 int run_estimate(const EstimateArgs& a) {
   Inputs in = load_inputs(a.model, a.cluster);
   apply_seq_len(in, a.extra);
-  Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
+  Plan p =
+      complete_plan(a.plan, gpus_option(a.gpus, a.nodes, in.cluster), a.dtype, a.global_batch, in);
   if (!a.attention.empty()) p.attention = parse_attention(a.attention);
   if (!a.trace.empty()) check_trace_size(p);  // before any work
   const EstimateOptions o = estimate_options(a);
@@ -37,6 +38,7 @@ int run_estimate(const EstimateArgs& a) {
                  &in.model,
                  &in.cluster,
                  static_cast<int>(p.gpus()),
+                 0,
                  p.gbs,
                  a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")

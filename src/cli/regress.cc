@@ -93,6 +93,7 @@ int explain(const RegressionReport& rep, const std::string& id, const std::strin
                          &c.model,
                          &r.cluster,
                          c.num_gpus,
+                         0,
                          c.gbs,
                          0};
     print_estimate_text(std::cout, ctx, r.estimate);

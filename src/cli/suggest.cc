@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -19,7 +20,7 @@ namespace planner::cli {
 namespace {
 
 struct SuggestArgs : LimitArgs {
-  std::string model, cluster, gpus;
+  std::string model, cluster, gpus, nodes;
   std::array<std::string, kNumKnobs> knobs;  ///< --tp, --pp, ...: each searched knob's values
   std::string attention, trace;
   std::string format = "table", objective = "time", dtype = "bf16", train_tokens;
@@ -34,7 +35,7 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
   KnobSpace k = default_knobs(in.model, in.cluster, gpus);
   auto given = [&](K id) { return !a.knobs[int(id)].empty(); };
   if (a.tp_across_nodes && !given(K::tp))
-    for (int t = in.cluster.gpus_per_node * 2; t <= in.model.heads; t *= 2) k[K::tp].push_back(t);
+    for (int t = in.cluster.nvlink_domain * 2; t <= in.model.heads; t *= 2) k[K::tp].push_back(t);
   for (const KnobDef& d : knob_table()) {
     const std::string& text = a.knobs[int(d.id)];
     if (!d.searched || text.empty()) continue;
@@ -84,7 +85,7 @@ int run_suggest(const SuggestArgs& a) {
   Inputs in = load_inputs(a.model, a.cluster);
   apply_seq_len(in, a.extra);
   SearchOptions so;
-  so.gpus = parse_gpus(a.gpus, in.cluster);
+  so.gpus = parse_gpus(gpus_option(a.gpus, a.nodes, in.cluster), in.cluster);
   if (a.global_batch <= 0)
     throw InputError("", 0, "--global-batch", "must be a positive number of sequences");
   so.global_batch = a.global_batch;
@@ -120,7 +121,8 @@ int run_suggest(const SuggestArgs& a) {
                  ranked.cluster_file,
                  &ranked.model,
                  &ranked.cluster,
-                 so.gpus.back(),
+                 *std::max_element(so.gpus.begin(), so.gpus.end()),
+                 so.gpus.size() > 1 ? *std::min_element(so.gpus.begin(), so.gpus.end()) : 0,
                  a.global_batch,
                  a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.format == "json")
@@ -144,7 +146,13 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--model", a->model, "model YAML (configs/models/) or Hugging Face config.json")
       ->required();
   s->add_option("--cluster", a->cluster, "cluster profile YAML (hw_profiles/)")->required();
-  s->add_option("--gpus", a->gpus, "GPUs to use: a count or a set/range of counts (default: all)");
+  CLI::Option* gpus = s->add_option(
+      "--gpus", a->gpus,
+      "GPUs to use: a count or a set/range of counts (default: the profile's nodes, else one "
+      "NVLink domain)");
+  s->add_option("--nodes", a->nodes,
+                "hosts of gpus_per_node GPUs (a count or set), in place of --gpus")
+      ->excludes(gpus);
   s->add_option("--global-batch", a->global_batch, "global batch in sequences")
       ->check(integer_in(1, kMaxGlobalBatch))
       ->required();

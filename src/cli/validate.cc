@@ -67,7 +67,8 @@ nlohmann::json run_on_gpu(const ValidateArgs& a, const Workload& w) {
 
 int run_validate(const ValidateArgs& a) {
   const Inputs in = load_inputs(a.model, a.cluster);
-  const Plan p = complete_plan(a.plan, a.gpus, a.dtype, a.global_batch, in);
+  const Plan p =
+      complete_plan(a.plan, gpus_option(a.gpus, a.nodes, in.cluster), a.dtype, a.global_batch, in);
   const Workload w = build_workload(in.model, in.cluster, p, a.layers);
   if (!a.workload_out.empty()) {
     io::write_file_atomically(a.workload_out, io::dump_json(workload_json(w), 2) + "\n");

@@ -21,21 +21,26 @@ double bus_factor(Collective c, int n) {
   return 1.0;
 }
 
-GroupLayout group_layout(int size, int stride, int gpus_per_node) {
-  assert(size >= 1 && stride >= 1 && gpus_per_node >= 1);
+GroupLayout group_layout(int size, int stride, int domain_gpus) {
+  assert(size >= 1 && stride >= 1 && domain_gpus >= 1);
   GroupLayout g;
   g.ranks = size;
-  g.ranks_per_node =
-      stride >= gpus_per_node ? 1 : std::min(size, std::max(1, gpus_per_node / stride));
+  g.ranks_per_node = stride >= domain_gpus ? 1 : std::min(size, std::max(1, domain_gpus / stride));
   g.nodes = (size + g.ranks_per_node - 1) / g.ranks_per_node;
   return g;
 }
 
-GroupLayout tp_group(const Plan& p, int gpn) { return group_layout(p.tp, 1, gpn); }
-GroupLayout cp_group(const Plan& p, int gpn) { return group_layout(p.cp, p.tp, gpn); }
-GroupLayout dp_group(const Plan& p, int gpn) { return group_layout(p.dp * p.cp, p.tp, gpn); }
-GroupLayout pp_pair(const Plan& p, int gpn) {
-  return p.pp > 1 ? group_layout(2, p.tp * p.cp * p.dp, gpn) : GroupLayout{};
+GroupLayout tp_group(const Plan& p, const ClusterProfile& c) {
+  return group_layout(p.tp, 1, c.nvlink_domain);
+}
+GroupLayout cp_group(const Plan& p, const ClusterProfile& c) {
+  return group_layout(p.cp, p.tp, c.nvlink_domain);
+}
+GroupLayout dp_group(const Plan& p, const ClusterProfile& c) {
+  return group_layout(p.dp * p.cp, p.tp, c.nvlink_domain);
+}
+GroupLayout pp_pair(const Plan& p, const ClusterProfile& c) {
+  return p.pp > 1 ? group_layout(2, p.tp * p.cp * p.dp, c.nvlink_domain) : GroupLayout{};
 }
 
 double tier_busbw_Bps(const CollectiveCost& cost, double bytes) {
@@ -83,11 +88,13 @@ double collective_time_s(const ClusterProfile& cl, Collective coll, double bytes
     const double bw = tier_busbw_Bps(intra, bytes);
     return intra.curve.empty() ? lat + traffic / bw : std::max(lat, traffic / bw);
   }
-  // Across nodes the ring's slowest link sets the pace: NVLink inside the node, or the NICs of
-  // the group's ranks in one node (one NIC per GPU), whichever is slower.
+  // Across domains the ring's slowest link sets the pace: NVLink inside the domain, or the NIC
+  // bandwidth of the group's ranks in one domain (each GPU's share of its host's NICs), whichever
+  // is slower.
   const CollectiveCost& inter = cl.inter.cost[ci];
-  const double bw = std::min(tier_busbw_Bps(intra, bytes),
-                             g.ranks_per_node * tier_busbw_Bps(inter, bytes / g.ranks_per_node));
+  const double bw =
+      std::min(tier_busbw_Bps(intra, bytes), g.ranks_per_node * cl.inter_share() *
+                                                 tier_busbw_Bps(inter, bytes / g.ranks_per_node));
   return lat + traffic / bw;
 }
 

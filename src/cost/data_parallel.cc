@@ -72,7 +72,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks,
                std::vector<double>* scratch) {
   DpCost d;
-  const GroupLayout dpg = dp_group(p, c.gpus_per_node);
+  const GroupLayout dpg = dp_group(p, c);
   const double bucket = std::min(1.0, ddp_bucket_params(int(p.weight_replicas())) / params_rank);
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
   const double param_bytes = params_rank * kWeightBytesPerParam;
@@ -108,7 +108,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   }
   if (p.pp > 1 && m.tied_embeddings) {  // first and last stage all-reduce the shared embedding
     const double emb = double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype);
-    const double t = collective_time_s(c, Collective::allreduce, emb, pp_pair(p, c.gpus_per_node));
+    const double t = collective_time_s(c, Collective::allreduce, emb, pp_pair(p, c));
     d.total += t;
     d.exposed += t;
   }

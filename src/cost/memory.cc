@@ -4,6 +4,7 @@
 #include <cassert>
 
 #include "planner/block.h"
+#include "planner/cost/stages.h"
 
 namespace planner {
 
@@ -37,8 +38,8 @@ double microbatches_in_flight(const Plan& p) {
 double in_flight_on(const Plan& p, int stage) { return InFlight(p).on(stage); }
 
 double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage) {
-  assert(p.pp >= 1 && m.layers % p.pp == 0);
-  double params = double(m.layers / p.pp) * m.layer_params();
+  assert(p.pp >= 1 && split_check(m.layers, p) == SplitError::none);
+  double params = double(split_stage_layers(m.layers, p, stage)) * m.layer_params();
   const bool first = stage == 0, last = stage == p.pp - 1;
   if (first) params += m.embedding_params();
   // The last stage holds the output layer: its own weights when untied, a copy of the embedding

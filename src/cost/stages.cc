@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "planner/cost/communication.h"
+#include "planner/format.h"
 
 namespace planner {
 
@@ -32,7 +33,7 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
                      const LayerCompute& lc, AttentionKernel attn) {
   ShapeCell sc;
   sc.compute = lc;
-  const GroupLayout tpg = tp_group(p, c.gpus_per_node);
+  const GroupLayout tpg = tp_group(p, c);
   sc.tp_in_node = tpg.nodes == 1;
   const int cp = l.causal ? p.cp : 1;
   const BlockModel& bm = sc.model = block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn});
@@ -48,8 +49,7 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   sc.tp_per_pass_s = bm.tp_collectives() * one;
   if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
     const double kv = 2.0 * 2.0 * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
-    const double ring =
-        (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c.gpus_per_node));
+    const double ring = (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c));
     sc.cp_fwd_s = std::max(0.0, ring - lc.fwd_attn_s);
   }
   sc.params = bm.params() / p.tp;
@@ -165,11 +165,9 @@ void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   // replicated activation before it computes (Narayanan et al. 2021, s.4.1). With it, the slice is
   // the sequence shard the next layer takes as it is.
   if (p.pp > 1) {
-    pc.p2p_s =
-        collective_time_s(c, Collective::sendrecv, widest / p.tp, pp_pair(p, c.gpus_per_node));
+    pc.p2p_s = collective_time_s(c, Collective::sendrecv, widest / p.tp, pp_pair(p, c));
     if (p.tp > 1 && !p.sp)
-      pc.p2p_gather_s =
-          collective_time_s(c, Collective::allgather, widest, tp_group(p, c.gpus_per_node));
+      pc.p2p_gather_s = collective_time_s(c, Collective::allgather, widest, tp_group(p, c));
   }
 }
 
@@ -183,6 +181,26 @@ void even_partition(int blocks, int virtual_stages, Partition& part) {
   assert(virtual_stages >= 1 && blocks >= virtual_stages);
   part.assign(virtual_stages, blocks / virtual_stages);
   for (int i = 0; i < blocks % virtual_stages; ++i) ++part[i];
+}
+
+void split_partition(int layers, const Plan& p, Partition& part) {
+  assert(split_check(layers, p) == SplitError::none);
+  const int pp = p.pp, vpp = p.vpp, chunks = pp * vpp;
+  switch (p.split) {
+    case PipelineSplit::even:
+      part.assign(chunks, layers / chunks);
+      return;
+    case PipelineSplit::short_ends: {
+      const int f = short_end_layers(layers, pp, vpp), m = (layers - 2 * f) / (pp - 2);
+      part.assign(chunks, m / vpp);
+      for (int k = 0; k < vpp; ++k) part[k * pp] = part[k * pp + pp - 1] = f / vpp;
+      return;
+    }
+    case PipelineSplit::embed_loss:
+      part.assign(chunks, (layers + 2) / chunks);
+      --part.front(), --part.back();
+      return;
+  }
 }
 
 namespace {

@@ -75,7 +75,7 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
       "Communication overlap, as the prediction assumed (the stack, or the plan's knobs)", {}, {}};
   // --tp-comm-overlap requires --sequence-parallel (validate_args) and Transformer Engine, whose
   // userbuffers work inside a node; the prediction charges TP communication the same way.
-  const bool tp_in_node = tp_group(p, c.gpus_per_node).nodes == 1;
+  const bool tp_in_node = tp_group(p, c).nodes == 1;
   if (s.tp_comm && p.sp && p.tp > 1 && tp_in_node)
     g.args.push_back({"--tp-comm-overlap", "",
                       from(p.tp_comm_overlap, "tp_comm_overlap", "overlap_tp_comm", true) +

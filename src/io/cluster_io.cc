@@ -1,5 +1,6 @@
 #include "planner/io/cluster_io.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "planner/error.h"
@@ -108,13 +109,14 @@ Gpu read_gpu(const YamlReader& r) {
   g.name = r.get_string("name");
   g.sms = int_in(r, "sms", 1, limits::kSms);
   const YamlReader peak = r.child("peak_tflops");
-  peak.check_keys({"fp16", "bf16", "fp8", "tf32"});
-  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32}) {
-    const std::string key = to_string(d);
+  peak.check_keys({"fp16", "bf16", "fp8", "tf32", "mxfp8", "nvfp4"});
+  auto peak_of = [&](const std::string& key) {
     const bool none = !peak.has(key) || peak.get_double(key) == 0;  // no tensor-core support
-    g.peak_flops[static_cast<int>(d)] =
-        none ? 0.0 : in_range(peak, key, limits::kPeakTflops) * kTera;
-  }
+    return none ? 0.0 : in_range(peak, key, limits::kPeakTflops) * kTera;
+  };
+  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32})
+    g.peak_flops[static_cast<int>(d)] = peak_of(to_string(d));
+  g.mxfp8_flops = peak_of("mxfp8"), g.nvfp4_flops = peak_of("nvfp4");
   g.hbm_bytes = in_range(r, "hbm_GiB", limits::kHbmGiB) * kGiB;
   g.hbm_Bps = in_range(r, "hbm_bandwidth_GBps", limits::kHbmGBps) * kGB;
   g.hbm_efficiency = in_range(r, "hbm_efficiency", limits::kEfficiency);
@@ -149,12 +151,13 @@ CollectiveCost read_collective(const YamlReader& r) {
 }
 
 NetworkTier read_tier(const YamlReader& r) {
-  r.check_keys({"name", "reference_ranks", "hop_latency_us", "allreduce", "allgather",
+  r.check_keys({"name", "reference_ranks", "hop_latency_us", "nic_gbps", "allreduce", "allgather",
                 "reduce_scatter", "alltoall", "sendrecv"});
   NetworkTier t;
   t.name = r.get_string("name");
   t.reference_ranks = int_in(r, "reference_ranks", 1, static_cast<int>(limits::kClusterGpus));
   t.hop_latency_s = in_range(r, "hop_latency_us", limits::kLatencyUs) * kUs;
+  if (r.has("nic_gbps")) t.nic_Bps = in_range(r, "nic_gbps", limits::kNicGbps) * kGbit;
   for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
                        Collective::alltoall, Collective::sendrecv})
     t.cost[static_cast<int>(c)] = read_collective(r.child(to_string(c)));
@@ -210,9 +213,78 @@ void read_rates_and_legacy(const YamlReader& r, ClusterProfile& c) {
   read_kernel_rates(gpu, &sw, c.gpu);
 }
 
+/// Every key a profile must have, as dotted paths ("gpu.gemm.k_half"); flash_efficiency may
+/// instead sit in a legacy software block.
+std::vector<std::string> required_keys() {
+  std::vector<std::string> keys = {"name",
+                                   "gpus_per_node",
+                                   "gpu.name",
+                                   "gpu.sms",
+                                   "gpu.peak_tflops",
+                                   "gpu.hbm_GiB",
+                                   "gpu.hbm_bandwidth_GBps",
+                                   "gpu.hbm_efficiency",
+                                   "gpu.sustained_efficiency",
+                                   "gpu.gemm.max_efficiency",
+                                   "gpu.gemm.k_half",
+                                   "gpu.gemm.misaligned_factor",
+                                   "gpu.gemm.alignment",
+                                   "gpu.gemm.launch_us",
+                                   "gpu.gemm.tiles"};
+  for (const char* tier : {"intra_node", "inter_node"}) {
+    const std::string t = std::string("network.") + tier + ".";
+    for (const char* k : {"name", "reference_ranks", "hop_latency_us"}) keys.push_back(t + k);
+    for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
+                         Collective::alltoall, Collective::sendrecv})
+      for (const char* k : {"busbw_GBps", "latency_us"}) keys.push_back(t + to_string(c) + "." + k);
+  }
+  return keys;
+}
+
+/// All the missing keys in one message (a profile written from a datasheet lacks several at
+/// once); a missing section is named once, not each key under it.
+void check_required(const YAML::Node& root, const std::string& file) {
+  std::vector<std::string> missing;
+  for (const std::string& path : required_keys()) {
+    YAML::Node node;
+    node.reset(root);  // a Node's operator= writes through; reset() only rebinds
+    std::string at;
+    bool present = true;
+    bool misspelt = false;  // a near key is there: the reader's "did you mean" says more
+    for (size_t start = 0; present && start <= path.size();) {
+      const size_t dot = std::min(path.find('.', start), path.size());
+      const std::string key = path.substr(start, dot - start);
+      at += (at.empty() ? "" : ".") + key;
+      const YAML::Node& here = node;  // const: a lookup must not insert the key
+      present = here.IsMap() && here[key];
+      if (present) {
+        node.reset(here[key]);
+      } else if (here.IsMap()) {
+        std::vector<std::string> there;
+        for (auto it = node.begin(); it != node.end(); ++it)
+          if (it->first.IsScalar()) there.push_back(it->first.Scalar());
+        misspelt = !nearest_word(key, there).empty();
+      }
+      start = dot + 1;
+    }
+    if (present || misspelt) continue;
+    const bool under_missing = std::any_of(missing.begin(), missing.end(), [&](const auto& m) {
+      return at.rfind(m + ".", 0) == 0 || at == m;
+    });
+    const bool legacy_flash = at == "gpu.flash_efficiency";
+    if (!under_missing && !legacy_flash) missing.push_back(at);
+  }
+  if (missing.empty()) return;
+  std::string list;
+  for (const std::string& k : missing) list += (list.empty() ? "" : ", ") + k;
+  throw InputError(file, 0, "",
+                   fmt("missing {} key{}: {} (README, Inputs: every key with its meaning)",
+                       missing.size(), missing.size() == 1 ? "" : "s", list));
+}
+
 ClusterProfile read_cluster(const YamlReader& r) {
-  r.check_keys({"name", "gpus_per_node", "nodes", "gpu_hour_usd", "gpu", "software", "network",
-                "provenance"});
+  r.check_keys({"name", "gpus_per_node", "nvlink_domain", "nics_per_node", "nic_gbps", "nodes",
+                "gpu_hour_usd", "gpu", "software", "network", "provenance"});
   ClusterProfile c;
   c.file = r.file();
   c.name = r.get_string("name");
@@ -220,10 +292,22 @@ ClusterProfile read_cluster(const YamlReader& r) {
     if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
       r.fail("name", "must not contain control characters (newlines, tabs)");
   c.gpus_per_node = int_in(r, "gpus_per_node", 1, limits::kGpusPerNode);
-  c.nodes = int_in(r, "nodes", 1, static_cast<int>(limits::kClusterGpus));
-  if (1LL * c.nodes * c.gpus_per_node > limits::kClusterGpus)
-    r.fail("nodes", "nodes x gpus_per_node = " + std::to_string(1LL * c.nodes * c.gpus_per_node) +
-                        " GPUs, over the limit of " + std::to_string(limits::kClusterGpus));
+  c.nvlink_domain = c.gpus_per_node;
+  if (r.has("nvlink_domain")) {
+    c.nvlink_domain = int_in(r, "nvlink_domain", 1, limits::kNvlinkDomain);
+    if (c.nvlink_domain % c.gpus_per_node != 0)
+      r.fail("nvlink_domain", fmt("must be a whole number of hosts of gpus_per_node={}, got {}",
+                                  c.gpus_per_node, c.nvlink_domain));
+  }
+  c.nics_per_node =
+      r.has("nics_per_node") ? int_in(r, "nics_per_node", 1, limits::kNics) : c.gpus_per_node;
+  if (r.has("nic_gbps")) c.nic_Bps = in_range(r, "nic_gbps", limits::kNicGbps) * kGbit;
+  if (r.has("nodes")) {  // the default job size, not a cap
+    c.nodes = int_in(r, "nodes", 1, static_cast<int>(limits::kClusterGpus));
+    if (1LL * c.nodes * c.gpus_per_node > limits::kClusterGpus)
+      r.fail("nodes", "nodes x gpus_per_node = " + std::to_string(1LL * c.nodes * c.gpus_per_node) +
+                          " GPUs, over the limit of " + std::to_string(limits::kClusterGpus));
+  }
   if (r.has("gpu_hour_usd")) c.gpu_hour_usd = in_range(r, "gpu_hour_usd", limits::kGpuHourUsd);
   c.gpu = read_gpu(r.child("gpu"));
   read_rates_and_legacy(r, c);
@@ -232,8 +316,9 @@ ClusterProfile read_cluster(const YamlReader& r) {
   net.check_keys({"intra_node", "inter_node"});
   c.intra = read_tier(net.child("intra_node"));
   c.inter = read_tier(net.child("inter_node"));
+  if (!r.has("provenance")) return c;  // optional: a profile should name its sources
   const YAML::Node prov = r.node("provenance");
-  if (!prov.IsMap() || prov.size() == 0) r.fail("provenance", "expected a mapping of key: source");
+  if (!prov.IsMap()) r.fail("provenance", "expected a mapping of key: source");
   for (auto it = prov.begin(); it != prov.end(); ++it) {
     if (!it->second.IsScalar())
       throw InputError(r.file(), it->first.Mark().line + 1, "provenance." + it->first.Scalar(),
@@ -246,11 +331,15 @@ ClusterProfile read_cluster(const YamlReader& r) {
 }  // namespace
 
 ClusterProfile load_cluster(const std::string& path) {
-  return read_cluster(YamlReader(load_yaml_file(path), path));
+  const YAML::Node root = load_yaml_file(path);
+  if (root.IsMap()) check_required(root, path);
+  return read_cluster(YamlReader(root, path));
 }
 
 ClusterProfile parse_cluster(const std::string& text, const std::string& file) {
-  return read_cluster(YamlReader(parse_yaml_text(text, file), file));
+  const YAML::Node root = parse_yaml_text(text, file);
+  if (root.IsMap()) check_required(root, file);
+  return read_cluster(YamlReader(root, file));
 }
 
 }  // namespace planner::io

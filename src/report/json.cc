@@ -17,8 +17,11 @@ json context_json(const RunContext& ctx) {
               {"name", c.name},
               {"gpu", c.gpu.name},
               {"gpus_per_node", c.gpus_per_node},
+              {"nvlink_domain", c.nvlink_domain},
+              {"nics_per_node", c.nics_per_node},
               {"hbm_bytes", c.gpu.hbm_bytes}}},
             {"gpus", ctx.gpus},
+            {"gpus_min", ctx.gpus_min > 0 ? ctx.gpus_min : ctx.gpus},
             {"global_batch", ctx.global_batch},
             {"seq_len", m.seq_len}};
   if (ctx.train_tokens > 0) j["train_tokens"] = ctx.train_tokens;

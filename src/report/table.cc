@@ -98,12 +98,12 @@ void print_context(std::ostream& out, const RunContext& ctx) {
                to_string(comp.type), comp.name, comp.layers, comp.shape.hidden, comp.shape.seq,
                comp.shape.sequences);
   out << fmt(
-      "# cluster {} ({}): {}, {} GPUs/node, {:.0f} GiB HBM, {:.0f} dense bf16 TFLOP/s, "
+      "# cluster {} ({}): {}, {} GPUs/node{}, {:.0f} GiB HBM, {:.0f} dense bf16 TFLOP/s, "
       "attention {}\n",
-      c.name, ctx.cluster_file, c.gpu.name, c.gpus_per_node, c.gpu.hbm_bytes / kGiB,
-      c.gpu.peak_flops[int(Dtype::bf16)] / kTera,
+      c.name, ctx.cluster_file, c.gpu.name, c.gpus_per_node, topology_note(c),
+      c.gpu.hbm_bytes / kGiB, c.gpu.peak_flops[int(Dtype::bf16)] / kTera,
       c.software.attention == AttentionKernel::flash ? "flash" : "unfused");
-  out << fmt("# job     {} GPUs, global batch {} sequences ({} tokens)\n", ctx.gpus,
+  out << fmt("# job     {}, global batch {} sequences ({} tokens)\n", ctx.gpus_text(),
              ctx.global_batch,
              with_commas(static_cast<long long>(ctx.global_batch) * m.seq_len).c_str());
 }
@@ -127,6 +127,8 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
   out << "#\n";
   const std::vector<const KnobDef*> columns = plan_columns(r.top);
   out << "# rank";
+  const bool gpus_column = ctx.gpus_min > 0 && ctx.gpus_min != ctx.gpus;
+  if (gpus_column) out << "   gpus";
   for (const KnobDef* k : columns) out << knob_cell(*k, k->column);
   out << "   iter_s TFLOP/s   MFU%   mem_GiB bubble% comm% layers/stage";
   if (ctx.train_tokens > 0) out << "    days GPU-hours";
@@ -137,6 +139,7 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
   for (const Estimate& e : r.top) {
     const Plan& p = e.plan;
     out << fmt("  {:4}", ++rank);
+    if (gpus_column) out << fmt(" {:>6}", p.gpus());
     for (const KnobDef* k : columns) out << knob_cell(*k, k->text(k->get(p)));
     out << fmt(" {:>8.3f} {:>7.1f} {:>6.1f} {:>9.1f} {:>7.1f} {:>5.1f}", e.iteration_time_s,
                e.tflops_per_gpu, 100 * e.mfu, e.memory_bytes / kGiB, 100 * e.bubble_fraction,

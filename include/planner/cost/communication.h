@@ -9,23 +9,25 @@ namespace planner {
 double bus_factor(Collective c, int ranks);
 
 /// Where the ranks of one communicator sit: `ranks` in total, `ranks_per_node` of them in each
-/// of `nodes` nodes.
+/// of `nodes` NVLink domains (a DGX host, or an NVL72 rack of 18 hosts).
 struct GroupLayout {
   int ranks = 1;
   int ranks_per_node = 1;
   int nodes = 1;
 };
 
-/// A group of `size` ranks whose consecutive members are `stride` global ranks apart.
-GroupLayout group_layout(int size, int stride, int gpus_per_node);
+/// A group of `size` ranks whose consecutive members are `stride` global ranks apart, on NVLink
+/// domains of `domain_gpus` GPUs.
+GroupLayout group_layout(int size, int stride, int domain_gpus);
 
-/// Rank order TP innermost, then CP, then DP, then PP (Megatron-LM's default).
-GroupLayout tp_group(const Plan& p, int gpus_per_node);
-GroupLayout cp_group(const Plan& p, int gpus_per_node);
+/// Rank order TP innermost, then CP, then DP, then PP (Megatron-LM's default), on the cluster's
+/// NVLink domains.
+GroupLayout tp_group(const Plan& p, const ClusterProfile& c);
+GroupLayout cp_group(const Plan& p, const ClusterProfile& c);
 /// The gradient-reduction and ZeRO group: the dp x cp ranks that hold the same weights.
-GroupLayout dp_group(const Plan& p, int gpus_per_node);
+GroupLayout dp_group(const Plan& p, const ClusterProfile& c);
 /// Two neighbouring pipeline stages (a send/recv pair).
-GroupLayout pp_pair(const Plan& p, int gpus_per_node);
+GroupLayout pp_pair(const Plan& p, const ClusterProfile& c);
 
 /// Achieved bus bandwidth of a tier for a collective at a message size (log-linear
 /// interpolation of the measured curve; the asymptote outside it).
@@ -33,8 +35,9 @@ double tier_busbw_Bps(const CollectiveCost& cost, double bytes);
 
 /// Time of one collective over `bytes` (the nccl-tests size S: the full buffer for allreduce,
 /// the gathered output for allgather, the input for reduce-scatter). Inside a node: alpha + S
-/// f(n) / busbw. Across nodes: a ring whose bottleneck is min(NVLink busbw, ranks_per_node x
-/// per-GPU NIC busbw), i.e. the hierarchical reading of nccl-tests numbers.
+/// f(n) / busbw. Across domains: a ring whose bottleneck is min(NVLink busbw, ranks_per_node x
+/// each GPU's share of the NIC busbw (ClusterProfile::inter_share)), i.e. the hierarchical
+/// reading of nccl-tests numbers.
 double collective_time_s(const ClusterProfile& c, Collective coll, double bytes,
                          const GroupLayout& g);
 

@@ -1,5 +1,6 @@
 #pragma once
 #include <array>
+#include <string>
 #include <vector>
 
 #include "planner/block.h"
@@ -91,6 +92,11 @@ using Partition = std::vector<int>;
 Partition even_partition(int blocks, int virtual_stages);
 /// The same into `part`, reusing its storage.
 void even_partition(int blocks, int virtual_stages, Partition& part);
+
+/// The decoder layers of each virtual stage under a split that split_check (plan.h) accepts:
+/// chunk k of stage s is virtual stage k x pp + s, a stage's layers shared evenly by its vpp
+/// chunks.
+void split_partition(int layers, const Plan& p, Partition& part);
 
 /// Per-virtual-stage costs and per-physical-stage loads of a partition.
 struct Stages {

@@ -16,9 +16,16 @@ struct RunContext {
   std::string model_file, cluster_file;
   const ModelSpec* model = nullptr;
   const ClusterProfile* cluster = nullptr;
-  int gpus = 0;
+  int gpus = 0;      ///< the largest GPU count searched
+  int gpus_min = 0;  ///< the smallest, when --gpus gave several (0: one)
   int global_batch = 0;
   double train_tokens = 0;  ///< 0: not asked
+  /// "6144 GPUs" or "GPUs: 64-512" (several counts searched).
+  std::string gpus_text() const {
+    return gpus_min > 0 && gpus_min != gpus
+               ? "GPUs: " + std::to_string(gpus_min) + "-" + std::to_string(gpus)
+               : std::to_string(gpus) + " GPUs";
+  }
 };
 
 /// "# for     Megatron-LM 307dcf37 (--framework megatron): ..." (the table's and estimate's header)
