@@ -88,14 +88,10 @@ int explain(const RegressionReport& rep, const std::string& id, const std::strin
       fmt::print("unsupported: {}\n", *r.unsupported);
       return 0;
     }
-    const RunContext ctx{"row " + c.id,
-                         profiles + "/" + c.cluster + ".yaml",
-                         &c.model,
-                         &r.cluster,
-                         c.num_gpus,
-                         0,
-                         c.gbs,
-                         0};
+    const RunContext ctx{"row " + c.id, profiles + "/" + c.cluster + ".yaml",
+                         &c.model,      &r.cluster,
+                         c.num_gpus,    0,
+                         c.gbs,         0};
     print_estimate_text(std::cout, ctx, r.estimate);
     fmt::print("\nmeasured   {:.3f} s per iteration", r.measured_iter_time_s);
     if (c.measured_tflops_per_gpu)
