@@ -67,9 +67,9 @@ std::string inputs_section(const RunContext& ctx, const std::string& extra_row) 
       {"cluster", fmt("{} ({}): {}, {} GPUs per node{}, {:.0f} GiB HBM, {:.0f} dense bf16 TFLOP/s",
                       c.name, ctx.cluster_file, c.gpu.name, c.gpus_per_node, topology_note(c),
                       c.gpu.hbm_bytes / kGiB, c.gpu.peak_flops[int(Dtype::bf16)] / kTera)});
-  out +=
-      row({"job", fmt("{}, global batch {} sequences ({} tokens)", ctx.gpus_text(), ctx.global_batch,
-                      with_commas(static_cast<long long>(ctx.global_batch) * m.seq_len).c_str())});
+  out += row(
+      {"job", fmt("{}, global batch {} sequences ({} tokens)", ctx.gpus_text(), ctx.global_batch,
+                  with_commas(static_cast<long long>(ctx.global_batch) * m.seq_len).c_str())});
   if (ctx.train_tokens > 0)
     out += row({"training", with_commas(static_cast<long long>(ctx.train_tokens)) + " tokens"});
   if (!extra_row.empty()) out += row({"search", extra_row});
