@@ -53,8 +53,8 @@ TEST_CASE("a config of an unknown architecture is refused with the known ones") 
       "suggest --model " + dir + "/config.json " + kA100 + " --global-batch 8",
       dir +
           "/config.json:1: key 'architectures': unknown architecture 'FalconForCausalLM' (known: "
-          "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
-          "GPTNeoXForCausalLM)");
+          "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+          "Gemma2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM)");
 }
 
 TEST_CASE("compare: clusters side by side, and changed knobs against a baseline") {
