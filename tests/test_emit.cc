@@ -467,6 +467,9 @@ TEST_CASE("head_dim, QKV biases and per-head norms reach the flags; what has non
                    "307dcf37 has no flag for this; it trains full causal attention there") !=
         std::string::npos);
   CHECK(gemma.find("norms after attention and after the MLP (Gemma 2)") != std::string::npos);
+  CHECK(gemma.find("# a GELU-gated MLP (GeGLU): Megatron-LM at 307dcf37 has no flag for this; "
+                   "--swiglu trains a SiLU gate instead") != std::string::npos);
+  CHECK(qwen.find("GeGLU") == std::string::npos);
   CHECK(gemma.find("--kv-channels 256") != std::string::npos);
   // Megatron-DeepSpeed has --kv-channels but no --add-qkv-bias.
   const std::string ds_qwen = script(D, kHfEmitCases[1]);

@@ -147,7 +147,9 @@ TEST_CASE("head_dim, biases, norms and sliding windows are read as each architec
   CHECK(gemma.arch.sliding_window == 4096);
   CHECK(gemma.arch.local_layers == 0.5);
   CHECK(gemma.arch.sandwich_norms);
-  CHECK(gemma.swiglu);           // GeGLU: gated like SwiGLU
+  CHECK(gemma.swiglu);  // GeGLU: gated like SwiGLU
+  CHECK(gemma.arch.gelu_gate);
+  CHECK(!qwen.arch.gelu_gate);   // silu
   CHECK(gemma.tied_embeddings);  // Gemma2Config's default
   // Qwen3: per-head query and key norms, no QKV bias, head_dim 128 (hidden / heads = 80).
   const ModelSpec qwen3 = io::load_model(kDir + "qwen3-4b.json");

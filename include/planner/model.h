@@ -15,8 +15,9 @@ struct LayerArch {
   bool norm_bias = false;       ///< LayerNorm with a bias beside its scale (GPT-2, NeoX)
   bool sandwich_norms = false;  ///< a norm after attention and after the MLP too (Gemma 2)
   bool qk_norm = false;         ///< an RMSNorm of head_dim on each query and key head (Qwen3)
-  int sliding_window = 0;       ///< keys a local layer's query sees; 0: every layer global
-  double local_layers = 0;      ///< share of the layers that are local (Mistral 1, Gemma 2 0.5)
+  bool gelu_gate = false;  ///< the gated MLP's gate is a GELU (GeGLU, Gemma 2), not SiLU: same cost
+  int sliding_window = 0;  ///< keys a local layer's query sees; 0: every layer global
+  double local_layers = 0;  ///< share of the layers that are local (Mistral 1, Gemma 2 0.5)
 };
 
 /// One block as the cost model sees it: a transformer layer, or an MLP (a projector).

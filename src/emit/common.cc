@@ -130,6 +130,9 @@ void add_layer_arch(ArgGroup& g, const ModelSpec& m, bool biases_disabled,
     else
       lacks("per-head query and key norms", "it trains without them (the prediction has them)");
   }
+  if (x.gelu_gate && m.swiglu)
+    lacks("a GELU-gated MLP (GeGLU)",
+          "--swiglu trains a SiLU gate instead, at the same cost as the prediction's");
   if (x.sandwich_norms)
     lacks("norms after attention and after the MLP (Gemma 2)",
           "it trains without them (the prediction has them)");

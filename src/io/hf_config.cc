@@ -282,7 +282,10 @@ ModelSpec read_config(const Config& c) {
         c.file(), m.seq_len, positions);
   // Gated MLP, act(x W_gate) * (x W_up) then W_down: SwiGLU, or GeGLU for Gemma 2 (same cost).
   m.swiglu = arch.family == Family::llama;
-  c.get_string(gpt2 ? "activation_function" : "hidden_act");  // type check only
+  const std::string act = c.get_string(gpt2 ? "activation_function" : "hidden_act");
+  // Gemma 2's gate is named by hidden_activation (gelu_pytorch_tanh); hidden_act is its fallback.
+  const std::string gate = c.get_string("hidden_activation");
+  m.arch.gelu_gate = m.swiglu && (gate.empty() ? act : gate).rfind("gelu", 0) == 0;
   m.tied_embeddings = c.get_bool("tie_word_embeddings", arch.tied_default);
   m.learned_positions = gpt2 ? positions : 0;  // GPT-2's wpe; the others are rotary
   read_layer_arch(c, arch, m);

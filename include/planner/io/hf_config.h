@@ -36,7 +36,8 @@ ModelSpec load_hf_config(const std::string& path);
 /// sliding_window: every layer (Mistral), every other (Gemma 2), the layers from
 /// max_window_layers on with use_sliding_window (Qwen2, Qwen3).
 /// Llama, Mistral, Qwen2, Qwen3 and Gemma 2 have gated MLPs (swiglu: three ffn-wide matrices)
-/// whatever their hidden_act; GPT-2 and GPT-NeoX a plain two-matrix MLP.
+/// whatever their hidden_act (a gelu hidden_activation or hidden_act sets arch.gelu_gate: GeGLU,
+/// the same cost); GPT-2 and GPT-NeoX a plain two-matrix MLP.
 /// A config with more than one expert (num_local_experts, num_experts, n_routed_experts, also
 /// under text_config) is refused, whatever its architectures say: the planner plans dense models.
 ModelSpec parse_hf_config(const std::string& json_text, const std::string& file);
