@@ -87,7 +87,8 @@ WorkLayer parse_layer(const Reader& r, const json& j) {
   l.seq = r.positive_int(j, "seq", p), l.tp = r.positive_int(j, "tp", p);
   l.cp = r.positive_int(j, "cp", p), l.mbs = r.positive_int(j, "mbs", p);
   l.swiglu = r.boolean(j, "swiglu", p), l.sp = r.boolean(j, "sp", p);
-  if (l.hidden % l.heads) r.fail("layer.heads", "does not divide hidden");
+  if (j.contains("head_dim")) l.kv_channels = r.positive_int(j, "head_dim", p);
+  if (!l.kv_channels && l.hidden % l.heads) r.fail("layer.heads", "does not divide hidden");
   if (l.heads % l.tp || l.kv_heads % l.tp || l.ffn % l.tp)
     r.fail("layer.tp", "does not divide heads, kv_heads and ffn");
   if (l.heads % l.kv_heads) r.fail("layer.kv_heads", "does not divide heads");

@@ -15,7 +15,8 @@ namespace planner::calibrate {
 struct WorkLayer {
   int hidden = 0, heads = 0, kv_heads = 0, ffn = 0, seq = 0, tp = 1, cp = 1, mbs = 1;
   bool swiglu = false, sp = false;
-  int head_dim() const { return hidden / heads; }
+  int kv_channels = 0;  ///< "head_dim" (absent in older workloads: hidden / heads)
+  int head_dim() const { return kv_channels > 0 ? kv_channels : hidden / heads; }
   long tokens() const { return long(mbs) * seq / cp; }  ///< per micro-batch on this rank
   /// Rows of the norms and residual adds: outside the TP region, split by tp only with sp.
   long norm_rows() const { return sp ? tokens() / tp : tokens(); }

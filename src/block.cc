@@ -16,44 +16,52 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   if (!l.attention) {  // a projector MLP: in -> ffn -> hidden, keeping its input
     const double in = l.in_features, x = 2.0 * sb * in;
     for (const Module& m : std::initializer_list<Module>{
-             {"fc1", K::linear, kFc1, in, up / t, in * up, {x, x, x}, true, 0, true},
-             {"activation", K::activation, -1, 0, 0, 0, same(2.0 * sb * up / t), false, 0, false},
-             {"fc2", K::linear, kFc2, f / t, h, f * h, same(2.0 * sb * f / t), false, 1, true}})
+             {"fc1", K::linear, kFc1, in, up / t, in * up, {x, x, x}, true, 0, true, 0},
+             {"activation", K::activation, -1, 0, 0, 0, same(2.0 * sb * up / t), false, 0, false,
+              0},
+             {"fc2", K::linear, kFc2, f / t, h, f * h, same(2.0 * sb * f / t), false, 1, true, 0}})
       bm.add(m);
     return bm;
   }
-  const double d = l.head_dim(), a = l.heads, g = l.kv_heads, sbh = sb * h;
+  const LayerArch& x = l.arch;
+  const double d = l.head_dim(), a = l.heads, g = l.kv_heads, sbh = sb * h, qw = a * d;
+  const double qkv_out = (a + 2.0 * g) * d, norm_params = (x.norm_bias ? 2.0 : 1.0) * h;
   // The attention core keeps Q, K and V, and the scores, softmax and dropout (5 a s^2 b) unless
   // selective recompute drops them; a flash kernel keeps only fp32 softmax statistics (4 a s b).
-  const double qkv_kept = 2.0 * sbh / t + 4.0 * sb * g * d / t;
+  const double qkv_kept = 2.0 * sb * qw / t + 4.0 * sb * g * d / t;
   const double scores = 5.0 * a * s * double(l.seq) * b / t, stats = 4.0 * a * sb / t;
   const bool flash = cfg.attention == AttentionKernel::flash;
   const std::array<double, 3> core = {qkv_kept + (flash ? stats : scores),
                                       qkv_kept + (flash ? stats : 0.0), 0.0};
+  // A norm outside the TP region keeps its input (2 bytes per element) for its backward.
+  const Module outside_norm{"norm", K::norm, -1,    h / o, 0, norm_params, same(2.0 * sbh / o),
+                            false,  0,       false, 0};
+  auto norm = [&](const char* name) {
+    Module m = outside_norm;
+    m.name = name;
+    return m;
+  };
   // Full recompute keeps only the block's input, the first norm's.
-  for (const Module& m : std::initializer_list<Module>{
-           {"norm1",
-            K::norm,
-            -1,
-            0,
-            0,
-            h,
-            {2.0 * sbh / o, 2.0 * sbh / o, 2.0 * sbh / o},
-            false,
-            0,
-            false},
-           {"qkv", K::linear, kQkv, h, (a + 2.0 * g) * d / t, h * (a + 2.0 * g) * d,
-            same(2.0 * sbh / o), true, 0, true},
-           {"attention", K::attention_core, -1, 0, 0, 0, core, false, 0, false},
-           // Its input inside the TP region, and the dropout mask after it outside.
-           {"proj", K::linear, kProj, a * d / t, h, a * d * h, same(2.0 * sbh / t + sbh / o), false,
-            1, true},
-           {"norm2", K::norm, -1, 0, 0, h, same(2.0 * sbh / o), false, 0, false},
-           {"fc1", K::linear, kFc1, h, up / t, h * up, same(2.0 * sbh / o), true, 0, true},
-           {"activation", K::activation, -1, 0, 0, 0, same(2.0 * sb * up / t), false, 0, false},
-           {"fc2", K::linear, kFc2, f / t, h, f * h, same(2.0 * sb * f / t + sbh / o), false, 1,
-            true}})
-    bm.add(m);
+  Module norm1 = norm("norm1");
+  norm1.stored[static_cast<int>(Recompute::full)] = 2.0 * sbh / o;
+  bm.add(norm1);
+  bm.add({"qkv", K::linear, kQkv, h, qkv_out / t, h * qkv_out + (x.qkv_bias ? qkv_out : 0.0),
+          same(2.0 * sbh / o), true, 0, true, x.qkv_bias ? qkv_out / t : 0.0});
+  if (x.qk_norm)  // Qwen3: one head_dim-wide RMSNorm over every query head, one over every key
+    bm.add({"qk_norm", K::norm, -1, (a + g) * d / t, 0, 2.0 * d, same(2.0 * sb * (a + g) * d / t),
+            false, 0, false, 0});
+  bm.add({"attention", K::attention_core, -1, 0, 0, 0, core, false, 0, false, 0});
+  // Its input inside the TP region, and the dropout mask after it outside.
+  bm.add({"proj", K::linear, kProj, qw / t, h, qw * h + (x.proj_bias ? h : 0.0),
+          same(2.0 * sb * qw / t + sbh / o), false, 1, true, x.proj_bias ? h / o : 0.0});
+  if (x.sandwich_norms) bm.add(norm("post_attention_norm"));
+  bm.add(norm("norm2"));
+  bm.add({"fc1", K::linear, kFc1, h, up / t, h * up + (x.mlp_bias ? up : 0.0), same(2.0 * sbh / o),
+          true, 0, true, x.mlp_bias ? up / t : 0.0});
+  bm.add({"activation", K::activation, -1, 0, 0, 0, same(2.0 * sb * up / t), false, 0, false, 0});
+  bm.add({"fc2", K::linear, kFc2, f / t, h, f * h + (x.mlp_bias ? h : 0.0),
+          same(2.0 * sb * f / t + sbh / o), false, 1, true, x.mlp_bias ? h / o : 0.0});
+  if (x.sandwich_norms) bm.add(norm("post_mlp_norm"));
   return bm;
 }
 
@@ -73,6 +81,19 @@ int BlockModel::tp_collectives() const {
   int n = 0;
   for (const Module& m : *this) n += m.tp_collectives;
   return n;
+}
+
+double causal_window_pairs(double s, double w) {
+  if (w >= s) return s * (s + 1.0) / 2.0;
+  return w * s - w * (w - 1.0) / 2.0;
+}
+
+double causal_attended_pairs(const LayerShape& l) {
+  const double s = l.seq, global = causal_window_pairs(s, s);
+  const LayerArch& x = l.arch;
+  if (x.sliding_window <= 0) return global;
+  const double local = causal_window_pairs(s, x.sliding_window);
+  return x.local_layers * local + (1.0 - x.local_layers) * global;
 }
 
 const Module* BlockModel::linear(int index) const {

@@ -24,7 +24,7 @@ double LayerShape::flops_per_sample() const {
   // 2 FLOPs per weight and token forward, twice that backward; attention scores and context
   // 2 x 2 x seq^2 x hidden per sequence forward (full, not causal-halved: model FLOPs).
   const double matmul = 6.0 * params() * tokens_per_sample();
-  const double attn = attention ? 3.0 * 4.0 * double(seq) * seq * hidden * sequences : 0.0;
+  const double attn = attention ? 3.0 * 4.0 * double(seq) * seq * q_width() * sequences : 0.0;
   return matmul + attn;
 }
 
@@ -32,6 +32,7 @@ LayerShape ModelSpec::decoder_shape() const {
   LayerShape s;
   s.hidden = hidden, s.heads = heads, s.kv_heads = kv_heads, s.ffn = ffn, s.swiglu = swiglu;
   s.seq = seq_len, s.sequences = 1, s.causal = true;
+  s.arch = arch;
   return s;
 }
 
@@ -51,16 +52,22 @@ double ModelSpec::layer_params() const { return decoder_shape().params(); }
 
 double ModelSpec::embedding_params() const { return double(vocab) * hidden; }
 
+double ModelSpec::position_params() const { return double(learned_positions) * hidden; }
+
+double ModelSpec::final_norm_params() const { return (arch.norm_bias ? 2.0 : 1.0) * hidden; }
+
 double ModelSpec::output_params() const { return tied_embeddings ? 0.0 : double(vocab) * hidden; }
 
 double ModelSpec::total_params() const {
-  return layers * layer_params() + embedding_params() + output_params() + hidden + encoder_params();
+  return layers * layer_params() + embedding_params() + position_params() + output_params() +
+         final_norm_params() + encoder_params();
 }
 
 namespace {
 
-void check_count(long long v, const std::string& key, long long cap, const std::string& file) {
-  if (v <= 0)
+void check_count(long long v, const std::string& key, long long cap, const std::string& file,
+                 bool zero_ok = false) {
+  if (v < 0 || (v == 0 && !zero_ok))
     throw InputError(file, 0, key, "must be a positive integer, got " + std::to_string(v));
   if (v > cap)
     throw InputError(
@@ -101,10 +108,23 @@ void validate_model(const ModelSpec& m, const std::string& file) {
   check_count(m.ffn, "ffn", limits::kFfn, file);
   check_count(m.vocab, "vocab", limits::kVocab, file);
   check_count(m.seq_len, "seq_len", limits::kSeqLen, file);
-  if (m.hidden % m.heads != 0)
+  if (m.arch.head_dim != 0)
+    check_count(m.arch.head_dim, "head_dim", limits::kHidden, file);
+  else if (m.hidden % m.heads != 0)
     throw InputError(file, 0, "heads",
                      "hidden " + std::to_string(m.hidden) + " is not divisible by heads " +
-                         std::to_string(m.heads));
+                         std::to_string(m.heads) +
+                         " (give head_dim where heads x head_dim differs)");
+  if (double(m.heads) * m.head_dim() > limits::kHidden)
+    throw InputError(file, 0, "head_dim",
+                     "heads x head_dim = " + std::to_string(m.heads) + " x " +
+                         std::to_string(m.head_dim()) + " is implausibly large (> " +
+                         std::to_string(limits::kHidden) + ")");
+  check_count(m.learned_positions, "learned_positions", limits::kSeqLen, file, true);
+  if (m.arch.sliding_window != 0)
+    check_count(m.arch.sliding_window, "sliding_window", limits::kSeqLen, file);
+  if (!(m.arch.local_layers >= 0 && m.arch.local_layers <= 1))
+    throw InputError(file, 0, "sliding_window", "the share of local layers must be in [0, 1]");
   if (m.heads % m.kv_heads != 0)
     throw InputError(file, 0, "kv_heads",
                      "heads " + std::to_string(m.heads) + " is not divisible by kv_heads " +
@@ -122,7 +142,7 @@ void validate_model(const ModelSpec& m, const std::string& file) {
 
 double model_flops_per_iteration(const ModelSpec& m, double B) {
   const double s = m.seq_len, L = m.layers, h = m.hidden, a = m.heads, g = m.kv_heads;
-  const double d = h / a, f = m.ffn, V = m.vocab;
+  const double d = m.head_dim(), f = m.ffn, V = m.vocab;
   const double attn = (1.0 + g / a + s / h) * (a * d / h);
   const double mlp = (f / h) * (m.swiglu ? 1.5 : 1.0);
   double encoders = 0;  // multimodal: the encoders' own model FLOPs per sample

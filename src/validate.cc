@@ -131,6 +131,7 @@ nlohmann::json workload_json(const Workload& w) {
            {{"hidden", s.hidden},
             {"heads", s.heads},
             {"kv_heads", s.kv_heads},
+            {"head_dim", s.head_dim()},
             {"ffn", s.ffn},
             {"swiglu", s.swiglu},
             {"seq", s.seq},

@@ -3,6 +3,7 @@
 // memory oracle, in test_memory.cc).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "planner/block.h"
@@ -77,4 +78,76 @@ TEST_CASE("a projector MLP is two linears with one TP collective") {
   CHECK(bm.params() == 1024.0 * 4096 + 4096.0 * 4096);
   // Full recompute still keeps its input.
   CHECK(bm.stored_bytes(Recompute::full) == doctest::Approx(2.0 * 576 * 1024));
+}
+
+TEST_CASE("head_dim sets the attention widths where heads x head_dim is not hidden") {
+  // Mistral-NeMo 12B: hidden 5120, 32 heads of 128 (4096 wide), 8 kv heads.
+  const ModelSpec nemo =
+      io::load_model(PLANNER_SOURCE_DIR "/tests/data/hf/mistral-nemo-base-2407.json");
+  const LayerShape l = nemo.decoder_shape();
+  const BlockModel bm = block_model(l, {4, 1, 1, false, AttentionKernel::flash});
+  CHECK(bm.linear(kQkv)->in == 5120);
+  CHECK(bm.linear(kQkv)->out == (32 + 2 * 8) * 128 / 4);  // 6144 / tp
+  CHECK(bm.linear(kProj)->in == 32 * 128 / 4);            // 4096 / tp, not 5120 / tp
+  CHECK(bm.linear(kProj)->out == 5120);
+  CHECK(bm.linear(kQkv)->params == 5120.0 * 6144);
+  CHECK(bm.linear(kProj)->params == 4096.0 * 5120);
+  // Activations: Q and the projection's input are 4096 wide, K and V 1024 each (Korthikanti's
+  // 2sbh terms with h the attention width where they hold attention values).
+  const double s = 8192, h = 5120, q = 4096, kv = 1024, t = 4;
+  const Module* attn = nullptr;
+  for (const Module& m : bm)
+    if (m.kind == ModuleKind::attention_core) attn = &m;
+  REQUIRE(attn != nullptr);
+  CHECK(attn->stored[0] == doctest::Approx((2 * s * q + 2 * 2 * s * kv + 4 * 32 * s) / t));
+  CHECK(bm.linear(kProj)->stored[0] == doctest::Approx(2 * s * q / t + s * h));
+}
+
+TEST_CASE("biases and extra norms are modules' parameters") {
+  LayerShape l;
+  l.hidden = 64, l.heads = 4, l.kv_heads = 2, l.ffn = 128, l.swiglu = true, l.seq = 16;
+  const double plain = block_model(l).params();
+  CHECK(plain == 64.0 * (64 + 2 * 32) + 64.0 * 64 + 3.0 * 64 * 128 + 2 * 64);
+  l.arch.qkv_bias = true;  // Qwen2: Q, K and V, (4 + 2 x 2) x 16 = 128
+  CHECK(block_model(l).params() == plain + 128);
+  CHECK(block_model(l, {2, 1, 1, false, AttentionKernel::flash}).linear(kQkv)->bias == 64);
+  l.arch.proj_bias = l.arch.mlp_bias = true;  // + 64, + 2 x 128 + 64
+  CHECK(block_model(l).params() == plain + 128 + 64 + 256 + 64);
+  l.arch = {};
+  l.arch.sandwich_norms = true;  // Gemma 2: two more norms of hidden
+  const BlockModel gemma = block_model(l);
+  CHECK(names(gemma) ==
+        "norm1 qkv attention proj post_attention_norm norm2 fc1 activation fc2 post_mlp_norm");
+  CHECK(gemma.params() == plain + 2 * 64);
+  l.arch = {};
+  l.arch.qk_norm = true, l.arch.head_dim = 32;  // Qwen3: one norm of head_dim on Q, one on K
+  const BlockModel qwen3 = block_model(l);
+  CHECK(names(qwen3) == "norm1 qkv qk_norm attention proj norm2 fc1 activation fc2");
+  CHECK(qwen3.params() == 64.0 * (4 + 4) * 32 + 4.0 * 32 * 64 + 3.0 * 64 * 128 + 2 * 64 + 2 * 32);
+  l.arch = {};
+  l.arch.norm_bias = true;  // LayerNorm: scale and bias
+  CHECK(block_model(l).params() == plain + 2 * 64);
+}
+
+TEST_CASE("sliding-window attention: each query sees min(i + 1, w) keys") {
+  for (int s : {1, 7, 64, 1000})
+    for (int w : {1, 3, 64, 999, 4096}) {
+      double brute = 0;
+      for (int i = 0; i < s; ++i) brute += std::min(i + 1, w);
+      CAPTURE(s);
+      CAPTURE(w);
+      CHECK(causal_window_pairs(s, w) == brute);
+    }
+  CHECK(causal_window_pairs(8192, 8192) == 8192.0 * 8193 / 2);  // plain causal
+  CHECK(causal_window_pairs(8192, 4096) == 4096.0 * 8192 - 4096.0 * 4095 / 2);
+  // Gemma 2: half the layers local, the others global; the block charges their mean.
+  LayerShape l;
+  l.hidden = 64, l.heads = 4, l.kv_heads = 4, l.ffn = 128, l.seq = 8192;
+  CHECK(causal_attended_pairs(l) == causal_window_pairs(8192, 8192));
+  l.arch.sliding_window = 4096, l.arch.local_layers = 0.5;
+  CHECK(causal_attended_pairs(l) ==
+        0.5 * causal_window_pairs(8192, 4096) + 0.5 * causal_window_pairs(8192, 8192));
+  l.arch.local_layers = 1;
+  l.seq = 2048;  // a window wider than the sequence changes nothing
+  CHECK(causal_attended_pairs(l) == causal_window_pairs(2048, 2048));
 }

@@ -127,6 +127,16 @@ TEST_CASE("bad input: one clear message and exit 2") {
               "option --plan: out of memory: the plan needs 417.2 GiB per GPU of 80.0 GiB");
 }
 
+TEST_CASE("a mixture-of-experts config is bad input for every command, never a dense plan") {
+  const std::string moe = "tests/data/hf/mixtral-8x7b-v0.1.json";
+  const std::string why =
+      moe +
+      ":18: key 'num_local_experts': a mixture-of-experts model (8 experts); planner plans dense "
+      "models only until MoE support lands";
+  check_error("suggest --model " + moe + " " + kCluster + " --gpus 8 --global-batch 8", why);
+  check_error("estimate --model " + moe + " " + kCluster + " --plan \"tp=8,pp=1,dp=1,gbs=8\"", why);
+}
+
 TEST_CASE("a model that fits no plan says how far the closest is and what would help") {
   const Run r = planner("suggest " + kModel + " " + kCluster + " --gpus 32 --global-batch 64");
   CHECK(r.rc == 2);

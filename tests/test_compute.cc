@@ -3,6 +3,7 @@
 
 #include "planner/cost/compute.h"
 #include "planner/io/cluster_io.h"
+#include "planner/io/model_io.h"
 
 using namespace planner;
 
@@ -82,4 +83,50 @@ TEST_CASE("GEMM model against the published cuBLASLt table (A100 80GB fp16, Azur
         r.m, r.n, r.k, r.tflops, predicted, 100 * (predicted / r.tflops - 1));
     CHECK(predicted == doctest::Approx(r.tflops).epsilon(0.20));
   }
+}
+
+namespace {
+double flash_forward_flops(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg) {
+  for (const Kernel& k : layer_kernels(l, c, cfg))
+    if (k.cls == KernelClass::attention && k.pass == Pass::forward) return k.flops;
+  return 0;
+}
+}  // namespace
+
+TEST_CASE("the attention core's FLOPs follow head_dim and the sliding window") {
+  ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  c.software.causal_attention_skip = true;
+  // Mistral-NeMo's layer at 4,096 tokens, tp 8: 4 heads of 128 on a rank (not 5120 / 32 = 160).
+  LayerShape l = io::load_model(PLANNER_SOURCE_DIR "/tests/data/hf/mistral-nemo-base-2407.json")
+                     .decoder_shape();
+  l.seq = 4096;
+  const LayerConfig cfg{8, 1, 1, false, Dtype::bf16, AttentionKernel::flash};
+  // 4 FLOPs per query-key pair and head element (QK^T and PV): 4 x 4 heads x 128 x s (s + 1) / 2.
+  CHECK(flash_forward_flops(l, c, cfg) == doctest::Approx(4.0 * 4 * 128 * 4096 * 4097 / 2));
+  // A window of 1,024 on every layer: w s - w (w - 1) / 2 pairs.
+  LayerShape w = l;
+  w.arch.sliding_window = 1024, w.arch.local_layers = 1;
+  const double pairs = 1024.0 * 4096 - 1024.0 * 1023 / 2;
+  CHECK(flash_forward_flops(w, c, cfg) == doctest::Approx(4.0 * 4 * 128 * pairs));
+  CHECK(layer_compute(w, c, cfg).fwd_attn_s < 0.5 * layer_compute(l, c, cfg).fwd_attn_s);
+  // Context parallelism splits the pairs evenly.
+  const LayerConfig cp2{8, 2, 1, false, Dtype::bf16, AttentionKernel::flash};
+  CHECK(flash_forward_flops(w, c, cp2) == doctest::Approx(4.0 * 4 * 128 * pairs / 2));
+  // A kernel that does not skip masked tiles computes every pair, window or not.
+  c.software.causal_attention_skip = false;
+  CHECK(flash_forward_flops(w, c, cfg) == doctest::Approx(4.0 * 4 * 128 * 4096 * 4096));
+}
+
+TEST_CASE("bias adds are element-wise FLOPs: one per element forward, one backward") {
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  // Qwen2.5 7B: Q, K and V biases, (28 + 2 x 4) x 128 = 4,608 per token, 1,152 on each of 4 ranks.
+  LayerShape l =
+      io::load_model(PLANNER_SOURCE_DIR "/tests/data/hf/qwen2.5-7b.json").decoder_shape();
+  l.seq = 1024;
+  LayerShape unbiased = l;
+  unbiased.arch.qkv_bias = false;
+  const LayerConfig cfg{4, 1, 1, false, Dtype::bf16, AttentionKernel::flash};
+  const LayerCompute with = layer_compute(l, c, cfg), without = layer_compute(unbiased, c, cfg);
+  CHECK(with.fwd_flops - without.fwd_flops == doctest::Approx(1024.0 * 4608 / 4));
+  CHECK(with.bwd_flops - without.bwd_flops == doctest::Approx(1024.0 * 4608 / 4));
 }

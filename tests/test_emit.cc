@@ -74,6 +74,29 @@ const std::vector<Case> kGoldens = {
     {"deepspeed-llama3-70b-h100x64", kLlama, kH100, kLlamaPlan, emit::Framework::deepspeed},
 };
 
+struct HfEmitCase {
+  const char* name;
+  const char* model;
+  const char* plan;
+};
+const HfEmitCase kHfEmitCases[] = {
+    {"nemo", "tests/data/hf/mistral-nemo-base-2407.json",
+     "tp=8,pp=1,dp=1,mbs=1,gbs=8,zero=0,recompute=full,sp=1"},
+    {"qwen2.5", "tests/data/hf/qwen2.5-7b.json",
+     "tp=4,pp=2,dp=1,mbs=1,gbs=16,zero=0,recompute=full,sp=1"},
+    {"gemma2", "tests/data/hf/gemma-2-9b.json",
+     "tp=8,pp=1,dp=1,mbs=1,gbs=8,zero=0,recompute=full,sp=1"},
+    {"qwen3", "tests/data/hf/qwen3-4b.json",
+     "tp=8,pp=1,dp=1,mbs=1,gbs=8,zero=0,recompute=full,sp=1"},
+};
+
+/// Megatron-DeepSpeed refuses sequence parallelism: the same plan without it.
+std::string without_sp(const std::string& plan) {
+  const std::string sp = ",sp=1";
+  const size_t at = plan.find(sp);
+  return at == std::string::npos ? plan : plan.substr(0, at) + plan.substr(at + sp.size());
+}
+
 /// Goldens plus variants that exercise every branch: full recompute, fp16/fp8/tf32, cp, ZeRO-0/2/3,
 /// one node, a plan smaller than a node, plain DeepSpeed (tp = pp = 1).
 std::vector<Case> all_cases() {
@@ -96,6 +119,11 @@ std::vector<Case> all_cases() {
                "tp=1,pp=1,dp=16,mbs=1,gbs=128,zero=2,recompute=selective,dtype=fp16", D});
   v.push_back({"ds-tf32", kGpt3, kA100,
                "tp=8,pp=16,dp=8,mbs=1,gbs=1536,recompute=full,sp=1,dtype=tf32", D});
+  // Hugging Face configs with head_dim, QKV biases, per-head norms and sliding windows.
+  for (auto [name, model, plan] : kHfEmitCases) {
+    v.push_back({std::string("hf-") + name, model, kH100, plan, M});
+    v.push_back({std::string("hf-ds-") + name, model, kH100, without_sp(plan), D});
+  }
   return v;
 }
 
@@ -301,7 +329,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
       ++n;
     }
   }
-  CHECK(n == 2 * 7 + 6);  // two scripts per Megatron case, one launcher per DeepSpeed case
+  CHECK(n == 2 * 11 + 10);  // two scripts per Megatron case, one launcher per DeepSpeed case
   fs::remove_all(dir);
 }
 
@@ -411,4 +439,43 @@ TEST_CASE(
   const std::string text = emit::emit_files(emit::Framework::megatron, no_sp).front().contents;
   CHECK(text.find("\n  --tp-comm-overlap ") == std::string::npos);
   CHECK(text.find("sp=0: no --tp-comm-overlap") != std::string::npos);
+}
+
+TEST_CASE("head_dim, QKV biases and per-head norms reach the flags; what has none is said") {
+  const auto M = emit::Framework::megatron, D = emit::Framework::deepspeed;
+  auto script = [&](emit::Framework f, const HfEmitCase& c) {
+    for (const auto& file :
+         emitted({c.name, c.model, kH100, f == M ? c.plan : without_sp(c.plan), f}))
+      if (file.name == (f == M ? "megatron_torchrun.sh" : "deepspeed_launch.sh"))
+        return file.contents;
+    FAIL("no launch script for " << c.name);
+    return std::string();
+  };
+  const std::string nemo = script(M, kHfEmitCases[0]), qwen = script(M, kHfEmitCases[1]);
+  const std::string gemma = script(M, kHfEmitCases[2]), qwen3 = script(M, kHfEmitCases[3]);
+  // heads x head_dim differs from hidden: Megatron-LM's --kv-channels.
+  CHECK(nemo.find("--kv-channels 128") != std::string::npos);
+  CHECK(qwen.find("--kv-channels") == std::string::npos);  // 28 x 128 = 3584
+  // Qwen2.5's Q, K and V biases beside --disable-bias-linear.
+  CHECK(qwen.find("--disable-bias-linear") != std::string::npos);
+  CHECK(qwen.find("--add-qkv-bias") != std::string::npos);
+  CHECK(nemo.find("--add-qkv-bias") == std::string::npos);
+  // Qwen3: its query and key norms, its 128-wide heads on hidden 2560.
+  CHECK(qwen3.find("--qk-layernorm") != std::string::npos);
+  CHECK(qwen3.find("--kv-channels 128") != std::string::npos);
+  // Gemma 2: no flag for the window or the sandwich norms at this commit; the file says so.
+  CHECK(gemma.find("# a sliding window of 4096 keys on 50% of the layers: Megatron-LM at "
+                   "307dcf37 has no flag for this; it trains full causal attention there") !=
+        std::string::npos);
+  CHECK(gemma.find("norms after attention and after the MLP (Gemma 2)") != std::string::npos);
+  CHECK(gemma.find("# a GELU-gated MLP (GeGLU): Megatron-LM at 307dcf37 has no flag for this; "
+                   "--swiglu trains a SiLU gate instead") != std::string::npos);
+  CHECK(qwen.find("GeGLU") == std::string::npos);
+  CHECK(gemma.find("--kv-channels 256") != std::string::npos);
+  // Megatron-DeepSpeed has --kv-channels but no --add-qkv-bias.
+  const std::string ds_qwen = script(D, kHfEmitCases[1]);
+  CHECK(ds_qwen.find("--add-qkv-bias") == std::string::npos);
+  CHECK(ds_qwen.find("# the model's Q, K and V biases: Megatron-DeepSpeed at ") !=
+        std::string::npos);
+  CHECK(script(D, kHfEmitCases[0]).find("--kv-channels 128") != std::string::npos);
 }

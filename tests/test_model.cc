@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <string>
+
+#include "planner/error.h"
 #include "planner/io/model_io.h"
 #include "planner/model.h"
 
@@ -55,4 +58,33 @@ TEST_CASE("SwiGLU and GQA enter the model FLOPs") {
   const double h = 4096, s = 8192, L = 32;
   const double expect = 12 * s * L * h * h * ((1 + 0.25 + 2) + 3.5 * 1.5 + 128256 / (2 * L * h));
   CHECK(model_flops_per_iteration(m, 1) == doctest::Approx(expect));
+}
+
+TEST_CASE("head_dim: an optional model key that sets the attention width in parameters and FLOPs") {
+  const std::string yaml =
+      "name: m\nlayers: 2\nhidden: 5120\nheads: 32\nkv_heads: 8\nhead_dim: 128\nffn: 14336\n"
+      "swiglu: true\nvocab: 1000\nseq_len: 4096\ntied_embeddings: false\n";
+  const ModelSpec m = io::parse_model(yaml, "m.yaml");
+  CHECK(m.head_dim() == 128);
+  // Q and the output projection 32 x 128 = 4096 wide, K and V 8 x 128 each.
+  CHECK(m.layer_params() ==
+        5120.0 * (4096 + 2 * 1024) + 4096.0 * 5120 + 3.0 * 5120 * 14336 + 2 * 5120);
+  // Megatron-LM's num_floating_point_operations: the attention term scales by
+  // heads x head_dim / hidden (its query_projection_to_hidden_size_ratio), 4096 / 5120 = 0.8.
+  const double s = 4096, L = 2, h = 5120, r = 0.8;
+  const double expect =
+      12 * s * L * h * h * ((1 + 0.25 + s / h) * r + (14336 / h) * 1.5 + 1000 / (2 * L * h));
+  CHECK(model_flops_per_iteration(m, 1) == doctest::Approx(expect));
+  // Without head_dim, 32 heads must divide hidden; with it they need not.
+  std::string odd = yaml;
+  odd.replace(odd.find("hidden: 5120"), 12, "hidden: 5000");
+  CHECK(io::parse_model(odd, "m.yaml").head_dim() == 128);
+  odd.replace(odd.find("head_dim: 128\n"), 14, "");
+  CHECK_THROWS_WITH_AS(io::parse_model(odd, "m.yaml"),
+                       "m.yaml:4: key 'heads': hidden 5000 is not divisible by heads 32 (give "
+                       "head_dim where heads x head_dim differs)",
+                       InputError);
+  odd.replace(odd.find("ffn:"), 4, "head_dim: -1\nffn:");
+  CHECK_THROWS_WITH_AS(io::parse_model(odd, "m.yaml"),
+                       "m.yaml:6: key 'head_dim': must be a positive integer, got -1", InputError);
 }

@@ -53,8 +53,8 @@ TEST_CASE("a config of an unknown architecture is refused with the known ones") 
       "suggest --model " + dir + "/config.json " + kA100 + " --global-batch 8",
       dir +
           "/config.json:1: key 'architectures': unknown architecture 'FalconForCausalLM' (known: "
-          "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel, "
-          "GPTNeoXForCausalLM)");
+          "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+          "Gemma2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM)");
 }
 
 TEST_CASE("compare: clusters side by side, and changed knobs against a baseline") {
@@ -210,4 +210,18 @@ TEST_CASE("progress on stderr only when it is a terminal") {
   const Run quiet = cli_run::shell("script -qec '" + env + PLANNER_BINARY " -q suggest " + kSmall +
                                    "' /dev/null");
   CHECK(quiet.out.find("searching [") == std::string::npos);
+}
+
+TEST_CASE("the model line names a head width that is not hidden / heads and the layer's extras") {
+  const Run s = planner("suggest --model tests/data/hf/gemma-2-9b.json " + kH100 +
+                        " --gpus 8 --global-batch 8 --top 1");
+  REQUIRE(s.rc == 0);
+  CHECK(s.out.find("layers, hidden 3584, 16 heads of 256 (8 kv), ffn 14336 swiglu, vocab 256000, "
+                   "seq 8192; post-norms; window 4096 on 50% of the layers\n") !=
+        std::string::npos);
+  const Run q = planner("suggest --model tests/data/hf/qwen2.5-7b.json " + kH100 +
+                        " --gpus 8 --global-batch 8 --top 1");
+  REQUIRE(q.rc == 0);
+  CHECK(q.out.find("28 heads (4 kv), ffn 18944 swiglu, vocab 152064, seq 8192; QKV bias\n") !=
+        std::string::npos);
 }

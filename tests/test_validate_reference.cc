@@ -431,3 +431,28 @@ TEST_CASE("the runner reads the stage-boundary all-gathers, lists them and write
   CHECK(out["boundary_s"].size() == w.boundary.size());
   CHECK(nlohmann::json::parse(results_json(RunnerResults{}))["boundary_s"].is_null());
 }
+
+TEST_CASE(
+    "head_dim travels with the workload: the runner's attention uses it, not hidden / heads") {
+  // Mistral-NeMo: 32 heads of 128 on hidden 5120 (hidden / heads would be 160).
+  const ModelSpec m =
+      io::load_model(PLANNER_SOURCE_DIR "/tests/data/hf/mistral-nemo-base-2407.json");
+  const Workload built = build_workload(m, h200(), parse_plan("tp=8,dp=1,mbs=1,gbs=8", "--plan"));
+  const nlohmann::json j = workload_json(built);
+  CHECK(j["layer"]["head_dim"] == 128);
+  const RunnerWorkload w = parse_runner_workload(j.dump(), "w.json");
+  CHECK(w.layer.head_dim() == 128);
+  bool seen = false;
+  for (size_t i = 0; i < w.kernels.size(); ++i)
+    if (w.kernels[i].name == "flash_attention" && w.kernels[i].pass == Pass::forward) {
+      CHECK(describe(kernel_run(w, i)) ==
+            "flash attention fwd bf16 bh=4 sq=8192 sk=8192 d=128 causal kv_group=4");
+      seen = true;
+    }
+  CHECK(seen);
+  // A workload written before head_dim was carried: hidden / heads, as then.
+  nlohmann::json old = j;
+  old["layer"].erase("head_dim");
+  old["layer"]["hidden"] = 4096;
+  CHECK(parse_runner_workload(old.dump(), "w.json").layer.head_dim() == 128);
+}

@@ -8,8 +8,9 @@
 /// router (a linear), routed experts (a linear with `experts` > 1 run as a grouped GEMM at the
 /// per-expert token count) and the dispatch and combine all-to-all (a collective kind); multi-head
 /// latent attention replaces qkv by down- and up-projections (linears) with the compressed KV as
-/// the attention core's stored bytes; sliding-window attention is an attention core whose key
-/// length is the window.
+/// the attention core's stored bytes. Sliding-window attention is the attention core's
+/// `attended_pairs` (below); biases are each linear's `bias`; extra norms (Gemma 2's sandwich
+/// norms, Qwen3's per-head query and key norms) are norm modules.
 #include <array>
 #include <vector>
 
@@ -28,8 +29,9 @@ struct Module {
   const char* name = "";
   ModuleKind kind = ModuleKind::norm;
   int linear = -1;         ///< LinearIndex of a linear module
-  double in = 0, out = 0;  ///< a linear's weight, in x out, on one TP rank
-  double params = 0;       ///< weights before TP sharding (norms: their scale)
+  double in = 0, out = 0;  ///< a linear's weight, in x out, on one TP rank; a norm's elements
+                           ///< per token on one rank (in)
+  double params = 0;       ///< weights and biases before TP sharding (norms: scale and bias)
   /// Activation bytes it keeps for the backward, per micro-batch on one rank, indexed by Recompute
   /// (Korthikanti et al. 2022, Table 2, term by term).
   std::array<double, 3> stored{};
@@ -41,6 +43,10 @@ struct Module {
   bool column_parallel = false;
   int tp_collectives = 0;  ///< TP collectives after it in each pass (the row-parallel linears)
   bool gathered = false;   ///< its weights are gathered before it runs under ZeRO-3
+  /// A linear's bias elements added per token on one rank (within `params` before sharding): a
+  /// column-parallel bias is sharded with the output, a row-parallel one is added after the TP
+  /// collective, on the tokens outside the TP region.
+  double bias = 0;
 };
 
 /// The layer configuration the modules depend on.
@@ -67,5 +73,16 @@ struct BlockModel {
 };
 
 BlockModel block_model(const LayerShape& l, const BlockConfig& cfg = {});
+
+/// Query-key pairs of one causal attention head over `s` tokens when query i (counting from 0)
+/// attends to min(i + 1, w) keys, a sliding window of w (Mistral 7B, Jiang et al. 2023, section
+/// 2): sum over i of min(i + 1, w) = w s - w (w - 1) / 2 for w <= s; w >= s is plain causal
+/// attention, s (s + 1) / 2.
+double causal_window_pairs(double s, double w);
+
+/// The attention core's query-key pairs per head for one sequence of `l`, averaged over its local
+/// and global layers (LayerArch::local_layers of them see `sliding_window` keys): a causal kernel
+/// that skips masked tiles computes these; one that does not computes seq^2.
+double causal_attended_pairs(const LayerShape& l);
 
 }  // namespace planner

@@ -34,16 +34,22 @@ constexpr double kSoftmaxDropoutBwdBytes = 11;
 /// Flash attention's backward runs five matmuls to the forward's two (Dao 2023, FlashAttention-2,
 /// section 3.1.2), so it does 2.5x the forward FLOPs.
 constexpr double kFlashBackwardFlopRatio = 2.5;
-/// Per token, outside the TP region: layer norm 1 (read 2h, write 2h), bias-dropout-add after the
-/// projection (read 2h + 2h residual, write 2h, mask h), layer norm 2 (4h), bias-dropout-add after
-/// the MLP (7h): 22 bytes per hidden element (Megatron's fused kernels, one pass each).
-constexpr double kNormResidualBytesPerHidden = 22;
+/// Per token and element, a norm reads 2 bytes and writes 2 (Megatron's fused kernels, one pass).
+constexpr double kNormBytesPerElement = 4;
+/// Per token, outside the TP region: bias-dropout-add after the projection (read 2h + 2h residual,
+/// write 2h, mask h) and after the MLP (7h): 14 bytes per hidden element. With the two norms'
+/// 2 x 4h, a plain layer moves 22 bytes per hidden element outside the GEMMs and attention.
+constexpr double kResidualBytesPerHidden = 14;
+/// A bias add is one FLOP per element forward and its gradient (the sum over tokens) one per
+/// element backward; Megatron-LM fuses it into the GEMM epilogue or the bias-dropout-add and
+/// bias-GeLU/SwiGLU kernels, so it moves no bytes of its own: its FLOPs are counted, not its time.
+constexpr double kBiasFlopsPerElement = 1;
 /// A backward element-wise kernel reads the saved input and the incoming gradient and writes one
 /// gradient: about twice the forward's traffic.
 constexpr double kBackwardElementwiseFactor = 2;
-/// Element-wise kernels launched per layer in the forward (2 norms, 2 residual, activation,
-/// rotary/bias); each pays the launch cost.
-constexpr int kElementwiseKernelsPerLayer = 6;
+/// Element-wise kernels launched per layer in the forward besides the norms (2 residual,
+/// activation, rotary/bias); each norm is one more, and each pays the launch cost.
+constexpr int kElementwiseKernelsBesideNorms = 4;
 /// Vocab-parallel cross-entropy on fp32 logits per element: forward casts to fp32 (read 2, write
 /// 4), max (read 4), subtract (read 4, write 4), exp (read 4, write 4), sum (read 4): 30 bytes;
 /// backward scales the softmax and casts back (read 4, write 4, write 2): 10 bytes.
@@ -166,8 +172,12 @@ void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConf
                    elems * kSoftmaxDropoutBwdBytes / bw});
     return;
   }
-  const double causal = l.causal && c.software.causal_attention_skip ? 0.5 : 1.0;
-  const double fwd_flops = 4.0 * batch * sq * sk * d * causal;
+  // A kernel that skips masked tiles computes the causal (or sliding-window) query-key pairs,
+  // split evenly over the cp ranks (Megatron's load-balanced context parallelism); one that does
+  // not computes every pair.
+  const bool skip = l.causal && c.software.causal_attention_skip;
+  const double pairs = skip ? causal_attended_pairs(l) / cp : sq * sk;
+  const double fwd_flops = 4.0 * batch * pairs * d;
   const double peak = gpu.peak_flops[static_cast<int>(cfg.dtype)];
   const double rate = peak * c.gpu.flash_efficiency;
   const double bwd_rate = peak * c.gpu.flash_backward_efficiency;
@@ -179,20 +189,35 @@ void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConf
                  kFlashBackwardFlopRatio * fwd_flops / bwd_rate + gpu.gemm.launch_s});
 }
 
-void add_elementwise(const LayerShape& l, const Shard& s, const ClusterProfile& c,
-                     const LayerConfig& cfg, std::vector<Kernel>& out) {
+void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
+                     const ClusterProfile& c, const LayerConfig& cfg, std::vector<Kernel>& out) {
   const double outside_tp = cfg.sp ? cfg.tp : 1.0, bw = c.gpu.hbm_achieved_Bps();
   const double launch = c.gpu.gemm.launch_s;
-  // Norms and residual/dropout adds: all kernels of the layer but the activation.
-  const double norm = l.attention ? s.tokens * kNormResidualBytesPerHidden * s.h / outside_tp : 0.0;
+  // Norms (each the block model's, at its width on this rank) and the residual/dropout adds.
+  double norm = l.attention ? s.tokens * kResidualBytesPerHidden * s.h / outside_tp : 0.0;
+  double bias_flops = 0;
+  int norms = 0;
+  for (const Module& m : bm) {
+    bias_flops += kBiasFlopsPerElement * bm.tokens * m.bias;
+    if (m.kind != ModuleKind::norm) continue;
+    norm += s.tokens * kNormBytesPerElement * m.in;
+    ++norms;
+  }
   const double act = s.tokens * 2.0 * (s.mlp_up + s.mlp_down_in);  // read input, write output
-  const double norm_launch = (kElementwiseKernelsPerLayer - 1) * launch;
+  const double norm_launch =
+      (l.attention ? kElementwiseKernelsBesideNorms - 1 + norms : 0) * launch;
   const auto ew = KernelClass::elementwise;
-  out.push_back({"norm_residual", ew, Pass::forward, {}, norm, 0, norm / bw + norm_launch});
+  out.push_back(
+      {"norm_residual", ew, Pass::forward, {}, norm, bias_flops, norm / bw + norm_launch});
   out.push_back({"activation", ew, Pass::forward, {}, act, 0, act / bw + launch});
   const double f = kBackwardElementwiseFactor;
-  out.push_back(
-      {"norm_residual", ew, Pass::backward_data, {}, f * norm, 0, f * norm / bw + norm_launch});
+  out.push_back({"norm_residual",
+                 ew,
+                 Pass::backward_data,
+                 {},
+                 f * norm,
+                 bias_flops,
+                 f * norm / bw + norm_launch});
   out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
 }
 
@@ -210,9 +235,10 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
                                   const LayerConfig& cfg) {
   const Shard s = shard_of(l, cfg);
   std::vector<Kernel> k;
-  add_gemms(c.gpu, cfg.dtype, block_model(l, {cfg.tp, cfg.cp, cfg.mbs, cfg.sp, cfg.attention}), k);
+  const BlockModel bm = block_model(l, {cfg.tp, cfg.cp, cfg.mbs, cfg.sp, cfg.attention});
+  add_gemms(c.gpu, cfg.dtype, bm, k);
   if (l.attention) add_attention(l, c, cfg, k);
-  add_elementwise(l, s, c, cfg, k);
+  add_elementwise(l, s, bm, c, cfg, k);
   for (Kernel& x : k) x.time_s /= c.gpu.sustained_efficiency;
   return k;
 }

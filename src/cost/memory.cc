@@ -45,8 +45,9 @@ double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage) {
   // The last stage holds the output layer: its own weights when untied, a copy of the embedding
   // when tied and pipelined (Megatron-LM keeps both copies and all-reduces their gradients).
   if (last && (!m.tied_embeddings || p.pp > 1)) params += double(m.vocab) * m.hidden;
-  if (last) params += m.hidden;  // final norm
-  return params / p.tp;
+  if (last) params += m.final_norm_params();
+  // A learned position embedding is replicated on every TP rank (Megatron-LM's is not sharded).
+  return params / p.tp + (first ? m.position_params() : 0.0);
 }
 
 MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Plan& p, const Gpu& gpu,

@@ -150,11 +150,12 @@ void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   pc.logits_bwd_weight_s = head.logits_bwd_weight_s;
   pc.embed_s = head.embed_fwd_s + head.embed_bwd_s;
   pc.logits_s = head.logits_fwd_s + head.logits_bwd_s;
-  pc.embed_params = double(m.vocab) * m.hidden / p.tp;
+  // A learned position embedding is replicated on every TP rank (Megatron-LM's is not sharded).
+  pc.embed_params = double(m.vocab) * m.hidden / p.tp + m.position_params();
   // The last stage holds the output layer: its own weights when untied, a copy of the embedding
   // when tied and pipelined (Megatron-LM keeps both copies and all-reduces their gradients).
-  pc.output_params =
-      (!m.tied_embeddings || p.pp > 1 ? double(m.vocab) * m.hidden / p.tp : 0.0) + m.hidden;
+  pc.output_params = (!m.tied_embeddings || p.pp > 1 ? double(m.vocab) * m.hidden / p.tp : 0.0) +
+                     m.final_norm_params();
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
   pc.embed_act_bytes = sbh / p.tp;  // embedding dropout mask, Korthikanti's (sbh L / t)(p / L)
   // Korthikanti's final norm and output-GEMM input with fp32 logits, 4sbh/t (1 + v/h), plus the

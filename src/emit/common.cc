@@ -101,6 +101,48 @@ int padded_vocab(int vocab, int tp) {
 
 bool llama_style(const ModelSpec& m) { return m.swiglu || m.kv_heads < m.heads; }
 
+void add_layer_arch(ArgGroup& g, const ModelSpec& m, bool biases_disabled,
+                    const LayerArchFlags& f) {
+  const LayerArch& x = m.arch;
+  auto lacks = [&](const std::string& what, const std::string& effect) {
+    g.notes.push_back(fmt("{}: {} has no flag for this; {}", what, f.framework, effect));
+  };
+  if (double(m.heads) * m.head_dim() != m.hidden) {
+    const std::string why =
+        fmt("head_dim: {} heads x {} != hidden {}", m.heads, m.head_dim(), m.hidden);
+    if (f.kv_channels)
+      g.args.push_back({f.kv_channels, std::to_string(m.head_dim()), why});
+    else
+      lacks(why, "it would train heads of hidden / heads");
+  }
+  if (biases_disabled && x.qkv_bias) {
+    if (f.qkv_bias)
+      g.args.push_back({f.qkv_bias, "", "the model's Q, K and V biases"});
+    else
+      lacks("the model's Q, K and V biases", "it trains without them (the prediction has them)");
+  }
+  if (biases_disabled && (x.proj_bias || x.mlp_bias))
+    lacks("biases on the output projection or the MLP alone",
+          "--disable-bias-linear drops them (the prediction has them)");
+  if (x.qk_norm) {
+    if (f.qk_norm)
+      g.args.push_back({f.qk_norm, "", "per-head query and key norms"});
+    else
+      lacks("per-head query and key norms", "it trains without them (the prediction has them)");
+  }
+  if (x.gelu_gate && m.swiglu)
+    lacks("a GELU-gated MLP (GeGLU)",
+          "--swiglu trains a SiLU gate instead, at the same cost as the prediction's");
+  if (x.sandwich_norms)
+    lacks("norms after attention and after the MLP (Gemma 2)",
+          "it trains without them (the prediction has them)");
+  if (x.sliding_window > 0 && x.local_layers > 0 && x.sliding_window < m.seq_len)
+    lacks(
+        fmt("a sliding window of {} keys on {:.0f}% of the layers", x.sliding_window,
+            100 * x.local_layers),
+        "it trains full causal attention there, slower than the prediction, which has the window");
+}
+
 std::string header(const EmitRequest& r, const std::string& framework_name) {
   const Plan& p = r.plan;
   const Estimate& e = r.estimate;

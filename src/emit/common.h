@@ -53,6 +53,19 @@ int padded_vocab(int vocab, int tp);
 /// Llama-style models (SwiGLU or GQA): RoPE, RMSNorm, no linear biases.
 bool llama_style(const ModelSpec& m);
 
+/// A framework's flags, at its recorded commit, for what a layer has beyond its sizes (head_dim,
+/// biases, extra norms, a sliding window); nullptr where it has none, and the file says so.
+struct LayerArchFlags {
+  std::string framework;              ///< named in the notes: "Megatron-LM at 307dcf37"
+  const char* kv_channels = nullptr;  ///< --kv-channels (the head width)
+  const char* qkv_bias = nullptr;     ///< --add-qkv-bias
+  const char* qk_norm = nullptr;      ///< --qk-layernorm
+};
+
+/// Adds to `g` the flags for m.arch that `f` has, and a note for each thing the framework cannot
+/// express. `biases_disabled`: the group already has --disable-bias-linear (a Llama-style model).
+void add_layer_arch(ArgGroup& g, const ModelSpec& m, bool biases_disabled, const LayerArchFlags& f);
+
 /// Gradient clipping (global L2 norm) in both frameworks: Megatron's default --clip-grad.
 inline constexpr double kGradClip = 1.0;
 

@@ -175,6 +175,9 @@ ArgGroup mds_model_group(const EmitRequest& r) {
     g.args.push_back({"--normalization", "rmsnorm", ""});
     g.args.push_back({"--disable-bias-linear", "", ""});
   }
+  add_layer_arch(
+      g, m, llama_style(m),
+      {fmt("Megatron-DeepSpeed at {:.8}", kMdsCommit), "--kv-channels", nullptr, nullptr});
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),
                     fmt("vocab {} padded to {} (x tp {})", m.vocab,

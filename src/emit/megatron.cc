@@ -153,6 +153,9 @@ ArgGroup model_group(const EmitRequest& r) {
     g.notes.push_back(
         "The RoPE base is not a flag at this commit (10000); it does not change speed.");
   }
+  add_layer_arch(
+      g, m, llama,
+      {fmt("Megatron-LM at {:.8}", kCommit), "--kv-channels", "--add-qkv-bias", "--qk-layernorm"});
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),
                     fmt("vocab {} padded to {} (x tp {})", m.vocab,

@@ -9,8 +9,14 @@ namespace planner::io {
 namespace {
 
 const std::vector<std::string> kModelKeys = {
-    "name", "layers", "hidden", "heads",   "kv_heads",
-    "ffn",  "swiglu", "vocab",  "seq_len", "tied_embeddings"};
+    "name",   "layers", "hidden",  "heads",           "kv_heads", "ffn",
+    "swiglu", "vocab",  "seq_len", "tied_embeddings", "head_dim"};
+
+int positive_int(const YamlReader& r, const std::string& key) {
+  const int v = r.get_int(key);
+  if (v <= 0) r.fail(key, "must be a positive integer, got " + std::to_string(v));
+  return v;
+}
 
 /// The decoder's keys; in a `components:` list they sit beside `type: decoder`.
 ModelSpec read_decoder(const YamlReader& r, bool in_list) {
@@ -28,18 +34,13 @@ ModelSpec read_decoder(const YamlReader& r, bool in_list) {
   m.vocab = r.get_int("vocab");
   m.seq_len = r.get_int("seq_len");
   m.tied_embeddings = r.has("tied_embeddings") ? r.get_bool("tied_embeddings") : true;
+  if (r.has("head_dim")) m.arch.head_dim = positive_int(r, "head_dim");  // default hidden / heads
   try {
     validate_model(m, r.file());
   } catch (const InputError& e) {  // re-raise with the line of the offending key
     r.fail(e.key(), e.message());
   }
   return m;
-}
-
-int positive_int(const YamlReader& r, const std::string& key) {
-  const int v = r.get_int(key);
-  if (v <= 0) r.fail(key, "must be a positive integer, got " + std::to_string(v));
-  return v;
 }
 
 /// A vision transformer (bidirectional attention over `tokens` per image, `images` per sample)

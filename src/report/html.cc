@@ -55,11 +55,11 @@ std::string inputs_section(const RunContext& ctx, const std::string& extra_row) 
   const ModelSpec& m = *ctx.model;
   const ClusterProfile& c = *ctx.cluster;
   std::string out = "<section id=\"inputs\">\n<h2>Inputs</h2>\n<table class=\"kv\">\n";
-  out +=
-      row({"model", fmt("{} ({}): {:.2f}B parameters, {} layers, hidden {}, {} heads ({} kv), "
-                        "ffn {}{}, vocab {}, seq {}",
-                        m.name, ctx.model_file, m.total_params() / 1e9, m.layers, m.hidden, m.heads,
-                        m.kv_heads, m.ffn, m.swiglu ? " gated" : "", m.vocab, m.seq_len)});
+  out += row({"model", fmt("{} ({}): {:.2f}B parameters, {} layers, hidden {}, {} heads{} ({} kv), "
+                           "ffn {}{}, vocab {}, seq {}{}",
+                           m.name, ctx.model_file, m.total_params() / 1e9, m.layers, m.hidden,
+                           m.heads, head_width_text(m), m.kv_heads, m.ffn, m.swiglu ? " gated" : "",
+                           m.vocab, m.seq_len, layer_extras_text(m))});
   for (const Component& comp : m.encoders)
     out += row({"  encoder", fmt("{} {}: {} layer(s), hidden {}", to_string(comp.type), comp.name,
                                  comp.layers, comp.shape.hidden)});

@@ -83,16 +83,33 @@ std::string counts_line(const SearchResult& r) {
   return line;
 }
 
+std::string head_width_text(const ModelSpec& m) {
+  return double(m.heads) * m.head_dim() != m.hidden ? fmt(" of {}", m.head_dim()) : std::string();
+}
+
+std::string layer_extras_text(const ModelSpec& m) {
+  const LayerArch& x = m.arch;
+  std::string out;
+  if (x.qkv_bias) out += "; QKV bias";
+  if (x.proj_bias || x.mlp_bias) out += "; linear biases";
+  if (x.sandwich_norms) out += "; post-norms";
+  if (x.qk_norm) out += "; query/key norms";
+  if (x.sliding_window > 0)
+    out += fmt("; window {} on {:.0f}% of the layers", x.sliding_window, 100 * x.local_layers);
+  return out;
+}
+
 namespace {
 
 void print_context(std::ostream& out, const RunContext& ctx) {
   const ModelSpec& m = *ctx.model;
   const ClusterProfile& c = *ctx.cluster;
   out << fmt(
-      "# planner {}\n# model   {} ({}): {:.2f}B parameters, {} layers, hidden {}, {} heads "
-      "({} kv), ffn {}{}, vocab {}, seq {}\n",
+      "# planner {}\n# model   {} ({}): {:.2f}B parameters, {} layers, hidden {}, {} heads{} "
+      "({} kv), ffn {}{}, vocab {}, seq {}{}\n",
       PLANNER_VERSION, m.name, ctx.model_file, m.total_params() / 1e9, m.layers, m.hidden, m.heads,
-      m.kv_heads, m.ffn, m.swiglu ? " swiglu" : "", m.vocab, m.seq_len);
+      head_width_text(m), m.kv_heads, m.ffn, m.swiglu ? " swiglu" : "", m.vocab, m.seq_len,
+      layer_extras_text(m));
   for (const Component& comp : m.encoders)
     out << fmt("#         + {} {}: {} layer(s), hidden {}, {} tokens x {} per sample\n",
                to_string(comp.type), comp.name, comp.layers, comp.shape.hidden, comp.shape.seq,

@@ -28,9 +28,18 @@ ModelSpec load_hf_config(const std::string& path);
 /// num_attention_heads|n_head -> heads, num_key_value_heads -> kv_heads (default heads),
 /// intermediate_size|n_inner -> ffn (GPT-2 default 4 x hidden), vocab_size -> vocab,
 /// max_position_embeddings|n_positions|n_ctx -> seq_len (at most kHfMaxDefaultSeqLen),
-/// tie_word_embeddings -> tied_embeddings (default: tied for GPT-2, untied otherwise).
-/// Llama, Mistral and Qwen2 have gated MLPs (swiglu: three ffn-wide matrices) whatever their
-/// hidden_act; GPT-2 and GPT-NeoX a plain two-matrix MLP.
+/// tie_word_embeddings -> tied_embeddings (default: tied for GPT-2 and Gemma 2, untied otherwise),
+/// head_dim -> arch.head_dim (default hidden / heads; Gemma 2 256, Qwen3 128), attention_bias and
+/// mlp_bias where the architecture reads them (Llama; attention_bias for Qwen3, Gemma 2, NeoX),
+/// Qwen2's Q, K and V biases, GPT-2's and NeoX's biases and LayerNorms, GPT-2's learned position
+/// embedding, Gemma 2's sandwich norms and Qwen3's per-head query and key norms, and
+/// sliding_window: every layer (Mistral), every other (Gemma 2), the layers from
+/// max_window_layers on with use_sliding_window (Qwen2, Qwen3).
+/// Llama, Mistral, Qwen2, Qwen3 and Gemma 2 have gated MLPs (swiglu: three ffn-wide matrices)
+/// whatever their hidden_act (a gelu hidden_activation or hidden_act sets arch.gelu_gate: GeGLU,
+/// the same cost); GPT-2 and GPT-NeoX a plain two-matrix MLP.
+/// A config with more than one expert (num_local_experts, num_experts, n_routed_experts, also
+/// under text_config) is refused, whatever its architectures say: the planner plans dense models.
 ModelSpec parse_hf_config(const std::string& json_text, const std::string& file);
 
 }  // namespace planner::io

@@ -31,6 +31,12 @@ struct RunContext {
 /// "# for     Megatron-LM 307dcf37 (--framework megatron): ..." (the table's and estimate's header)
 std::string frameworks_line(const std::vector<Framework>& frameworks, bool ranked);
 
+/// What the decoder layer has beyond its sizes, for the model line: " of 128" after the heads
+/// where heads x head_dim is not hidden (`heads`), and "; QKV bias; window 4096 on 50% of the
+/// layers ..." (`extras`, empty for a plain layer).
+std::string head_width_text(const ModelSpec& m);
+std::string layer_extras_text(const ModelSpec& m);
+
 /// "12,480 plans: 3,117 ranked, 8,903 out of memory, 460 batch not divisible"
 std::string counts_line(const SearchResult& r);
 

@@ -4,7 +4,7 @@
 # model      gpt3-175b  configs/models/gpt3-175b.yaml  sha256:439f2e2bcadadbc7be2cf1ef957613d91cb3bbf673b3b0f7a5e89bf98b94befd
 # cluster    dgx-a100-80gb  hw_profiles/dgx-a100-80gb.yaml  sha256:aec1ef1d8f8cb477a0a837766b142e409048d977168051c5aeb183c3f951611b
 # world      1024 GPUs = 128 nodes x 8; tp 8 x pp 8 x dp 16 x cp 1; 96 micro-batches of 1 per iteration
-# predicted  iteration 18.6570 s, 168608 tokens/s, 177.2 model TFLOP/s per GPU (MFU 56.8%)
+# predicted  iteration 18.6572 s, 168606 tokens/s, 177.2 model TFLOP/s per GPU (MFU 56.8%)
 # predicted  memory 33.57 GiB per GPU of 80.00 GiB (most loaded pipeline stage)
 #
 # Slurm batch job: one task per node runs torchrun, which starts one

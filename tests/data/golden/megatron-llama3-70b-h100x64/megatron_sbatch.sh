@@ -4,7 +4,7 @@
 # model      llama3-70b  configs/models/llama3-70b.yaml  sha256:df2b115cb163e4fcae6ae583228c385a1e1d9ac51beac1fe26b5b1220f66e49d
 # cluster    dgx-h100-80gb  hw_profiles/dgx-h100-80gb.yaml  sha256:d6ba3fd6f59c98ba6e5f1c0f348efa2ddb2d5e8d33c95fc6e2ad4200a6091157
 # world      64 GPUs = 8 nodes x 8; tp 8 x pp 4 x dp 2 x cp 1; 64 micro-batches of 1 per iteration
-# predicted  iteration 18.2496 s, 57458 tokens/s, 432.2 model TFLOP/s per GPU (MFU 43.7%)
+# predicted  iteration 18.2499 s, 57456 tokens/s, 432.2 model TFLOP/s per GPU (MFU 43.7%)
 # predicted  memory 52.28 GiB per GPU of 79.60 GiB (most loaded pipeline stage)
 #
 # Slurm batch job: one task per node runs torchrun, which starts one
