@@ -90,6 +90,11 @@ class Config {
     if (!doc_[k].is_boolean()) fail(k, "expected true or false, got " + json_excerpt(doc_[k]));
     return doc_[k].get<bool>();
   }
+  double get_number(const std::string& k, double fallback) const {
+    if (find({k}).empty()) return fallback;
+    if (!doc_[k].is_number()) fail(k, "expected a number, got " + json_excerpt(doc_[k]));
+    return doc_[k].get<double>();
+  }
   std::string get_string(const std::string& k) const {
     if (find({k}).empty()) return "";
     if (!doc_[k].is_string()) fail(k, "expected a string, got " + json_excerpt(doc_[k]));
@@ -185,6 +190,8 @@ ModelSpec read_config(const Config& c) {
   m.swiglu = arch.family == Family::llama;  // gated MLP: act(x W_gate) * (x W_up), then W_down
   c.get_string(gpt2 ? "activation_function" : "hidden_act");  // type check only
   m.tied_embeddings = c.get_bool("tie_word_embeddings", gpt2);
+  // LlamaConfig, MistralConfig and Qwen2Config name RoPE's base rope_theta (default 10000).
+  if (arch.family == Family::llama) m.rope_theta = c.get_number("rope_theta", kDefaultRopeTheta);
   validate(c, m);
   spdlog::debug("{}: {} as {} layers, hidden {}, {} heads ({} kv), ffn {}{}, vocab {}, seq {}, {}",
                 c.file(), arch.name, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn,

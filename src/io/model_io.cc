@@ -9,8 +9,8 @@ namespace planner::io {
 namespace {
 
 const std::vector<std::string> kModelKeys = {
-    "name", "layers", "hidden", "heads",   "kv_heads",
-    "ffn",  "swiglu", "vocab",  "seq_len", "tied_embeddings"};
+    "name",   "layers", "hidden",  "heads",           "kv_heads",  "ffn",
+    "swiglu", "vocab",  "seq_len", "tied_embeddings", "rope_theta"};
 
 /// The decoder's keys; in a `components:` list they sit beside `type: decoder`.
 ModelSpec read_decoder(const YamlReader& r, bool in_list) {
@@ -28,6 +28,7 @@ ModelSpec read_decoder(const YamlReader& r, bool in_list) {
   m.vocab = r.get_int("vocab");
   m.seq_len = r.get_int("seq_len");
   m.tied_embeddings = r.has("tied_embeddings") ? r.get_bool("tied_embeddings") : true;
+  if (r.has("rope_theta")) m.rope_theta = r.get_double("rope_theta");
   try {
     validate_model(m, r.file());
   } catch (const InputError& e) {  // re-raise with the line of the offending key
