@@ -21,7 +21,7 @@ struct RunContext {
   double train_tokens = 0;  ///< 0: not asked
 };
 
-/// "# for     Megatron-LM 307dcf37 (--framework megatron): ..." (the table's and estimate's header)
+/// "# for     Megatron-LM d98e8a64 (--framework megatron): ..." (the table's and estimate's header)
 std::string frameworks_line(const std::vector<Framework>& frameworks, bool ranked);
 
 /// "12,480 plans: 3,117 ranked, 8,903 out of memory, 460 batch not divisible"
