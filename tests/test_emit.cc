@@ -451,8 +451,12 @@ TEST_CASE("Megatron-LM at d98e8a64: RoPE base, no dropout, tokenizer, attention 
   emit::EmitRequest r = request(emit::Framework::megatron, kLlama, kH100, kLlamaPlan);
   r.model.rope_theta = 12345.5;
   CHECK_THROWS_WITH(emit::emit_megatron(r),
-                    "option --plan: Megatron-LM's --rotary-base is an integer at commit d98e8a64; "
-                    "the model's rope_theta 12345.5 is not");
+                    "option --plan: Megatron-LM's --rotary-base at commit d98e8a64 is an integer "
+                    "(type=int); the model's rope_theta 12345.5 is not");
+  // Megatron-DeepSpeed has the same flag under another name.
+  const std::string ds = emitted(kGoldens[3])[1].contents;  // deepspeed_launch.sh
+  CHECK(ds.find("\n  --rotary-position-embeddings-theta 500000 ") != std::string::npos);
+  CHECK(ds.find("\n  --attention-dropout 0 ") != std::string::npos);
 }
 
 TEST_CASE("Megatron-LM interleaves at pp=2, P2P overlapped by default") {

@@ -1,6 +1,7 @@
 #include "common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
@@ -100,6 +101,13 @@ int padded_vocab(int vocab, int tp) {
 }
 
 bool llama_style(const ModelSpec& m) { return m.swiglu || m.kv_heads < m.heads; }
+
+std::string integer_rope_theta(const ModelSpec& m, const std::string& flag) {
+  if (m.rope_theta != std::floor(m.rope_theta))
+    refuse(
+        fmt("{} is an integer (type=int); the model's rope_theta {:g} is not", flag, m.rope_theta));
+  return fmt("{:.0f}", m.rope_theta);
+}
 
 std::string header(const EmitRequest& r, const std::string& framework_name) {
   const Plan& p = r.plan;

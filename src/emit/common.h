@@ -52,6 +52,9 @@ int padded_vocab(int vocab, int tp);
 
 /// Llama-style models (SwiGLU or GQA): RoPE, RMSNorm, no linear biases.
 bool llama_style(const ModelSpec& m);
+/// The model's rope_theta in digits for an integer flag (`flag` names it in the refusal, e.g.
+/// "Megatron-LM's --rotary-base at commit d98e8a64"); a fractional base is refused (--plan).
+std::string integer_rope_theta(const ModelSpec& m, const std::string& flag);
 
 /// Gradient clipping (global L2 norm) in both frameworks: Megatron's default --clip-grad.
 inline constexpr double kGradClip = 1.0;

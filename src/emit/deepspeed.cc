@@ -196,8 +196,16 @@ ArgGroup mds_model_group(const EmitRequest& r) {
   g.args.push_back({"--max-position-embeddings", std::to_string(m.seq_len), ""});
   if (llama_style(m)) {
     g.args.push_back({"--use-rotary-position-embeddings", "", "Llama-style (SwiGLU/GQA)"});
+    g.args.push_back(
+        {"--rotary-position-embeddings-theta",
+         integer_rope_theta(
+             m, fmt("Megatron-DeepSpeed's --rotary-position-embeddings-theta at {}", kMdsCommit)),
+         "the model's rope_theta"});
     g.args.push_back({"--normalization", "rmsnorm", ""});
     g.args.push_back({"--disable-bias-linear", "", ""});
+    // Megatron-DeepSpeed's defaults are 0.1; Llama models train without dropout.
+    g.args.push_back({"--attention-dropout", "0", "no dropout, as Llama-style models train"});
+    g.args.push_back({"--hidden-dropout", "0", ""});
   }
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),

@@ -4,7 +4,6 @@
 // facts quoted below; torchrun's flags are in configs/frameworks/torchrun-args.txt (pytorch
 // torch/distributed/run.py).
 #include <cctype>
-#include <cmath>
 
 #include "common.h"
 #include "planner/cost/communication.h"
@@ -152,16 +151,6 @@ ArgGroup precision_group(const ClusterProfile& c, const Plan& p) {
   return g;
 }
 
-/// --rotary-base is an integer flag (type=int at this commit): the model's rope_theta in digits.
-std::string rotary_base(const ModelSpec& m) {
-  if (m.rope_theta != std::floor(m.rope_theta))
-    refuse(
-        fmt("Megatron-LM's --rotary-base is an integer at commit {}; the model's rope_theta "
-            "{:g} is not",
-            kCommit, m.rope_theta));
-  return fmt("{:.0f}", m.rope_theta);
-}
-
 ArgGroup model_group(const EmitRequest& r) {
   const ModelSpec& m = r.model;
   const bool llama = llama_style(m);
@@ -182,7 +171,10 @@ ArgGroup model_group(const EmitRequest& r) {
   g.args.push_back({"--position-embedding-type", llama ? "rope" : "learned_absolute",
                     llama ? "Llama-style (SwiGLU/GQA) model" : ""});
   if (llama) {
-    g.args.push_back({"--rotary-base", rotary_base(m), "the model's rope_theta"});
+    g.args.push_back(
+        {"--rotary-base",
+         integer_rope_theta(m, fmt("Megatron-LM's --rotary-base at commit {}", kCommit)),
+         "the model's rope_theta"});
     g.args.push_back({"--normalization", "RMSNorm", ""});
     g.args.push_back({"--disable-bias-linear", "", ""});
     // Megatron-LM's defaults are 0.1 (TransformerConfig); Llama models train without dropout.

@@ -77,8 +77,11 @@ MEGATRON_DS_ARGS=(
   --seq-length 8192
   --max-position-embeddings 8192
   --use-rotary-position-embeddings              # Llama-style (SwiGLU/GQA)
+  --rotary-position-embeddings-theta 500000     # the model's rope_theta
   --normalization rmsnorm
   --disable-bias-linear
+  --attention-dropout 0                         # no dropout, as Llama-style models train
+  --hidden-dropout 0
   --untie-embeddings-and-output-weights
   --make-vocab-size-divisible-by 128            # vocab 128256 padded to 129024 (x tp 8)
   # DeepSpeed
