@@ -1,10 +1,14 @@
-// The frameworks' refusals and execution stacks. Megatron-LM: NVIDIA/Megatron-LM at 307dcf37
-// (configs/frameworks/megatron-args.txt); DeepSpeed: microsoft/DeepSpeed's pipeline engine and
-// deepspeedai/Megatron-DeepSpeed at f1feb887 (configs/frameworks/megatron-deepspeed-args.txt);
-// the 2021 stacks: what Narayanan et al. 2021 (SC21) describe running, before sequence
-// parallelism and selective recomputation (Korthikanti et al. 2022), the distributed optimizer,
-// context parallelism, FP8 (Transformer Engine) and fused flash attention existed.
+// The frameworks' refusals and execution stacks. Megatron-LM: NVIDIA/Megatron-LM at d98e8a64
+// (configs/frameworks/megatron-core-args.txt, with the validate_args facts quoted there; line
+// numbers below are megatron/training/arguments.py's at that commit); DeepSpeed:
+// microsoft/DeepSpeed's pipeline engine and deepspeedai/Megatron-DeepSpeed at f1feb887
+// (configs/frameworks/megatron-deepspeed-args.txt); the 2021 stacks: what Narayanan et al. 2021
+// (SC21) describe running, before sequence parallelism and selective recomputation (Korthikanti et
+// al. 2022), the distributed optimizer, context parallelism, FP8 (Transformer Engine) and fused
+// flash attention existed.
 #include "planner/framework.h"
+
+#include <algorithm>
 
 #include "planner/error.h"
 #include "planner/format.h"
@@ -89,7 +93,8 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
 bool refuses_megatron(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                       std::string* reason) {
   const char* commit = info(f).version;
-  // validate_args (configs/frameworks/megatron-args.txt): the overlaps' prerequisites.
+  // validate_args: the overlaps' prerequisites (tp-comm-overlap 1441-1442, overlap-param-gather
+  // 1024-1029).
   if (p.tp_comm_overlap.value_or(false) && !(p.sp && p.tp > 1))
     return no(reason, [] {
       return std::string(
@@ -123,13 +128,17 @@ bool refuses_megatron(Framework f, const ModelSpec& m, const ClusterProfile& c, 
                  to_string(p.schedule));
     });
   if (p.vpp <= 1) return false;
-  // validate_args: pipeline-model-parallel size should be greater than 2 with interleaving.
-  if (f == Framework::megatron && p.pp <= 2)
+  // validate_args 1000-1010: with a virtual pipeline, pp > 1 while P2P communication overlaps
+  // compute (overlap_p2p_comm, the default; the launch files keep it), pp > 2 only without it.
+  // So pp = 2 interleaves (at 307dcf37, mid-2024, it needed pp > 2).
+  if (f == Framework::megatron && p.pp < 2)
     return no(reason, [&] {
-      return fmt("Megatron-LM runs the interleaved schedule (vpp={}) only with pp > 2, got pp={}",
+      return fmt("Megatron-LM runs the interleaved schedule (vpp={}) only with pp > 1, got pp={}",
                  p.vpp, p.pp);
     });
-  // megatron/core/pipeline_parallel/schedules.py (interleaving) at this commit.
+  // megatron/core/pipeline_parallel/schedules.py 1160-1179: micro-batches in groups of
+  // microbatch_group_size_per_vp_stage (default pp), at least one group, the last one whole or at
+  // least pp; with the default, a multiple of pp.
   if (p.microbatches() % p.pp != 0)
     return no(reason, [&] {
       return fmt(
@@ -155,14 +164,14 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
       return std::string(
           "DeepSpeed's pipeline engine has no interleaved schedule; use vpp=1 (schedule=1f1b)");
     });
-  // deepspeed/runtime/pipe/module.py: partition_method 'uniform' gives the remainder layers to
-  // the first stages and 'type:transformer|embedding' balances the layers with both embeddings
-  // (split=embed_loss); none shortens the first and the last stage alone.
-  if (p.split == PipelineSplit::short_ends)
+  // Megatron-DeepSpeed has no flag for the pipeline's partition method
+  // (configs/frameworks/megatron-deepspeed-args.txt): the pinned version splits the transformer
+  // layers evenly (BLOOM's type:transformer|embedding came from its own fork).
+  if (p.split != PipelineSplit::even)
     return no(reason, [] {
       return std::string(
-          "DeepSpeed's partition_method cannot shorten only the first and last stage; use "
-          "split=embed_loss (partition_method type:transformer|embedding) or even");
+          "Megatron-DeepSpeed has no flag for an uneven pipeline split (its partition_method); "
+          "use split=even");
     });
   if (p.schedule != Schedule::one_f_one_b && !(p.schedule == Schedule::gpipe && p.pp == 1))
     return no(reason, [&] {
@@ -235,13 +244,70 @@ bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Pla
              std::string* reason) {
   if (refuses_common(m, c, p, reason)) return true;
   if (is_2021(f) && refuses_2021(f, p, reason)) return true;
-  return is_megatron(f) ? refuses_megatron(f, m, c, p, reason) : refuses_deepspeed(p, reason);
+  if (is_megatron(f) ? refuses_megatron(f, m, c, p, reason) : refuses_deepspeed(p, reason))
+    return true;
+  if (p.split == PipelineSplit::even || !m.encoders.empty()) return false;
+  const std::optional<std::string> why = why_not_split(f, m, p, stage_split(m, p));
+  if (why && reason) *reason = *why;
+  return why.has_value();
 }
 
 std::optional<std::string> why_not(Framework f, const ModelSpec& m, const ClusterProfile& c,
                                    const Plan& p) {
   std::string reason;
   if (refuses(f, m, c, p, &reason)) return reason;
+  return std::nullopt;
+}
+
+StageSplit stage_split(const ModelSpec& m, const Plan& p) {
+  StageSplit s;
+  if (p.split == PipelineSplit::short_ends)
+    s.first_stage_layers = s.last_stage_layers = short_end_layers(m.layers, p.pp, p.vpp);
+  if (p.split == PipelineSplit::embed_loss) s.account_for_embedding = s.account_for_loss = true;
+  return s;
+}
+
+std::optional<std::string> why_not_split(Framework f, const ModelSpec& m, const Plan& p,
+                                         const StageSplit& s) {
+  if (s.even()) return std::nullopt;
+  if (f != Framework::megatron)
+    return fmt("{} splits the layers evenly over the pipeline stages only", info(f).title);
+  if (s.first_stage_layers < 0 || s.last_stage_layers < 0)
+    return fmt("a stage's layer count must not be negative, got first {} and last {}",
+               s.first_stage_layers, s.last_stage_layers);
+  if (p.pp < 2) return fmt("pp={}: one pipeline stage, nothing to split unevenly", p.pp);
+  const int vpp = std::max(p.vpp, 1);
+  // megatron/core/transformer/transformer_config.py (__post_init__) at d98e8a64, 2229-2239.
+  if ((s.first_stage_layers > 0 || s.last_stage_layers > 0) &&
+      (s.account_for_embedding || s.account_for_loss))
+    return std::string(
+        "Megatron-LM takes the first and last stages' layer counts or the account-for-embedding/"
+        "loss split, not both");
+  if (s.first_stage_layers == 0 && s.last_stage_layers == 0) {  // 2368-2415
+    const int counted = m.layers + int(s.account_for_embedding) + int(s.account_for_loss);
+    if (counted % p.pp != 0 || (counted / p.pp) % vpp != 0)
+      return fmt(
+          "Megatron-LM's account-for-embedding/loss split needs the {} layers it counts to "
+          "divide into pp={} stages of a multiple of vpp={}",
+          counted, p.pp, vpp);
+    return std::nullopt;
+  }
+  int middle_layers = m.layers, middle_stages = p.pp;  // 2295-2366
+  for (const int n : {s.first_stage_layers, s.last_stage_layers}) {
+    if (n == 0) continue;
+    if (n % vpp != 0)
+      return fmt("Megatron-LM needs an edge stage's {} layers to be a multiple of vpp={}", n, vpp);
+    middle_layers -= n;
+    --middle_stages;
+  }
+  if (middle_layers < 0 || (middle_layers > 0) != (middle_stages > 0))
+    return fmt("{} middle layers remain for {} middle stages (first {}, last {}, {} layers)",
+               middle_layers, middle_stages, s.first_stage_layers, s.last_stage_layers, m.layers);
+  if (middle_stages > 0 &&
+      (middle_layers % middle_stages != 0 || (middle_layers / middle_stages) % vpp != 0))
+    return fmt(
+        "Megatron-LM needs the {} middle layers to divide into {} stages of a multiple of vpp={}",
+        middle_layers, middle_stages, vpp);
   return std::nullopt;
 }
 

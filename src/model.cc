@@ -2,6 +2,7 @@
 
 #include "planner/block.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/limits.h"
 
 namespace planner {
@@ -108,6 +109,10 @@ void validate_model(const ModelSpec& m, const std::string& file) {
   check_count(m.ffn, "ffn", limits::kFfn, file);
   check_count(m.vocab, "vocab", limits::kVocab, file);
   check_count(m.seq_len, "seq_len", limits::kSeqLen, file);
+  if (!limits::kRopeTheta.contains(m.rope_theta))
+    throw InputError(file, 0, "rope_theta",
+                     fmt("must be a number from {:.0f} to {:.0f}, got {:g}", limits::kRopeTheta.lo,
+                         limits::kRopeTheta.hi, m.rope_theta));
   if (m.arch.head_dim != 0)
     check_count(m.arch.head_dim, "head_dim", limits::kHidden, file);
   else if (m.hidden % m.heads != 0)

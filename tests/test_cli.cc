@@ -359,7 +359,7 @@ TEST_CASE("suggest --framework: the table says which framework; emit writes rank
   // Was exit 2: "none of the 3 listed plans can be run by megatron".
   const Run r = planner(s + " --top 3 --emit megatron --out " + out);
   REQUIRE(r.rc == 0);
-  CHECK(r.out.find("# for     Megatron-LM 307dcf37 (--framework megatron): only plans it runs are "
+  CHECK(r.out.find("# for     Megatron-LM d98e8a64 (--framework megatron): only plans it runs are "
                    "ranked, on its execution stack\n") != std::string::npos);
   CHECK(r.out.find("planner: wrote megatron launch files for plan 1 to ") != std::string::npos);
   CHECK(r.out.find("is not expressible") == std::string::npos);  // no retries

@@ -238,7 +238,7 @@ TEST_CASE("the flag scan reads arrays, one-line appends and skips comments") {
   // The goldens' arrays are found where expected.
   const auto meg = flags_by_array(emitted(kGoldens[0])[0].contents);
   CHECK(meg.at("TORCHRUN_ARGS").count("--nproc_per_node") == 1);
-  CHECK(meg.at("MEGATRON_ARGS").count("--num-layers-per-virtual-pipeline-stage") == 1);
+  CHECK(meg.at("MEGATRON_ARGS").count("--num-virtual-stages-per-pipeline-rank") == 1);
   CHECK(meg.at("DATA_ARGS").count("--mock-data") == 1);
   CHECK(meg.at("TRAINING_ARGS").count("--save") == 1);
   const auto ds = flags_by_array(emitted(kGoldens[3])[1].contents);
@@ -247,10 +247,11 @@ TEST_CASE("the flag scan reads arrays, one-line appends and skips comments") {
 }
 
 TEST_CASE("every emitted flag is in the framework's name list") {
-  const auto megatron = name_list("megatron-args.txt"),
+  const auto megatron = name_list("megatron-core-args.txt"),
              mds = name_list("megatron-deepspeed-args.txt"),
              torchrun = name_list("torchrun-args.txt"),
-             launcher = name_list("deepspeed-launcher.txt");
+             launcher = name_list("deepspeed-launcher.txt"),
+             pyxis = name_list("pyxis-srun-args.txt");
   for (const Case& c : all_cases()) {
     for (const auto& f : emitted(c)) {
       if (f.name.size() < 3 || f.name.substr(f.name.size() - 3) != ".sh") continue;
@@ -262,6 +263,7 @@ TEST_CASE("every emitted flag is in the framework's name list") {
         const std::string& array = entry.first;
         const auto& allowed = array == "TORCHRUN_ARGS"                   ? torchrun
                               : array == "LAUNCHER_ARGS"                 ? launcher
+                              : array == "SRUN_ARGS"                     ? pyxis
                               : c.framework == emit::Framework::megatron ? megatron
                                                                          : mds;
         for (const std::string& flag : entry.second) {
@@ -338,8 +340,8 @@ TEST_CASE("Megatron scripts: world size and batch agree with the plan") {
   const std::string& s = files[0].contents;  // megatron_torchrun.sh: 128 nodes x 8 = 1024
   CHECK(s.find("GPUS_PER_NODE=8\nNNODES=${NNODES:-128}\n") != std::string::npos);
   CHECK(s.find("if (( GPUS_PER_NODE * NNODES != 1024 )); then") != std::string::npos);
-  CHECK(s.find("--global-batch-size 1536") != std::string::npos);                    // 1 x 16 x 96
-  CHECK(s.find("--num-layers-per-virtual-pipeline-stage 4 ") != std::string::npos);  // 96/8/3
+  CHECK(s.find("--global-batch-size 1536") != std::string::npos);                   // 1 x 16 x 96
+  CHECK(s.find("--num-virtual-stages-per-pipeline-rank 3 ") != std::string::npos);  // vpp=3
   CHECK(s.find("export CUDA_DEVICE_MAX_CONNECTIONS=1\n") != std::string::npos);
   CHECK(files[1].contents.find("#SBATCH --nodes=128\n") != std::string::npos);
 }
@@ -359,9 +361,11 @@ TEST_CASE("plans a framework cannot express are refused with the reason") {
   CHECK(refusal(M, "tp=8,pp=1,dp=128,gbs=1536,zero=2") ==
         "option --plan: Megatron-LM cannot express zero=2: its distributed optimizer "
         "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed");
-  CHECK(refusal(M, "tp=8,pp=2,dp=64,gbs=1536,vpp=2") ==
-        "option --plan: Megatron-LM runs the interleaved schedule (vpp=2) only with pp > 2, got "
-        "pp=2");
+  // Megatron-LM at d98e8a64 interleaves at pp=2 (validate_args 1000-1010), not at pp=1.
+  CHECK(refusal(M, "tp=8,pp=2,dp=64,gbs=1536,vpp=2") == "accepted");
+  CHECK(refusal(M, "tp=8,pp=1,dp=128,gbs=1536,vpp=2") ==
+        "option --plan: Megatron-LM runs the interleaved schedule (vpp=2) only with pp > 1, got "
+        "pp=1");
   CHECK(refusal(M, "tp=8,pp=8,dp=16,gbs=1536,schedule=gpipe") ==
         "option --plan: Megatron-LM has no GPipe schedule (its pipelines run 1F1B); use "
         "schedule=1f1b");
@@ -463,12 +467,12 @@ TEST_CASE("head_dim, QKV biases and per-head norms reach the flags; what has non
   // Qwen3: its query and key norms, its 128-wide heads on hidden 2560.
   CHECK(qwen3.find("--qk-layernorm") != std::string::npos);
   CHECK(qwen3.find("--kv-channels 128") != std::string::npos);
-  // Gemma 2: no flag for the window or the sandwich norms at this commit; the file says so.
+  // Gemma 2: the window flag exists at this commit but is not written (the file says so); no
+  // flag for the sandwich norms.
   CHECK(gemma.find("# a sliding window of 4096 keys on 50% of the layers: Megatron-LM at "
-                   "307dcf37 has no flag for this; it trains full causal attention there") !=
-        std::string::npos);
+                   "d98e8a64's --window-size is not written here") != std::string::npos);
   CHECK(gemma.find("norms after attention and after the MLP (Gemma 2)") != std::string::npos);
-  CHECK(gemma.find("# a GELU-gated MLP (GeGLU): Megatron-LM at 307dcf37 has no flag for this; "
+  CHECK(gemma.find("# a GELU-gated MLP (GeGLU): Megatron-LM at d98e8a64 has no flag for this; "
                    "--swiglu trains a SiLU gate instead") != std::string::npos);
   CHECK(qwen.find("GeGLU") == std::string::npos);
   CHECK(gemma.find("--kv-channels 256") != std::string::npos);
@@ -478,4 +482,142 @@ TEST_CASE("head_dim, QKV biases and per-head norms reach the flags; what has non
   CHECK(ds_qwen.find("# the model's Q, K and V biases: Megatron-DeepSpeed at ") !=
         std::string::npos);
   CHECK(script(D, kHfEmitCases[0]).find("--kv-channels 128") != std::string::npos);
+}
+
+TEST_CASE("Megatron-LM at d98e8a64: RoPE base, no dropout, tokenizer, attention backend") {
+  const auto llama = emitted(kGoldens[1]);  // Llama 3 70B: rope_theta 500000, vocab 128256
+  const std::string& l = llama[0].contents;
+  CHECK(l.find("\n  --rotary-base 500000 ") != std::string::npos);
+  CHECK(l.find("\n  --attention-dropout 0 ") != std::string::npos);
+  CHECK(l.find("\n  --hidden-dropout 0\n") != std::string::npos);
+  CHECK(l.find("--tokenizer-type HuggingFaceTokenizer\n") != std::string::npos);
+  CHECK(l.find("--tokenizer-model \"${TOKENIZER_MODEL:?") != std::string::npos);
+  // The NullTokenizer of mock data takes the whole vocabulary (EOD is its last id).
+  CHECK(l.find("--mock-data --tokenizer-type NullTokenizer --vocab-size 128256)") !=
+        std::string::npos);
+  CHECK(l.find("--use-mcore-models") == std::string::npos);  // deprecated and ignored
+  const std::string g = emitted(kGoldens[0])[0].contents;    // GPT-3: learned positions, dropout
+  CHECK(g.find("--rotary-base") == std::string::npos);
+  CHECK(g.find("--attention-dropout") == std::string::npos);
+  CHECK(g.find("--tokenizer-type GPT2BPETokenizer") != std::string::npos);
+  // Unfused attention is the backend flag; the NVTE_* variables would trip the model's check.
+  const std::string unfused =
+      emitted({"", kGpt3, kA100,
+               "tp=8,pp=8,dp=16,mbs=1,gbs=1536,recompute=selective,sp=1,attn=unfused",
+               emit::Framework::megatron})[0]
+          .contents;
+  CHECK(unfused.find("\n  --attention-backend unfused ") != std::string::npos);
+  CHECK(unfused.find("NVTE_") == std::string::npos);
+  CHECK(g.find("\n  --attention-backend") == std::string::npos);  // flash: the default, auto
+  // CUDA_DEVICE_MAX_CONNECTIONS=1 only where validate_args asks for it: tp > 1 or cp > 1.
+  const std::string dp_only =
+      emitted({"", "configs/models/gpt3-1.3b.yaml", kA100, "tp=1,pp=1,dp=8,mbs=4,gbs=64,zero=1",
+               emit::Framework::megatron})[0]
+          .contents;
+  CHECK(dp_only.find("CUDA_DEVICE_MAX_CONNECTIONS") == std::string::npos);
+  // A RoPE base with a fraction cannot be written as Megatron-LM's integer --rotary-base.
+  emit::EmitRequest r = request(emit::Framework::megatron, kLlama, kH100, kLlamaPlan);
+  r.model.rope_theta = 12345.5;
+  CHECK_THROWS_WITH(emit::emit_megatron(r),
+                    "option --plan: Megatron-LM's --rotary-base at commit d98e8a64 is an integer "
+                    "(type=int); the model's rope_theta 12345.5 is not");
+  // Megatron-DeepSpeed has the same flag under another name.
+  const std::string ds = emitted(kGoldens[3])[1].contents;  // deepspeed_launch.sh
+  CHECK(ds.find("\n  --rotary-position-embeddings-theta 500000 ") != std::string::npos);
+  CHECK(ds.find("\n  --attention-dropout 0 ") != std::string::npos);
+}
+
+TEST_CASE("Megatron-LM interleaves at pp=2, P2P overlapped by default") {
+  const std::string s =
+      emitted({"", kLlama, kH100, "tp=8,pp=2,dp=4,vpp=2,mbs=1,gbs=128,zero=1,sp=1",
+               emit::Framework::megatron})[0]
+          .contents;
+  CHECK(s.find("\n  --num-virtual-stages-per-pipeline-rank 2 ") != std::string::npos);
+  CHECK(s.find("# P2P sends and receives overlap the chunks' compute") != std::string::npos);
+  CHECK(s.find("\n  --overlap-p2p-communication") == std::string::npos);  // no such flag to set
+  const std::string plain = emitted(kGoldens[1])[0].contents;             // pp=4, no interleaving
+  CHECK(plain.find("# 1F1B without interleaving") != std::string::npos);
+}
+
+TEST_CASE("megatron_split_args: Megatron-LM's uneven-stage flags, checked and in order") {
+  const ModelSpec m = io::load_model(kRoot + kLlama);  // 80 layers
+  const Plan p = parse_plan("tp=8,pp=4,dp=2,mbs=1,gbs=128", "--plan");
+  CHECK(emit::megatron_split_args(m, p, {}).empty());
+  using FV = emit::FlagValue;
+  CHECK(emit::megatron_split_args(m, p, {18, 18, false, false}) ==
+        std::vector<FV>{{"--decoder-first-pipeline-num-layers", "18"},
+                        {"--decoder-last-pipeline-num-layers", "18"}});
+  CHECK(emit::megatron_split_args(m, p, {0, 20, false, false}) ==
+        std::vector<FV>{{"--decoder-last-pipeline-num-layers", "20"}});
+  const Plan pp2 = parse_plan("tp=8,pp=2,dp=4,mbs=1,gbs=128", "--plan");  // 82 = 2 x 41
+  CHECK(emit::megatron_split_args(m, pp2, {0, 0, true, true}) ==
+        std::vector<FV>{{"--account-for-embedding-in-pipeline-split", ""},
+                        {"--account-for-loss-in-pipeline-split", ""}});
+  CHECK_THROWS_WITH(emit::megatron_split_args(m, p, {18, 18, true, false}),
+                    "option --plan: Megatron-LM takes the first and last stages' layer counts or "
+                    "the account-for-embedding/loss split, not both");
+  // The emitter writes the request's split beside the virtual pipeline, as listed flags; DeepSpeed
+  // refuses one.
+  emit::EmitRequest r = request(emit::Framework::megatron, kLlama, kH100,
+                                "tp=8,pp=4,dp=2,vpp=2,mbs=1,gbs=128,zero=1,sp=1");
+  r.split = {18, 18, false, false};
+  const std::string s = emit::emit_megatron(r)[0].contents;
+  CHECK(s.find("\n  --decoder-first-pipeline-num-layers 18 ") != std::string::npos);
+  CHECK(s.find("\n  --decoder-last-pipeline-num-layers 18 ") != std::string::npos);
+  CHECK(s.find("\n  --num-virtual-stages-per-pipeline-rank 2 ") != std::string::npos);
+  const auto megatron = name_list("megatron-core-args.txt");
+  const auto arrays = flags_by_array(s);
+  for (const std::string& flag : arrays.at("MEGATRON_ARGS")) {
+    CAPTURE(flag);
+    CHECK(megatron.count(flag) == 1);
+  }
+  emit::EmitRequest d = request(emit::Framework::deepspeed, kLlama, kH100, kLlamaPlan);
+  d.split = {18, 18, false, false};
+  CHECK_THROWS_WITH(emit::emit_deepspeed(d),
+                    "option --plan: DeepSpeed splits the layers evenly over the pipeline stages "
+                    "only");
+}
+
+TEST_CASE("the sbatch script leaves time, partition, account and container to the site") {
+  const std::string s = emitted(kGoldens[1])[1].contents;  // megatron_sbatch.sh
+  for (const char* line : {"\n##SBATCH --time=<HH:MM:SS>\n", "\n##SBATCH --partition=<partition>\n",
+                           "\n##SBATCH --account=<account>\n"}) {
+    CAPTURE(line);
+    CHECK(s.find(line) != std::string::npos);
+  }
+  for (const char* var : {"SBATCH_TIMELIMIT", "SBATCH_PARTITION", "SBATCH_ACCOUNT"}) {
+    CAPTURE(var);
+    CHECK(s.find(var) != std::string::npos);
+  }
+  // sbatch reads #SBATCH lines only before the first command: the placeholders come before it.
+  CHECK(s.find("##SBATCH --account") < s.find("\nset -euo pipefail\n"));
+  CHECK(s.find("  SRUN_ARGS+=(--container-image \"$CONTAINER_IMAGE\"\n") != std::string::npos);
+  CHECK(s.find("\nsrun \"${SRUN_ARGS[@]}\" torchrun ") != std::string::npos);
+}
+
+TEST_CASE("ds_config.json: an optimizer and scheduler where DeepSpeed builds them") {
+  const auto keys = name_list("deepspeed-config-keys.txt");
+  const auto plain = emitted({"", "configs/models/gpt3-1.3b.yaml", kA100,
+                              "tp=1,pp=1,dp=4,mbs=4,gbs=64,zero=1", emit::Framework::deepspeed});
+  const auto j = nlohmann::json::parse(plain[0].contents);  // tp = pp = 1: DeepSpeed's own engine
+  CHECK(j["optimizer"]["type"] == "AdamW");
+  CHECK(j["optimizer"]["params"]["betas"] == nlohmann::json::array({0.9, 0.95}));
+  CHECK(j["optimizer"]["params"]["weight_decay"] == 0.1);
+  CHECK(j["scheduler"]["type"] == "WarmupDecayLR");
+  CHECK(j["scheduler"]["params"]["warmup_max_lr"] == j["optimizer"]["params"]["lr"]);
+  CHECK(j["scheduler"]["params"]["warmup_type"] == "linear");
+  CHECK(j["scheduler"]["params"]["total_num_steps"] > j["scheduler"]["params"]["warmup_num_steps"]);
+  std::set<std::string> paths;
+  leaf_paths(j, "", paths);
+  for (const std::string& path : paths) {
+    CAPTURE(path);
+    CHECK(keys.count(path) == 1);
+  }
+  CHECK(plain[1].contents.find("# ds_config.json's optimizer (AdamW") != std::string::npos);
+  // Megatron-DeepSpeed passes its own optimizer and scheduler: the config has neither.
+  const auto mds = emitted(kGoldens[3]);
+  const auto k = nlohmann::json::parse(mds[0].contents);
+  CHECK(!k.contains("optimizer"));
+  CHECK(!k.contains("scheduler"));
+  CHECK(mds[1].contents.find("# It has no optimizer or scheduler") != std::string::npos);
 }

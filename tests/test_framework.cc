@@ -44,19 +44,64 @@ TEST_CASE("each framework's refusals, with the reason it gives") {
   CHECK(why_not(Framework::deepspeed, m, c, plan("tp=8,pp=2,dp=4,gbs=128,zero=2")) ==
         "DeepSpeed's pipeline engine refuses zero=2 with pp=2 (ZeRO-2 and ZeRO-3 are "
         "incompatible with pipeline parallelism); use zero<=1 or pp=1");
-  // Megatron-LM's validate_args at 307dcf37: interleaving needs pp > 2.
+  // Megatron-LM's validate_args at d98e8a64 (1000-1010): interleaving needs pp > 1 with P2P
+  // overlap, Megatron's default (at 307dcf37 it needed pp > 2).
+  CHECK(!why_not(Framework::megatron, m, c,
+                 plan("tp=8,pp=2,dp=4,vpp=2,gbs=128,schedule=interleaved")));
+  // ... in whole groups of pp micro-batches (schedules.py 1160-1179): 12 micro-batches, pp=8.
   CHECK(why_not(Framework::megatron, m, c,
-                plan("tp=8,pp=2,dp=4,vpp=2,gbs=128,schedule=interleaved")) ==
-        "Megatron-LM runs the interleaved schedule (vpp=2) only with pp > 2, got pp=2");
+                plan("tp=8,pp=8,dp=1,vpp=2,gbs=12,schedule=interleaved")) ==
+        "Megatron-LM's interleaved schedule needs the micro-batches (12) to be a multiple of pp=8");
   CHECK(!why_not(Framework::megatron, m, c,
                  plan("tp=8,pp=4,dp=2,vpp=2,gbs=128,schedule=interleaved")));
   CHECK(why_not(Framework::deepspeed, m, c, plan("tp=8,cp=2,dp=4,gbs=128"))
             ->find("no context parallelism") != std::string::npos);
   CHECK(why_not(Framework::megatron, m, c, plan("tp=8,pp=8,dp=1,gbs=128,schedule=zb-h1")) ==
-        "Megatron-LM at commit 307dcf37 has no 'zb-h1' schedule");
+        "Megatron-LM at commit d98e8a64 has no 'zb-h1' schedule");
   // The reason is built only when asked for; the answer is the same.
   for (Framework f : kFrameworks)
     CHECK(refuses(f, m, c, plan("tp=8,pp=2,dp=4,gbs=128,zero=3"), nullptr));
+}
+
+TEST_CASE("uneven stage splits: Megatron-LM's TransformerConfig rules, nobody else's") {
+  const ModelSpec& m = llama70();  // 80 layers
+  auto why = [&](Framework f, const std::string& p, StageSplit s) {
+    return why_not_split(f, m, plan(p), s).value_or("accepted");
+  };
+  const std::string pp4 = "tp=8,pp=4,dp=2,gbs=128", vpp2 = "tp=8,pp=4,dp=2,vpp=2,gbs=128",
+                    pp2 = "tp=8,pp=2,dp=4,gbs=128";
+  CHECK(why(Framework::megatron, pp4, {}) == "accepted");  // the even split, for everyone
+  CHECK(why(Framework::deepspeed, pp4, {}) == "accepted");
+  CHECK(why(Framework::megatron, pp4, {18, 18, false, false}) == "accepted");   // 18 + 2 x 22 + 18
+  CHECK(why(Framework::megatron, pp4, {20, 0, false, false}) == "accepted");    // 20 + 3 x 20
+  CHECK(why(Framework::megatron, vpp2, {18, 18, false, false}) == "accepted");  // 22 per middle
+  CHECK(why(Framework::megatron, vpp2, {19, 19, false, false}) ==
+        "Megatron-LM needs an edge stage's 19 layers to be a multiple of vpp=2");
+  CHECK(why(Framework::megatron, vpp2, {16, 16, false, false}) == "accepted");  // 24 per middle
+  CHECK(why(Framework::megatron, pp4, {17, 18, false, false}) ==
+        "Megatron-LM needs the 45 middle layers to divide into 2 stages of a multiple of vpp=1");
+  CHECK(why(Framework::megatron, pp2, {30, 40, false, false}) ==
+        "10 middle layers remain for 0 middle stages (first 30, last 40, 80 layers)");
+  CHECK(why(Framework::megatron, pp4, {50, 40, false, false}) ==
+        "-10 middle layers remain for 2 middle stages (first 50, last 40, 80 layers)");
+  // Embedding and loss as one layer each: 80 + 1 + 1 = 82 is not 4 stages but is 2 of 41;
+  // 80 + 1 = 81 is not 2.
+  CHECK(why(Framework::megatron, pp4, {0, 0, true, true}) ==
+        "Megatron-LM's account-for-embedding/loss split needs the 82 layers it counts to divide "
+        "into pp=4 stages of a multiple of vpp=1");
+  CHECK(why(Framework::megatron, pp2, {0, 0, true, true}) == "accepted");
+  CHECK(why(Framework::megatron, pp2, {0, 0, true, false}) ==
+        "Megatron-LM's account-for-embedding/loss split needs the 81 layers it counts to divide "
+        "into pp=2 stages of a multiple of vpp=1");
+  CHECK(why(Framework::megatron, pp4, {18, 18, true, false}) ==
+        "Megatron-LM takes the first and last stages' layer counts or the account-for-embedding/"
+        "loss split, not both");
+  CHECK(why(Framework::megatron, "tp=8,pp=1,dp=8,gbs=128", {10, 0, false, false}) ==
+        "pp=1: one pipeline stage, nothing to split unevenly");
+  CHECK(why(Framework::deepspeed, pp4, {18, 18, false, false}) ==
+        "DeepSpeed splits the layers evenly over the pipeline stages only");
+  CHECK(why(Framework::megatron_2021, pp4, {0, 0, true, false}) ==
+        "Megatron-LM 2021 splits the layers evenly over the pipeline stages only");
 }
 
 TEST_CASE("names both ways, and the stack each framework runs") {

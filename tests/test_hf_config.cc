@@ -93,6 +93,8 @@ TEST_CASE("the keys of each family map onto the model description") {
   CHECK(llama.swiglu);
   CHECK(!llama.tied_embeddings);
   CHECK(llama.seq_len == 8192);
+  CHECK(llama.rope_theta == 500000);  // "rope_theta": 500000.0
+  CHECK(io::load_model(kDir + "qwen2-0.5b.json").rope_theta == 1e6);
   const ModelSpec gpt2 = io::load_model(kDir + "gpt2.json");
   CHECK(gpt2.name == "gpt2");  // no _name_or_path: the file name
   CHECK(gpt2.hidden == 768);
@@ -102,6 +104,7 @@ TEST_CASE("the keys of each family map onto the model description") {
   CHECK(!gpt2.swiglu);
   CHECK(gpt2.tied_embeddings);  // GPT-2 ties by default
   CHECK(gpt2.seq_len == 1024);
+  CHECK(gpt2.rope_theta == kDefaultRopeTheta);  // learned positions: the default, unused
   const ModelSpec neox = io::load_model(kDir + "gpt-neox-20b.json");
   CHECK(!neox.swiglu);
   CHECK(!neox.tied_embeddings);

@@ -52,6 +52,9 @@ TEST_CASE("a valid model parses") {
   CHECK(m.kv_heads == 2);
   CHECK(m.swiglu);
   CHECK(!m.tied_embeddings);
+  CHECK(m.rope_theta == kDefaultRopeTheta);  // rope_theta absent: RoFormer's 10000
+  CHECK(io::parse_model(std::string(kGood) + "rope_theta: 500000\n", "m.yaml").rope_theta ==
+        500000);
 }
 
 TEST_CASE("bad model files name file, line and key") {
@@ -69,6 +72,10 @@ TEST_CASE("bad model files name file, line and key") {
         "m.yaml:6: key 'ffn': must be a positive integer, got -5");
   CHECK(model_error(replace(kGood, "kv_heads: 2", "kv_heads: 3")) ==
         "m.yaml:5: key 'kv_heads': heads 4 is not divisible by kv_heads 3");
+  CHECK(model_error(std::string(kGood) + "rope_theta: 1\n") ==
+        "m.yaml:11: key 'rope_theta': must be a number from 2 to 2147483647, got 1");
+  CHECK(model_error(std::string(kGood) + "rope_theta: high\n") ==
+        "m.yaml:11: key 'rope_theta': expected a number, got 'high'");
   CHECK(model_error("name: m\nlayers: [4\n") ==
         "m.yaml:3: YAML syntax error: end of sequence flow not found");
   CHECK(model_error("") == "m.yaml: the file is empty");

@@ -267,3 +267,28 @@ TEST_CASE("topology keys are checked with the file and key") {
   CHECK(blackwell.gpu.nvfp4_flops == 3958e12);
   CHECK(blackwell.provenance.empty());
 }
+
+TEST_CASE("the Blackwell and H800 profiles load and plan; Llama 3 70B on 64 GPUs of a GB200 rack") {
+  const ModelSpec& m = model("llama3-8b");
+  for (const char* name : {"dgx-b200", "gb200-nvl72", "dgx-b300", "gb300-nvl72", "dgx-h800"}) {
+    CAPTURE(name);
+    const ClusterProfile c =
+        io::load_cluster(std::string(PLANNER_SOURCE_DIR "/hw_profiles/") + name + ".yaml");
+    CHECK(!c.provenance.empty());
+    const Estimate e = estimate(m, c, plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1"));
+    CHECK(e.rejection != Rejection::gpus_mismatch);
+    CHECK(estimate(m, c, plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,recompute=full")).ok());
+  }
+  const ClusterProfile nvl = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/gb200-nvl72.yaml");
+  CHECK(nvl.nvlink_domain == 72);
+  CHECK(nvl.gpu.mxfp8_flops > 0);
+  const ModelSpec& big = model("llama3-70b");
+  SearchOptions o;
+  o.gpus = {64};
+  o.global_batch = 128;
+  o.top_k = 1;
+  o.estimate.framework = Framework::megatron;
+  const SearchResult r = search(big, nvl, default_knobs(big, nvl, 64), o);
+  REQUIRE(!r.top.empty());
+  CHECK(tp_group(r.top.front().plan, nvl).nodes == 1);
+}

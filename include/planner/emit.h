@@ -4,6 +4,7 @@
 /// the framework cannot express. Reading the inputs and writing files is in write.cc.
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "planner/cluster.h"
@@ -27,7 +28,10 @@ struct EmitRequest {
   ClusterProfile cluster;
   Plan plan;
   Estimate estimate;
-  std::string stack_note;                    ///< how a legacy profile block was adapted
+  std::string stack_note;  ///< how a legacy profile block was adapted
+  /// How the layers are split over the pipeline stages: the plan's split (stage_split);
+  /// Megatron-LM writes it with megatron_split_args, DeepSpeed refuses any but the even one.
+  StageSplit split;
   std::string model_file, cluster_file;      ///< as the user named them
   std::string model_sha256, cluster_sha256;  ///< of the files' bytes, lower-case hex
 };
@@ -44,6 +48,15 @@ std::vector<EmittedFile> emit_megatron(const EmitRequest& r);
 /// DeepSpeed: ds_config.json, a launcher script (Megatron-DeepSpeed when tp > 1 or pp > 1),
 /// a hostfile template and the .deepspeed_env the multi-node runner forwards.
 std::vector<EmittedFile> emit_deepspeed(const EmitRequest& r);
+
+/// One command-line flag and its value ("" for a store_true flag).
+using FlagValue = std::pair<std::string, std::string>;
+/// Megatron-LM's flags for the stage split `s` of `m`'s layers over `p`'s pipeline stages, in this
+/// order: --decoder-first-pipeline-num-layers N, --decoder-last-pipeline-num-layers N,
+/// --account-for-embedding-in-pipeline-split, --account-for-loss-in-pipeline-split, each only when
+/// set (none for the even split). Throws InputError (option --plan) with why_not_split's reason
+/// for a split Megatron-LM refuses. Pure.
+std::vector<FlagValue> megatron_split_args(const ModelSpec& m, const Plan& p, const StageSplit& s);
 
 /// SHA-256 (FIPS 180-4) of `bytes`, lower-case hex.
 std::string sha256_hex(std::string_view bytes);

@@ -58,7 +58,9 @@ struct FrameworkInfo {
   const char* name;     ///< the option value: "megatron", "deepspeed", "megatron-2021", ...
   const char* title;    ///< "Megatron-LM", "DeepSpeed", "Megatron-LM 2021", ...
   const char* version;  ///< the pinned commit the refusals and flags were read from, or the run
-  /// Layers may be split unevenly over the pipeline stages (no version here can).
+  /// refine() also tries a time- and memory-balanced partition of the blocks (any count per
+  /// stage). No version can launch one: false for all. Megatron-LM's own uneven splits (first
+  /// and last stage counts, the account-for flags) are the plan's split knob (StageSplit below).
   bool uneven_stages;
   /// Transformer Engine's TP-communication overlap (--tp-comm-overlap) exists.
   bool tp_comm_overlap;
@@ -71,7 +73,7 @@ struct FrameworkInfo {
 };
 
 inline constexpr std::array<FrameworkInfo, 4> kFrameworkInfo = {{
-    {Framework::megatron, "megatron", "Megatron-LM", "307dcf37", false, true, true, true,
+    {Framework::megatron, "megatron", "Megatron-LM", "d98e8a64", false, true, true, true,
      kMegatronStack},
     {Framework::deepspeed, "deepspeed", "DeepSpeed", "f1feb887", false, false, false, true,
      kDeepSpeedStack},
@@ -113,5 +115,30 @@ std::optional<std::string> why_not(Framework f, const ModelSpec& m, const Cluste
 /// and the parameter gather beside the forward). `note`, when given, receives a line saying what
 /// changed from the profile's block ("" when nothing did, or there is no block).
 SoftwareStack execution_stack(Framework f, const ClusterProfile& c, std::string* note = nullptr);
+
+/// An uneven pipeline split as Megatron-LM at d98e8a64 expresses it (configs/frameworks/
+/// megatron-core-args.txt): layers on the first and on the last stage (0: as the even split has
+/// it), or the embedding and the loss each counted as one more layer of the split. The default
+/// is the even split.
+struct StageSplit {
+  int first_stage_layers = 0;          ///< --decoder-first-pipeline-num-layers (0: none)
+  int last_stage_layers = 0;           ///< --decoder-last-pipeline-num-layers (0: none)
+  bool account_for_embedding = false;  ///< --account-for-embedding-in-pipeline-split
+  bool account_for_loss = false;       ///< --account-for-loss-in-pipeline-split
+  bool even() const {
+    return first_stage_layers == 0 && last_stage_layers == 0 && !account_for_embedding &&
+           !account_for_loss;
+  }
+};
+/// The plan's split (Plan::split) in Megatron-LM's terms: short_ends as the first and last
+/// stage counts, embed_loss as both account-for flags.
+StageSplit stage_split(const ModelSpec& m, const Plan& p);
+/// Why `f` cannot split `m`'s layers over `p`'s stages as `s` says (std::nullopt when it can):
+/// only Megatron-LM (the current version) has uneven splits, with TransformerConfig's rules
+/// (counts not combined with the account-for flags; each count and each middle stage's a multiple
+/// of vpp; the middle layers a multiple of the middle stages). The even split is never refused
+/// here.
+std::optional<std::string> why_not_split(Framework f, const ModelSpec& m, const Plan& p,
+                                         const StageSplit& s);
 
 }  // namespace planner

@@ -32,6 +32,10 @@ inline constexpr int kFfn = 1 << 22;
 inline constexpr int kVocab = 1 << 24;
 inline constexpr int kSeqLen = 1 << 24;  ///< seq_len, --seq-len and an encoder's tokens
 inline constexpr int kImages = 1 << 16;  ///< an encoder's images (tiles) per sample
+/// RoPE base (rope_theta): the shipped models use 1e4 and 5e5 (Qwen2: 1e6). Below 2 no
+/// frequency falls along the head dimension; 2^31 - 1 keeps Megatron-LM's integer --rotary-base
+/// a 32-bit int.
+inline constexpr Range kRopeTheta{2, 2147483647};
 
 // ---- Cluster profiles (hw_profiles/*.yaml) and --vary factors on them -------------------------
 inline constexpr Range kPeakTflops{0.1, 1e6};  ///< per precision (absent or 0: none)

@@ -51,6 +51,10 @@ struct Component {
   LayerShape shape;
 };
 
+/// RoPE's base when a model does not name one: Su et al. 2021 (RoFormer) Eq. 15's 10000, the
+/// default rope_theta of Hugging Face's LlamaConfig and of Megatron-LM's --rotary-base.
+inline constexpr double kDefaultRopeTheta = 10000;
+
 /// A decoder-only transformer, as the model YAML describes it, optionally preceded by encoder
 /// components (multimodal models). All sizes are counts.
 struct ModelSpec {
@@ -64,8 +68,10 @@ struct ModelSpec {
   int vocab = 0;
   int seq_len = 0;
   bool tied_embeddings = true;
-  int learned_positions = 0;        ///< rows of a learned position embedding (GPT-2); 0: rotary
-  LayerArch arch;                   ///< the decoder layers' head width, biases, norms, window
+  int learned_positions = 0;  ///< rows of a learned position embedding (GPT-2); 0: rotary
+  LayerArch arch;             ///< the decoder layers' head width, biases, norms, window
+  /// RoPE base (Hugging Face rope_theta; Llama 3: 500000). Launch files only: no cost term.
+  double rope_theta = kDefaultRopeTheta;
   std::vector<Component> encoders;  ///< vision encoder, projector: before the decoder, in order
 
   int head_dim() const { return arch.head_dim > 0 ? arch.head_dim : hidden / heads; }

@@ -1,6 +1,7 @@
 #include "common.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 
@@ -136,11 +137,26 @@ void add_layer_arch(ArgGroup& g, const ModelSpec& m, bool biases_disabled,
   if (x.sandwich_norms)
     lacks("norms after attention and after the MLP (Gemma 2)",
           "it trains without them (the prediction has them)");
-  if (x.sliding_window > 0 && x.local_layers > 0 && x.sliding_window < m.seq_len)
-    lacks(
-        fmt("a sliding window of {} keys on {:.0f}% of the layers", x.sliding_window,
-            100 * x.local_layers),
-        "it trains full causal attention there, slower than the prediction, which has the window");
+  if (x.sliding_window > 0 && x.local_layers > 0 && x.sliding_window < m.seq_len) {
+    const std::string what = fmt("a sliding window of {} keys on {:.0f}% of the layers",
+                                 x.sliding_window, 100 * x.local_layers);
+    const char* effect =
+        "it trains full causal attention there, slower than the prediction, which has the window";
+    if (f.window)
+      g.notes.push_back(
+          fmt("{}: {}'s {} is not written here (its layer pattern is not checked "
+              "against this model); {}",
+              what, f.framework, f.window, effect));
+    else
+      lacks(what, effect);
+  }
+}
+
+std::string integer_rope_theta(const ModelSpec& m, const std::string& flag) {
+  if (m.rope_theta != std::floor(m.rope_theta))
+    refuse(
+        fmt("{} is an integer (type=int); the model's rope_theta {:g} is not", flag, m.rope_theta));
+  return fmt("{:.0f}", m.rope_theta);
 }
 
 std::string header(const EmitRequest& r, const std::string& framework_name) {
@@ -171,14 +187,14 @@ std::string header(const EmitRequest& r, const std::string& framework_name) {
 
 ArgGroup schedule_args() {
   return {"Training schedule, logging, evaluation: not part of the plan; set them for your run.",
-          {{"--train-iters", "\"${TRAIN_ITERS:-100}\"", ""},
-           {"--lr", "\"${LR:-1.0e-4}\"", ""},
-           {"--min-lr", "\"${MIN_LR:-1.0e-5}\"", ""},
+          {{"--train-iters", fmt("\"${{TRAIN_ITERS:-{}}}\"", kTrainIters), ""},
+           {"--lr", fmt("\"${{LR:-{:.1e}}}\"", kLearningRate), ""},
+           {"--min-lr", fmt("\"${{MIN_LR:-{:.1e}}}\"", kMinLearningRate), ""},
            {"--lr-decay-style", "cosine", ""},
-           {"--lr-warmup-iters", "\"${WARMUP_ITERS:-10}\"", ""},
-           {"--weight-decay", "0.1", ""},
-           {"--adam-beta1", "0.9", ""},
-           {"--adam-beta2", "0.95", ""},
+           {"--lr-warmup-iters", fmt("\"${{WARMUP_ITERS:-{}}}\"", kWarmupIters), ""},
+           {"--weight-decay", fmt("{}", kWeightDecay), ""},
+           {"--adam-beta1", fmt("{}", kAdamBeta1), ""},
+           {"--adam-beta2", fmt("{}", kAdamBeta2), ""},
            {"--clip-grad", fmt("{:.1f}", kGradClip), ""},
            {"--log-interval", "1", "compare its iteration time with the prediction"},
            {"--eval-interval", "\"${EVAL_INTERVAL:-1000}\"", ""},
@@ -190,6 +206,35 @@ std::string checkpoint_lines() {
   return "if [[ -n \"${CHECKPOINT_DIR:-}\" ]]; then\n"
          "  TRAINING_ARGS+=(--save \"$CHECKPOINT_DIR\" --load \"$CHECKPOINT_DIR\" "
          "--save-interval \"${SAVE_INTERVAL:-1000}\")\n"
+         "fi\n";
+}
+
+/// The site's settings (time, partition, account) as placeholders: a #SBATCH line cannot read a
+/// variable, but sbatch reads its input environment variables over the script's lines.
+std::string site_lines() {
+  return "# Site settings, yours to give: sbatch reads SBATCH_TIMELIMIT (--time), "
+         "SBATCH_PARTITION\n"
+         "# (--partition) and SBATCH_ACCOUNT (--account) from its environment, e.g.\n"
+         "#   SBATCH_TIMELIMIT=04:00:00 SBATCH_PARTITION=gpu SBATCH_ACCOUNT=myproject sbatch ...\n"
+         "# or fill in these lines and remove one '#' from each:\n"
+         "##SBATCH --time=<HH:MM:SS>\n##SBATCH --partition=<partition>\n"
+         "##SBATCH --account=<account>\n";
+}
+
+/// SRUN_ARGS: pyxis/enroot's container flags when CONTAINER_IMAGE is set
+/// (configs/frameworks/pyxis-srun-args.txt).
+std::string container_lines() {
+  return std::string("# ---- Container (pyxis/enroot) ") + std::string(60, '-') +
+         "\n"
+         "# CONTAINER_IMAGE: an enroot URI (nvcr.io#nvidia/pytorch:<tag>) or a .sqsh file\n"
+         "# with Megatron-LM's dependencies. Each node's torchrun runs in it, with\n"
+         "# MEGATRON_LM_DIR (absolute) mounted at its own path and CONTAINER_MOUNTS\n"
+         "# (SRC[:DST],...) for data and checkpoints. Unset: the nodes' own Python.\n"
+         "SRUN_ARGS=()\n"
+         "if [[ -n \"${CONTAINER_IMAGE:-}\" ]]; then\n"
+         "  SRUN_ARGS+=(--container-image \"$CONTAINER_IMAGE\"\n"
+         "             --container-mounts "
+         "\"$MEGATRON_LM_DIR${CONTAINER_MOUNTS:+,$CONTAINER_MOUNTS}\")\n"
          "fi\n";
 }
 

@@ -52,6 +52,9 @@ int padded_vocab(int vocab, int tp);
 
 /// Llama-style models (SwiGLU or GQA): RoPE, RMSNorm, no linear biases.
 bool llama_style(const ModelSpec& m);
+/// The model's rope_theta in digits for an integer flag (`flag` names it in the refusal, e.g.
+/// "Megatron-LM's --rotary-base at commit d98e8a64"); a fractional base is refused (--plan).
+std::string integer_rope_theta(const ModelSpec& m, const std::string& flag);
 
 /// A framework's flags, at its recorded commit, for what a layer has beyond its sizes (head_dim,
 /// biases, extra norms, a sliding window); nullptr where it has none, and the file says so.
@@ -60,6 +63,9 @@ struct LayerArchFlags {
   const char* kv_channels = nullptr;  ///< --kv-channels (the head width)
   const char* qkv_bias = nullptr;     ///< --add-qkv-bias
   const char* qk_norm = nullptr;      ///< --qk-layernorm
+  /// A sliding-window flag the framework has but planner does not write (its layer pattern is
+  /// not checked against the model's): named in the note.
+  const char* window = nullptr;
 };
 
 /// Adds to `g` the flags for m.arch that `f` has, and a note for each thing the framework cannot
@@ -69,11 +75,33 @@ void add_layer_arch(ArgGroup& g, const ModelSpec& m, bool biases_disabled, const
 /// Gradient clipping (global L2 norm) in both frameworks: Megatron's default --clip-grad.
 inline constexpr double kGradClip = 1.0;
 
+/// The optimizer and learning-rate schedule both frameworks' files start from: not part of the
+/// plan, placeholders to set for a run (the model files carry no training recipe). AdamW with
+/// GPT-3's betas, epsilon and weight decay (Brown et al. 2020, Appendix B: beta1 0.9, beta2 0.95,
+/// eps 1e-8, weight decay 0.1; Llama 2 and 3 use the same betas and decay); peak and final
+/// learning rate, warm-up and iterations are short-test values, overridable from the environment
+/// in the scripts (LR, MIN_LR, WARMUP_ITERS, TRAIN_ITERS).
+inline constexpr double kAdamBeta1 = 0.9;
+inline constexpr double kAdamBeta2 = 0.95;
+inline constexpr double kAdamEps = 1e-8;
+inline constexpr double kWeightDecay = 0.1;
+inline constexpr double kLearningRate = 1e-4;
+inline constexpr double kMinLearningRate = 1e-5;
+inline constexpr int kWarmupIters = 10;
+inline constexpr int kTrainIters = 100;
+
 /// The training-schedule arguments that are not part of the plan (iterations, learning rate,
 /// logging, evaluation); set from the environment with defaults.
 ArgGroup schedule_args();
 /// Appends --save/--load/--save-interval when CHECKPOINT_DIR is set (bash, after TRAINING_ARGS).
 std::string checkpoint_lines();
+
+/// Slurm: comment lines leaving --time, --partition and --account to sbatch's input environment
+/// variables, with commented ##SBATCH placeholders (they belong right after the #SBATCH lines).
+std::string site_lines();
+/// SRUN_ARGS: pyxis/enroot's --container-image and --container-mounts when CONTAINER_IMAGE is set,
+/// mounting MEGATRON_LM_DIR (configs/frameworks/pyxis-srun-args.txt).
+std::string container_lines();
 
 /// Throws InputError naming option --plan.
 [[noreturn]] void refuse(const std::string& why);

@@ -50,6 +50,29 @@ nlohmann::ordered_json zero_config(const ClusterProfile& c, const Plan& p) {
   return z;
 }
 
+/// The optimizer and schedule DeepSpeed builds from the config (the emitters' shared placeholders,
+/// common.h): AdamW, and WarmupDecayLR, a linear warm-up from 0 to the peak rate, then a linear
+/// decay to 0 at the last iteration (deepspeed/runtime/lr_schedules.py at 38327e07, WarmupDecayLR
+/// and WarmupLR; the config keys are in configs/frameworks/deepspeed-config-keys.txt). Where the
+/// config builds them: Megatron-DeepSpeed hands deepspeed.initialize its own optimizer and
+/// scheduler (megatron/training.py, setup_model_and_optimizer), and DeepSpeed then uses those and
+/// ignores these sections (runtime/engine.py, _configure_optimizer and _configure_lr_scheduler).
+void optimizer_config(nlohmann::ordered_json& j) {
+  auto& o = j["optimizer"];
+  o["type"] = "AdamW";
+  o["params"]["lr"] = kLearningRate;
+  o["params"]["betas"] = {kAdamBeta1, kAdamBeta2};
+  o["params"]["eps"] = kAdamEps;
+  o["params"]["weight_decay"] = kWeightDecay;
+  auto& s = j["scheduler"];
+  s["type"] = "WarmupDecayLR";
+  s["params"]["warmup_min_lr"] = 0;
+  s["params"]["warmup_max_lr"] = kLearningRate;
+  s["params"]["warmup_num_steps"] = kWarmupIters;
+  s["params"]["total_num_steps"] = kTrainIters;
+  s["params"]["warmup_type"] = "linear";  // lr_schedules.py's default is "log"
+}
+
 /// train_batch_size = train_micro_batch_size_per_gpu x gradient_accumulation_steps x dp, where dp
 /// is the data-parallel size of Megatron-DeepSpeed's mpu (runtime/config.py).
 std::string ds_config(const ClusterProfile& c, const Plan& p) {
@@ -69,6 +92,7 @@ std::string ds_config(const ClusterProfile& c, const Plan& p) {
     j["fp16"]["hysteresis"] = 2;
     j["fp16"]["min_loss_scale"] = 1;
   }
+  if (!uses_megatron(p)) optimizer_config(j);
   j["zero_optimization"] = zero_config(c, p);
   if (p.recompute != Recompute::none) {
     // Checkpoints stay whole on every TP rank, as the memory model assumes (sequence
@@ -172,8 +196,16 @@ ArgGroup mds_model_group(const EmitRequest& r) {
   g.args.push_back({"--max-position-embeddings", std::to_string(m.seq_len), ""});
   if (llama_style(m)) {
     g.args.push_back({"--use-rotary-position-embeddings", "", "Llama-style (SwiGLU/GQA)"});
+    g.args.push_back(
+        {"--rotary-position-embeddings-theta",
+         integer_rope_theta(
+             m, fmt("Megatron-DeepSpeed's --rotary-position-embeddings-theta at {}", kMdsCommit)),
+         "the model's rope_theta"});
     g.args.push_back({"--normalization", "rmsnorm", ""});
     g.args.push_back({"--disable-bias-linear", "", ""});
+    // Megatron-DeepSpeed's defaults are 0.1; Llama models train without dropout.
+    g.args.push_back({"--attention-dropout", "0", "no dropout, as Llama-style models train"});
+    g.args.push_back({"--hidden-dropout", "0", ""});
   }
   add_layer_arch(
       g, m, llama_style(m),
@@ -256,6 +288,10 @@ std::string launch_script(const EmitRequest& r, const std::string& config_sha) {
                  "# DeepSpeed launcher running your training script (tp = pp = 1: ZeRO data\n"
                  "# parallelism only); the plan is all in ds_config.json.\n");
   s += "# ds_config.json (JSON has no comments; this header covers it) sha256:" + config_sha + "\n";
+  if (uses_megatron(p))
+    s +=
+        "# It has no optimizer or scheduler: Megatron-DeepSpeed passes its own (TRAINING_ARGS) to\n"
+        "# deepspeed.initialize, which then ignores the config's.\n";
   s += "set -euo pipefail\nSCRIPT_DIR=$(cd \"$(dirname \"${BASH_SOURCE[0]}\")\" && pwd)\n";
   if (uses_megatron(p))
     s += fmt(
@@ -267,6 +303,11 @@ std::string launch_script(const EmitRequest& r, const std::string& config_sha) {
          "its parsed arguments}\"\n\n";
   s += env_block(r.cluster, deepspeed_env(p)) + "\n" + launcher_lines(r.cluster, p) + "\n";
   if (!uses_megatron(p)) {
+    s += fmt(
+        "# ds_config.json's optimizer (AdamW, lr {:g}) and scheduler (WarmupDecayLR: {} warm-up\n"
+        "# steps, {} in all) are placeholders: set them for your run. They apply when your script\n"
+        "# passes deepspeed.initialize no optimizer or lr_scheduler of its own.\n",
+        kLearningRate, kWarmupIters, kTrainIters);
     if (p.recompute != Recompute::none)
       s += "# recompute: your model must checkpoint its layers with deepspeed.checkpointing.\n";
     s += shell_array(
@@ -310,6 +351,8 @@ std::string hostfile(const EmitRequest& r) {
 
 std::vector<EmittedFile> emit_deepspeed(const EmitRequest& r) {
   check_expressible(Framework::deepspeed, r.model, r.cluster, r.plan);
+  if (const auto why = why_not_split(Framework::deepspeed, r.model, r.plan, r.split))
+    detail::refuse(*why);
   const std::string config = detail::ds_config(r.cluster, r.plan);
   std::vector<EmittedFile> files = {
       {"ds_config.json", config, false},

@@ -1,7 +1,8 @@
 // Megatron-LM launch scripts: torchrun (one or many nodes) and Slurm. Every flag is an option
-// string of NVIDIA/Megatron-LM megatron/training/arguments.py at commit 307dcf37, listed in
-// configs/frameworks/megatron-args.txt with the facts quoted below; torchrun's flags are in
-// configs/frameworks/torchrun-args.txt (pytorch torch/distributed/run.py).
+// string of NVIDIA/Megatron-LM's parser at commit d98e8a64 (megatron/training/arguments.py and the
+// dataclasses it turns into flags), listed in configs/frameworks/megatron-core-args.txt with the
+// facts quoted below; torchrun's flags are in configs/frameworks/torchrun-args.txt (pytorch
+// torch/distributed/run.py).
 #include <cctype>
 
 #include "common.h"
@@ -12,9 +13,9 @@ namespace detail {
 namespace {
 
 constexpr const char* kCommit =
-    info(Framework::megatron).version;  // configs/frameworks/megatron-args.txt
+    info(Framework::megatron).version;  // configs/frameworks/megatron-core-args.txt
 
-ArgGroup parallel_group(const ModelSpec& m, const Plan& p) {
+ArgGroup parallel_group(const ModelSpec& m, const Plan& p, const StageSplit& split) {
   ArgGroup g{fmt("Parallelism: {} GPUs = tp {} x pp {} x cp {} x dp {} (dp follows from the "
                  "world size)",
                  int(p.gpus()), p.tp, p.pp, p.cp, p.dp),
@@ -22,14 +23,23 @@ ArgGroup parallel_group(const ModelSpec& m, const Plan& p) {
               {"--pipeline-model-parallel-size", std::to_string(p.pp), ""},
               {"--context-parallel-size", std::to_string(p.cp), ""}},
              {}};
-  // The only virtual-pipeline flag at this commit: layers per chunk, i.e. layers / pp / vpp.
+  // Chunks per rank, not --num-layers-per-virtual-pipeline-stage: validate_args refuses that one
+  // beside the first/last stage counts of an uneven split.
   if (p.vpp > 1)
-    g.args.push_back(
-        {"--num-layers-per-virtual-pipeline-stage", std::to_string(m.layers / p.pp / p.vpp),
-         fmt("vpp={}: {} layers per stage in {} chunks", p.vpp, m.layers / p.pp, p.vpp)});
+    g.args.push_back({"--num-virtual-stages-per-pipeline-rank", std::to_string(p.vpp),
+                      split.even() ? fmt("vpp={}: {} layers per stage in {} chunks", p.vpp,
+                                         m.layers / p.pp, p.vpp)
+                                   : fmt("vpp={} chunks per stage", p.vpp)});
+  for (const auto& [flag, value] : megatron_split_args(m, p, split))
+    g.args.push_back({flag, value, "uneven stages"});
+  // P2P overlap has no flag to set: on by default, and switched off without interleaving.
+  if (p.pp > 1)
+    g.notes.push_back(
+        p.vpp > 1 ? "P2P sends and receives overlap the chunks' compute (overlap_p2p_comm, the "
+                    "default with interleaving; --no-overlap-p2p-communication turns it off)"
+                  : "1F1B without interleaving: P2P not overlapped (validate_args turns "
+                    "overlap_p2p_comm off)");
   if (p.sp) g.args.push_back({"--sequence-parallel", "", "needs CUDA_DEVICE_MAX_CONNECTIONS=1"});
-  // Megatron Core's GPT (Transformer Engine layers); --overlap-param-gather requires it.
-  g.args.push_back({"--use-mcore-models", "", "Megatron Core GPT, Transformer Engine layers"});
   return g;
 }
 
@@ -95,8 +105,8 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
     g.args.push_back({"--overlap-grad-reduce", "", grad});
   else
     g.notes.push_back(grad + ", so no --overlap-grad-reduce");
-  // --overlap-param-gather requires --use-distributed-optimizer, --overlap-grad-reduce and
-  // --use-mcore-models (validate_args).
+  // --overlap-param-gather requires --use-distributed-optimizer and --overlap-grad-reduce
+  // (validate_args).
   if (p.zero == 1 && s.param_gather && s.grad_reduce)
     g.args.push_back(
         {"--overlap-param-gather", "",
@@ -108,8 +118,21 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
   return g;
 }
 
-ArgGroup precision_group(const Plan& p) {
-  ArgGroup g{fmt("Precision: dtype={}", to_string(p.dtype)), {}, {}};
+ArgGroup precision_group(const ClusterProfile& c, const Plan& p) {
+  const bool unfused = attention_of(p, c) == AttentionKernel::unfused;
+  ArgGroup g{fmt("Precision and attention: dtype={}, attention {}", to_string(p.dtype),
+                 unfused ? "unfused" : "flash"),
+             {},
+             {}};
+  // The model sets Transformer Engine's NVTE_*_ATTN variables from this flag and refuses other
+  // values of them in the environment (language_module.py at this commit).
+  if (unfused)
+    g.args.push_back({"--attention-backend", "unfused",
+                      "as planned (the stack's attention or the plan's attn): batched GEMMs and "
+                      "softmax"});
+  else
+    g.notes.push_back(
+        "attention: Transformer Engine's fused kernels (--attention-backend auto, the default)");
   switch (p.dtype) {
     case Dtype::bf16:
       g.args.push_back({"--bf16", "", ""});
@@ -148,14 +171,19 @@ ArgGroup model_group(const EmitRequest& r) {
   g.args.push_back({"--position-embedding-type", llama ? "rope" : "learned_absolute",
                     llama ? "Llama-style (SwiGLU/GQA) model" : ""});
   if (llama) {
+    g.args.push_back(
+        {"--rotary-base",
+         integer_rope_theta(m, fmt("Megatron-LM's --rotary-base at commit {}", kCommit)),
+         "the model's rope_theta"});
     g.args.push_back({"--normalization", "RMSNorm", ""});
     g.args.push_back({"--disable-bias-linear", "", ""});
-    g.notes.push_back(
-        "The RoPE base is not a flag at this commit (10000); it does not change speed.");
+    // Megatron-LM's defaults are 0.1 (TransformerConfig); Llama models train without dropout.
+    g.args.push_back({"--attention-dropout", "0", "no dropout, as Llama-style models train"});
+    g.args.push_back({"--hidden-dropout", "0", ""});
   }
-  add_layer_arch(
-      g, m, llama,
-      {fmt("Megatron-LM at {:.8}", kCommit), "--kv-channels", "--add-qkv-bias", "--qk-layernorm"});
+  add_layer_arch(g, m, llama,
+                 {fmt("Megatron-LM at {:.8}", kCommit), "--kv-channels", "--add-qkv-bias",
+                  "--qk-layernorm", "--window-size"});
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),
                     fmt("vocab {} padded to {} (x tp {})", m.vocab,
@@ -165,22 +193,15 @@ ArgGroup model_group(const EmitRequest& r) {
 
 std::vector<EnvVar> megatron_env(const EmitRequest& r) {
   std::vector<EnvVar> v = nccl_env();
-  v.push_back({"CUDA_DEVICE_MAX_CONNECTIONS",
-               "1",
-               {"One CUDA work queue, so that TP communication and GEMMs overlap in launch order.",
-                fmt("Megatron-LM (validate_args at {}) refuses to start without it, with sequence",
-                    kCommit),
-                "parallelism or the asynchronous TP all-reduce (on by default)."},
-               false});
-  if (attention_of(r.plan, r.cluster) == AttentionKernel::unfused) {
-    v.push_back({"NVTE_FLASH_ATTN",
-                 "0",
-                 {"Attention as planned: unfused (batched GEMMs, fused softmax), from the stack's",
-                  "attention or the plan's attn. Transformer Engine's flash and cuDNN",
-                  "fused attention backends off:"},
-                 false});
-    v.push_back({"NVTE_FUSED_ATTN", "0", {}, false});
-  }
+  if (r.plan.tp > 1 || r.plan.cp > 1)
+    v.push_back(
+        {"CUDA_DEVICE_MAX_CONNECTIONS",
+         "1",
+         {"One CUDA work queue, so that TP communication and GEMMs overlap in launch order.",
+          fmt("Megatron-LM (validate_args at {}) refuses to start without it with tp > 1 or",
+              kCommit),
+          "cp > 1 on GPUs before Blackwell (compute capability < 10)."},
+         false});
   if (r.plan.dtype == Dtype::tf32)
     v.push_back({"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
                  "1",
@@ -193,7 +214,7 @@ std::vector<EnvVar> megatron_env(const EmitRequest& r) {
 std::string data_lines(const ModelSpec& m) {
   std::string out =
       "# Data and tokenizer: not part of the plan. With DATA_PATH unset, mock data and a\n"
-      "# NullTokenizer of the model's vocabulary (it adds one token, EOD) measure the iteration\n"
+      "# NullTokenizer of the model's vocabulary (its last id is EOD) measure the iteration\n"
       "# time; set DATA_PATH to a Megatron .bin/.idx prefix to train on real data.\n";
   std::string tokenizer;
   if (m.vocab == 50257) {
@@ -203,21 +224,21 @@ std::string data_lines(const ModelSpec& m) {
         "             --merge-file \"${MERGE_FILE:?set MERGE_FILE to gpt2-merges.txt}\"";
   } else {
     out +=
-        fmt("# Vocabulary {}: set TOKENIZER_MODEL to a SentencePiece model of that size, or\n"
-            "# TOKENIZER_TYPE to another tokenizer type (Megatron-LM at {} has no tiktoken one,\n"
-            "# which Llama 3 uses).\n",
-            m.vocab, kCommit);
+        fmt("# Vocabulary {}: the model's own Hugging Face tokenizer (Llama, Qwen, Mistral ...), a "
+            "hub\n"
+            "# name or a local folder, e.g. TOKENIZER_MODEL=meta-llama/Meta-Llama-3-70B.\n",
+            m.vocab);
     tokenizer =
-        fmt("--tokenizer-type \"${{TOKENIZER_TYPE:-{}}}\"\n"
-            "             --tokenizer-model \"${{TOKENIZER_MODEL:?set TOKENIZER_MODEL}}\"",
-            m.vocab == 32000 ? "Llama2Tokenizer" : "GPTSentencePieceTokenizer");
+        "--tokenizer-type HuggingFaceTokenizer\n"
+        "             --tokenizer-model \"${TOKENIZER_MODEL:?set TOKENIZER_MODEL to the "
+        "Hugging Face tokenizer of the model, a hub name or a folder}\"";
   }
   out +=
       "if [[ -n \"${DATA_PATH:-}\" ]]; then\n"
       "  DATA_ARGS=(--data-path \"$DATA_PATH\" --split 949,50,1\n             " +
       tokenizer + ")\nelse\n";
   out += fmt("  DATA_ARGS=(--mock-data --tokenizer-type NullTokenizer --vocab-size {})\nfi\n",
-             m.vocab - 1);
+             m.vocab);
   return out;
 }
 
@@ -228,8 +249,8 @@ std::string shared_body(const EmitRequest& r) {
   out +=
       "# ---- The plan and the model -----------------------------------------------------------\n";
   out += shell_array("MEGATRON_ARGS",
-                     {parallel_group(r.model, p), batch_group(p), memory_group(p),
-                      overlap_group(r.cluster, p), precision_group(p), model_group(r)});
+                     {parallel_group(r.model, p, r.split), batch_group(p), memory_group(p),
+                      overlap_group(r.cluster, p), precision_group(r.cluster, p), model_group(r)});
   out += "\n" + data_lines(r.model) + "\n";
   ArgGroup schedule = schedule_args();
   schedule.args.push_back({"--log-throughput", "", "TFLOP/s per GPU, to compare too"});
@@ -240,8 +261,8 @@ std::string shared_body(const EmitRequest& r) {
 std::string usage_lines(const char* what) {
   return fmt(
       "#\n# {}\n"
-      "# Flags: NVIDIA/Megatron-LM megatron/training/arguments.py at commit {}\n"
-      "# (configs/frameworks/megatron-args.txt); torchrun's: configs/frameworks/"
+      "# Flags: NVIDIA/Megatron-LM's parser (megatron/training/arguments.py) at commit {}\n"
+      "# (configs/frameworks/megatron-core-args.txt); torchrun's: configs/frameworks/"
       "torchrun-args.txt.\n",
       what, kCommit);
 }
@@ -254,7 +275,8 @@ std::string strict_mode_and_checkout() {
       kCommit);
 }
 
-/// torchrun on pretrain_gpt.py with the script's argument arrays; `runner` is exec or srun.
+/// torchrun on pretrain_gpt.py with the script's argument arrays; `runner` is "exec" or
+/// "srun \"${SRUN_ARGS[@]}\"".
 std::string launch_line(const char* runner) {
   return std::string("\n") + runner +
          " torchrun \"${TORCHRUN_ARGS[@]}\" \"$MEGATRON_LM_DIR/pretrain_gpt.py\" \\\n"
@@ -312,8 +334,9 @@ std::string sbatch_script(const EmitRequest& r, const std::string& head, const s
                       "megatron_sbatch.sh");
   s +=
       fmt("#SBATCH --job-name={}\n#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n"
-          "#SBATCH --gpus-per-node={}\n#SBATCH --exclusive\n\n",
+          "#SBATCH --gpus-per-node={}\n#SBATCH --exclusive\n",
           slurm_job_name(r.model.name), nodes, per_node);
+  s += site_lines() + "\n";
   s += strict_mode_and_checkout();
   s += body + "\n";
   s += fmt(
@@ -329,13 +352,26 @@ std::string sbatch_script(const EmitRequest& r, const std::string& head, const s
                                        {"--rdzv_backend", "c10d", ""},
                                        {"--rdzv_endpoint", "\"$MASTER_ADDR:$MASTER_PORT\"", ""}},
                                       {}}});
-  s += launch_line("srun");
+  s += "\n" + container_lines();
+  s += launch_line("srun \"${SRUN_ARGS[@]}\"");
   return s;
 }
 
 }  // namespace
 
 }  // namespace detail
+
+std::vector<FlagValue> megatron_split_args(const ModelSpec& m, const Plan& p, const StageSplit& s) {
+  if (const auto why = why_not_split(Framework::megatron, m, p, s)) detail::refuse(*why);
+  std::vector<FlagValue> out;
+  if (s.first_stage_layers > 0)
+    out.push_back({"--decoder-first-pipeline-num-layers", std::to_string(s.first_stage_layers)});
+  if (s.last_stage_layers > 0)
+    out.push_back({"--decoder-last-pipeline-num-layers", std::to_string(s.last_stage_layers)});
+  if (s.account_for_embedding) out.push_back({"--account-for-embedding-in-pipeline-split", ""});
+  if (s.account_for_loss) out.push_back({"--account-for-loss-in-pipeline-split", ""});
+  return out;
+}
 
 std::vector<EmittedFile> emit_megatron(const EmitRequest& r) {
   check_expressible(Framework::megatron, r.model, r.cluster, r.plan);

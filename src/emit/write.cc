@@ -23,12 +23,13 @@ EmitRequest prepare(Framework f, const std::string& model_file, const std::strin
   r.model_sha256 = sha256_hex(model_bytes);
   r.cluster_sha256 = sha256_hex(cluster_bytes);
   r.plan = plan;
+  r.split = stage_split(model, plan);
   r.cluster.software = execution_stack(f, cluster, &r.stack_note);
   if (estimated && estimated->framework == f &&
       to_plan_string(estimated->plan) == to_plan_string(plan)) {  // the string has every knob
     r.estimate = *estimated;
   } else {
-    // The frameworks split the layers evenly: simulate that split, as the run will execute it.
+    // Simulate the plan's own split of the layers, as the run will execute it.
     EstimateOptions of = o;
     of.framework = f;
     r.estimate = simulate_plan(r.model, r.cluster, plan, of);

@@ -134,6 +134,11 @@ class Config {
     if (!doc_[k].is_boolean()) fail(k, "expected true or false, got " + json_excerpt(doc_[k]));
     return doc_[k].get<bool>();
   }
+  double get_number(const std::string& k, double fallback) const {
+    if (find({k}).empty()) return fallback;
+    if (!doc_[k].is_number()) fail(k, "expected a number, got " + json_excerpt(doc_[k]));
+    return doc_[k].get<double>();
+  }
   std::string get_string(const std::string& k) const {
     if (find({k}).empty()) return "";
     if (!doc_[k].is_string()) fail(k, "expected a string, got " + json_excerpt(doc_[k]));
@@ -289,6 +294,9 @@ ModelSpec read_config(const Config& c) {
   m.tied_embeddings = c.get_bool("tie_word_embeddings", arch.tied_default);
   m.learned_positions = gpt2 ? positions : 0;  // GPT-2's wpe; the others are rotary
   read_layer_arch(c, arch, m);
+  // LlamaConfig, MistralConfig, Qwen2/3Config and Gemma2Config name RoPE's base rope_theta
+  // (default 10000).
+  if (arch.family == Family::llama) m.rope_theta = c.get_number("rope_theta", kDefaultRopeTheta);
   validate(c, m);
   spdlog::debug(
       "{}: {} as {} layers, hidden {}, {} heads ({} kv) of {}, ffn {}{}, vocab {}, seq {}, {}{}{}",

@@ -10,7 +10,7 @@ namespace {
 
 const std::vector<std::string> kModelKeys = {
     "name",   "layers", "hidden",  "heads",           "kv_heads", "ffn",
-    "swiglu", "vocab",  "seq_len", "tied_embeddings", "head_dim"};
+    "swiglu", "vocab",  "seq_len", "tied_embeddings", "head_dim", "rope_theta"};
 
 int positive_int(const YamlReader& r, const std::string& key) {
   const int v = r.get_int(key);
@@ -35,6 +35,7 @@ ModelSpec read_decoder(const YamlReader& r, bool in_list) {
   m.seq_len = r.get_int("seq_len");
   m.tied_embeddings = r.has("tied_embeddings") ? r.get_bool("tied_embeddings") : true;
   if (r.has("head_dim")) m.arch.head_dim = positive_int(r, "head_dim");  // default hidden / heads
+  if (r.has("rope_theta")) m.rope_theta = r.get_double("rope_theta");
   try {
     validate_model(m, r.file());
   } catch (const InputError& e) {  // re-raise with the line of the offending key

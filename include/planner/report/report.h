@@ -28,7 +28,7 @@ struct RunContext {
   }
 };
 
-/// "# for     Megatron-LM 307dcf37 (--framework megatron): ..." (the table's and estimate's header)
+/// "# for     Megatron-LM d98e8a64 (--framework megatron): ..." (the table's and estimate's header)
 std::string frameworks_line(const std::vector<Framework>& frameworks, bool ranked);
 
 /// What the decoder layer has beyond its sizes, for the model line: " of 128" after the heads

@@ -11,6 +11,8 @@
 # Flags: deepspeedai/Megatron-DeepSpeed megatron/arguments.py at f1feb887
 # (configs/frameworks/megatron-deepspeed-args.txt).
 # ds_config.json (JSON has no comments; this header covers it) sha256:91894c6409f9c99c25fc8743b5134e86ed9e4c3a396ac7e738a4045da1ef7a58
+# It has no optimizer or scheduler: Megatron-DeepSpeed passes its own (TRAINING_ARGS) to
+# deepspeed.initialize, which then ignores the config's.
 set -euo pipefail
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${MEGATRON_DEEPSPEED_DIR:?set MEGATRON_DEEPSPEED_DIR to a Megatron-DeepSpeed checkout at f1feb887}"
@@ -88,8 +90,8 @@ DATA_ARGS=(--data-path "$DATA_PATH" --split 949,50,1 --tokenizer-type GPT2BPETok
 TRAINING_ARGS=(
   # Training schedule, logging, evaluation: not part of the plan; set them for your run.
   --train-iters "${TRAIN_ITERS:-100}"
-  --lr "${LR:-1.0e-4}"
-  --min-lr "${MIN_LR:-1.0e-5}"
+  --lr "${LR:-1.0e-04}"
+  --min-lr "${MIN_LR:-1.0e-05}"
   --lr-decay-style cosine
   --lr-warmup-iters "${WARMUP_ITERS:-10}"
   --weight-decay 0.1

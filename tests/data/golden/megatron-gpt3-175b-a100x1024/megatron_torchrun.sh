@@ -11,10 +11,10 @@
 # One node: MEGATRON_LM_DIR=/path/to/Megatron-LM bash megatron_torchrun.sh
 # Several: run it on every node with NNODES, NODE_RANK (0..NNODES-1),
 # MASTER_ADDR (node 0's address) and MASTER_PORT in the environment.
-# Flags: NVIDIA/Megatron-LM megatron/training/arguments.py at commit 307dcf37
-# (configs/frameworks/megatron-args.txt); torchrun's: configs/frameworks/torchrun-args.txt.
+# Flags: NVIDIA/Megatron-LM's parser (megatron/training/arguments.py) at commit d98e8a64
+# (configs/frameworks/megatron-core-args.txt); torchrun's: configs/frameworks/torchrun-args.txt.
 set -euo pipefail
-: "${MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM checkout at commit 307dcf37}"
+: "${MEGATRON_LM_DIR:?set MEGATRON_LM_DIR to a Megatron-LM checkout at commit d98e8a64}"
 
 # ---- NCCL and system environment -------------------------------------------------------
 # Interface and HCAs: placeholders, left unset so that NCCL detects them. Set them to pin NCCL
@@ -35,19 +35,19 @@ export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 # (and so the job) instead of hanging it. Named NCCL_ASYNC_ERROR_HANDLING before PyTorch 2.2.
 export TORCH_NCCL_ASYNC_ERROR_HANDLING=1
 # One CUDA work queue, so that TP communication and GEMMs overlap in launch order.
-# Megatron-LM (validate_args at 307dcf37) refuses to start without it, with sequence
-# parallelism or the asynchronous TP all-reduce (on by default).
+# Megatron-LM (validate_args at d98e8a64) refuses to start without it with tp > 1 or
+# cp > 1 on GPUs before Blackwell (compute capability < 10).
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 
 # ---- The plan and the model -----------------------------------------------------------
 MEGATRON_ARGS=(
   # Parallelism: 1024 GPUs = tp 8 x pp 8 x cp 1 x dp 16 (dp follows from the world size)
+  # P2P sends and receives overlap the chunks' compute (overlap_p2p_comm, the default with interleaving; --no-overlap-p2p-communication turns it off)
   --tensor-model-parallel-size 8
   --pipeline-model-parallel-size 8
   --context-parallel-size 1
-  --num-layers-per-virtual-pipeline-stage 4     # vpp=3: 12 layers per stage in 3 chunks
+  --num-virtual-stages-per-pipeline-rank 3      # vpp=3: 12 layers per stage in 3 chunks
   --sequence-parallel                           # needs CUDA_DEVICE_MAX_CONNECTIONS=1
-  --use-mcore-models                            # Megatron Core GPT, Transformer Engine layers
   # Batch
   --micro-batch-size 1
   --global-batch-size 1536                      # = mbs 1 x dp 16 x 96 accumulation steps
@@ -58,7 +58,8 @@ MEGATRON_ARGS=(
   --tp-comm-overlap                             # the stack's overlap_tp_comm: true; Transformer Engine userbuffers (before TE 1.9 bootstrapped through an MPI process group)
   --overlap-grad-reduce                         # the stack's overlap_grad_reduce: true
   --overlap-param-gather                        # the stack's overlap_param_gather: true
-  # Precision: dtype=bf16
+  # Precision and attention: dtype=bf16, attention flash
+  # attention: Transformer Engine's fused kernels (--attention-backend auto, the default)
   --bf16
   # Model: gpt3-175b (configs/models/gpt3-175b.yaml)
   --num-layers 96
@@ -72,7 +73,7 @@ MEGATRON_ARGS=(
 )
 
 # Data and tokenizer: not part of the plan. With DATA_PATH unset, mock data and a
-# NullTokenizer of the model's vocabulary (it adds one token, EOD) measure the iteration
+# NullTokenizer of the model's vocabulary (its last id is EOD) measure the iteration
 # time; set DATA_PATH to a Megatron .bin/.idx prefix to train on real data.
 if [[ -n "${DATA_PATH:-}" ]]; then
   DATA_ARGS=(--data-path "$DATA_PATH" --split 949,50,1
@@ -80,14 +81,14 @@ if [[ -n "${DATA_PATH:-}" ]]; then
              --vocab-file "${VOCAB_FILE:?set VOCAB_FILE to gpt2-vocab.json}"
              --merge-file "${MERGE_FILE:?set MERGE_FILE to gpt2-merges.txt}")
 else
-  DATA_ARGS=(--mock-data --tokenizer-type NullTokenizer --vocab-size 50256)
+  DATA_ARGS=(--mock-data --tokenizer-type NullTokenizer --vocab-size 50257)
 fi
 
 TRAINING_ARGS=(
   # Training schedule, logging, evaluation: not part of the plan; set them for your run.
   --train-iters "${TRAIN_ITERS:-100}"
-  --lr "${LR:-1.0e-4}"
-  --min-lr "${MIN_LR:-1.0e-5}"
+  --lr "${LR:-1.0e-04}"
+  --min-lr "${MIN_LR:-1.0e-05}"
   --lr-decay-style cosine
   --lr-warmup-iters "${WARMUP_ITERS:-10}"
   --weight-decay 0.1
