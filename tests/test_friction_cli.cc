@@ -51,3 +51,29 @@ TEST_CASE("an option or command typo names the nearest one, exit 2") {
   check_error("suggest " + kSmall + " --gpus 8 --global-batch 64 --zzzzzzzz",
               "option --zzzzzzzz: unknown option (planner suggest --help lists the options)");
 }
+
+TEST_CASE("--model and --cluster take shipped names, from any working directory") {
+  const Run here = planner(
+      "estimate --model llama3-8b --cluster dgx-h100-80gb --plan \"tp=8,pp=1,dp=1,gbs=64\"");
+  REQUIRE(here.rc == 0);
+  CHECK(has(here.out, "# model   llama3-8b (configs/models/llama3-8b.yaml)"));
+  CHECK(has(here.out, "# cluster dgx-h100-80gb (hw_profiles/dgx-h100-80gb.yaml)"));
+  const Run elsewhere = cli_run::shell("cd / && " PLANNER_BINARY
+                                       " estimate --model gpt3-1.3b --cluster dgx-a100-80gb "
+                                       "--plan \"tp=1,pp=1,dp=8,gbs=64\"");
+  REQUIRE(elsewhere.rc == 0);
+  CHECK(has(elsewhere.out, "(" PLANNER_SOURCE_DIR "/configs/models/gpt3-1.3b.yaml)"));
+  CHECK(has(elsewhere.out, "(" PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml)"));
+  CHECK(planner("suggest --model gpt3-1.3b.yaml --cluster dgx-a100-80gb --gpus 8 "
+                "--global-batch 64 --top 1")
+            .rc == 0);
+  check_error("estimate --model llama3-8 --cluster dgx-h100-80gb --plan tp=8",
+              "option --model: 'llama3-8' is neither a file nor a name in configs/models/ "
+              "(nearest: llama3-8b, llama2-7b, llama3-70b)");
+  check_error("estimate --model llama3-8b --cluster dgx-h100 --plan tp=8",
+              "option --cluster: 'dgx-h100' is neither a file nor a name in hw_profiles/ "
+              "(nearest: dgx-h200, dgx-h100-80gb, dgx-a100-40gb)");
+  // A path is read as given.
+  check_error("estimate --model ./llama3-8b --cluster dgx-h100-80gb --plan tp=8",
+              "./llama3-8b: cannot open file: No such file or directory");
+}
