@@ -6,6 +6,7 @@ namespace planner {
 
 BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   const double t = cfg.tp, o = cfg.sp ? t : 1.0;  // o: how the outside-TP part is sharded
+  const double e = cfg.element_bytes;             // a stored activation element; masks 1 byte
   const int cp = l.causal ? cfg.cp : 1;
   const double s = double(l.seq) / cp * l.sequences, b = cfg.mbs, sb = s * b;
   const double h = l.hidden, f = l.ffn, up = (l.swiglu ? 2.0 : 1.0) * f;
@@ -14,19 +15,20 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   using K = ModuleKind;
   auto same = [](double bytes) { return std::array<double, 3>{bytes, bytes, 0.0}; };
   if (!l.attention) {  // a projector MLP: in -> ffn -> hidden, keeping its input
-    const double in = l.in_features, x = 2.0 * sb * in;
+    const double in = l.in_features, x = e * sb * in;
     for (const Module& m : std::initializer_list<Module>{
              {"fc1", K::linear, kFc1, in, up / t, in * up, {x, x, x}, true, 0, true},
-             {"activation", K::activation, -1, 0, 0, 0, same(2.0 * sb * up / t), false, 0, false},
-             {"fc2", K::linear, kFc2, f / t, h, f * h, same(2.0 * sb * f / t), false, 1, true}})
+             {"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false},
+             {"fc2", K::linear, kFc2, f / t, h, f * h, same(e * sb * f / t), false, 1, true}})
       bm.add(m);
     return bm;
   }
   const double d = l.head_dim(), a = l.heads, g = l.kv_heads, sbh = sb * h;
   // The attention core keeps Q, K and V, and the scores, softmax and dropout (5 a s^2 b) unless
   // selective recompute drops them; a flash kernel keeps only fp32 softmax statistics (4 a s b).
-  const double qkv_kept = 2.0 * sbh / t + 4.0 * sb * g * d / t;
-  const double scores = 5.0 * a * s * double(l.seq) * b / t, stats = 4.0 * a * sb / t;
+  // The 5 of 5 a s^2 b is the scores and the softmax (2 bytes each) and the 1-byte dropout mask.
+  const double qkv_kept = e * sbh / t + 2.0 * e * sb * g * d / t;
+  const double scores = (2.0 * e + 1.0) * a * s * double(l.seq) * b / t, stats = 4.0 * a * sb / t;
   const bool flash = cfg.attention == AttentionKernel::flash;
   const std::array<double, 3> core = {qkv_kept + (flash ? stats : scores),
                                       qkv_kept + (flash ? stats : 0.0), 0.0};
@@ -38,20 +40,20 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
             0,
             0,
             h,
-            {2.0 * sbh / o, 2.0 * sbh / o, 2.0 * sbh / o},
+            {e * sbh / o, e * sbh / o, e * sbh / o},
             false,
             0,
             false},
            {"qkv", K::linear, kQkv, h, (a + 2.0 * g) * d / t, h * (a + 2.0 * g) * d,
-            same(2.0 * sbh / o), true, 0, true},
+            same(e * sbh / o), true, 0, true},
            {"attention", K::attention_core, -1, 0, 0, 0, core, false, 0, false},
            // Its input inside the TP region, and the dropout mask after it outside.
-           {"proj", K::linear, kProj, a * d / t, h, a * d * h, same(2.0 * sbh / t + sbh / o), false,
+           {"proj", K::linear, kProj, a * d / t, h, a * d * h, same(e * sbh / t + sbh / o), false,
             1, true},
-           {"norm2", K::norm, -1, 0, 0, h, same(2.0 * sbh / o), false, 0, false},
-           {"fc1", K::linear, kFc1, h, up / t, h * up, same(2.0 * sbh / o), true, 0, true},
-           {"activation", K::activation, -1, 0, 0, 0, same(2.0 * sb * up / t), false, 0, false},
-           {"fc2", K::linear, kFc2, f / t, h, f * h, same(2.0 * sb * f / t + sbh / o), false, 1,
+           {"norm2", K::norm, -1, 0, 0, h, same(e * sbh / o), false, 0, false},
+           {"fc1", K::linear, kFc1, h, up / t, h * up, same(e * sbh / o), true, 0, true},
+           {"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false},
+           {"fc2", K::linear, kFc2, f / t, h, f * h, same(e * sb * f / t + sbh / o), false, 1,
             true}})
     bm.add(m);
   return bm;

@@ -77,3 +77,37 @@ TEST_CASE("--model and --cluster take shipped names, from any working directory"
   check_error("estimate --model ./llama3-8b --cluster dgx-h100-80gb --plan tp=8",
               "./llama3-8b: cannot open file: No such file or directory");
 }
+
+TEST_CASE("rounding noise prints as 0 in every output") {
+  // pp=1 with many micro-batches: the simulated makespan less the summed compute and TP time is
+  // a difference of two sums of the same 768 tasks, rounding (about 1e-13 s) unless cleared.
+  const std::string plan = " --plan \"tp=2,pp=1,dp=4,mbs=1,gbs=3072,sp=1,zero=1\"";
+  const Run j = planner("estimate " + kSmall + plan + " --format json");
+  REQUIRE(j.rc == 0);
+  const auto e = nlohmann::json::parse(j.out);
+  const double t = e["iteration_time_s"].get<double>();
+  for (const auto& [key, v] : e["breakdown"].items()) {
+    CAPTURE(key);
+    CHECK((v.get<double>() == 0 || v.get<double>() > 1e-9 * t));
+  }
+  CHECK(e["breakdown"]["bubble_s"] == 0.0);
+  for (const auto& v : e["pipeline"]["stage_idle_s"])
+    CHECK((v == 0.0 || v.get<double>() > 1e-9 * t));
+  // The CSV of a search holding such plans: no number of magnitude below 1e-9 s.
+  const Run csv =
+      planner("suggest " + kSmall + " --gpus 8 --global-batch 3072 --pp 1 --top 20 --format csv");
+  REQUIRE(csv.rc == 0);
+  std::istringstream lines(csv.out);
+  std::string line;
+  std::getline(lines, line);  // the header
+  int rows = 0;
+  for (; std::getline(lines, line); ++rows) {
+    std::istringstream cells(line.substr(0, line.find('"')));
+    for (std::string cell; std::getline(cells, cell, ',');) {
+      if (cell.find("e-") == std::string::npos) continue;
+      CAPTURE(line);
+      CHECK(std::stod(cell) > 1e-9);
+    }
+  }
+  CHECK(rows == 20);
+}
