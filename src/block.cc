@@ -6,6 +6,7 @@ namespace planner {
 
 BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   const double t = cfg.tp, o = cfg.sp ? t : 1.0;  // o: how the outside-TP part is sharded
+  const double e = cfg.element_bytes;             // a stored activation element; masks 1 byte
   const int cp = l.causal ? cfg.cp : 1;
   const double s = double(l.seq) / cp * l.sequences, b = cfg.mbs, sb = s * b;
   const double h = l.hidden, f = l.ffn, up = (l.swiglu ? 2.0 : 1.0) * f;
@@ -14,12 +15,11 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   using K = ModuleKind;
   auto same = [](double bytes) { return std::array<double, 3>{bytes, bytes, 0.0}; };
   if (!l.attention) {  // a projector MLP: in -> ffn -> hidden, keeping its input
-    const double in = l.in_features, x = 2.0 * sb * in;
+    const double in = l.in_features, x = e * sb * in;
     for (const Module& m : std::initializer_list<Module>{
              {"fc1", K::linear, kFc1, in, up / t, in * up, {x, x, x}, true, 0, true, 0},
-             {"activation", K::activation, -1, 0, 0, 0, same(2.0 * sb * up / t), false, 0, false,
-              0},
-             {"fc2", K::linear, kFc2, f / t, h, f * h, same(2.0 * sb * f / t), false, 1, true, 0}})
+             {"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false, 0},
+             {"fc2", K::linear, kFc2, f / t, h, f * h, same(e * sb * f / t), false, 1, true, 0}})
       bm.add(m);
     return bm;
   }
@@ -28,13 +28,14 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   const double qkv_out = (a + 2.0 * g) * d, norm_params = (x.norm_bias ? 2.0 : 1.0) * h;
   // The attention core keeps Q, K and V, and the scores, softmax and dropout (5 a s^2 b) unless
   // selective recompute drops them; a flash kernel keeps only fp32 softmax statistics (4 a s b).
-  const double qkv_kept = 2.0 * sb * qw / t + 4.0 * sb * g * d / t;
-  const double scores = 5.0 * a * s * double(l.seq) * b / t, stats = 4.0 * a * sb / t;
+  // The 5 of 5 a s^2 b is the scores and the softmax (2 bytes each) and the 1-byte dropout mask.
+  const double qkv_kept = e * sb * qw / t + 2.0 * e * sb * g * d / t;
+  const double scores = (2.0 * e + 1.0) * a * s * double(l.seq) * b / t, stats = 4.0 * a * sb / t;
   const bool flash = cfg.attention == AttentionKernel::flash;
   const std::array<double, 3> core = {qkv_kept + (flash ? stats : scores),
                                       qkv_kept + (flash ? stats : 0.0), 0.0};
-  // A norm outside the TP region keeps its input (2 bytes per element) for its backward.
-  const Module outside_norm{"norm", K::norm, -1,    h / o, 0, norm_params, same(2.0 * sbh / o),
+  // A norm outside the TP region keeps its input (e bytes per element) for its backward.
+  const Module outside_norm{"norm", K::norm, -1,    h / o, 0, norm_params, same(e * sbh / o),
                             false,  0,       false, 0};
   auto norm = [&](const char* name) {
     Module m = outside_norm;
@@ -43,24 +44,24 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   };
   // Full recompute keeps only the block's input, the first norm's.
   Module norm1 = norm("norm1");
-  norm1.stored[static_cast<int>(Recompute::full)] = 2.0 * sbh / o;
+  norm1.stored[static_cast<int>(Recompute::full)] = e * sbh / o;
   bm.add(norm1);
   bm.add({"qkv", K::linear, kQkv, h, qkv_out / t, h * qkv_out + (x.qkv_bias ? qkv_out : 0.0),
-          same(2.0 * sbh / o), true, 0, true, x.qkv_bias ? qkv_out / t : 0.0});
+          same(e * sbh / o), true, 0, true, x.qkv_bias ? qkv_out / t : 0.0});
   if (x.qk_norm)  // Qwen3: one head_dim-wide RMSNorm over every query head, one over every key
-    bm.add({"qk_norm", K::norm, -1, (a + g) * d / t, 0, 2.0 * d, same(2.0 * sb * (a + g) * d / t),
+    bm.add({"qk_norm", K::norm, -1, (a + g) * d / t, 0, 2.0 * d, same(e * sb * (a + g) * d / t),
             false, 0, false, 0});
   bm.add({"attention", K::attention_core, -1, 0, 0, 0, core, false, 0, false, 0});
   // Its input inside the TP region, and the dropout mask after it outside.
   bm.add({"proj", K::linear, kProj, qw / t, h, qw * h + (x.proj_bias ? h : 0.0),
-          same(2.0 * sb * qw / t + sbh / o), false, 1, true, x.proj_bias ? h / o : 0.0});
+          same(e * sb * qw / t + sbh / o), false, 1, true, x.proj_bias ? h / o : 0.0});
   if (x.sandwich_norms) bm.add(norm("post_attention_norm"));
   bm.add(norm("norm2"));
-  bm.add({"fc1", K::linear, kFc1, h, up / t, h * up + (x.mlp_bias ? up : 0.0), same(2.0 * sbh / o),
+  bm.add({"fc1", K::linear, kFc1, h, up / t, h * up + (x.mlp_bias ? up : 0.0), same(e * sbh / o),
           true, 0, true, x.mlp_bias ? up / t : 0.0});
-  bm.add({"activation", K::activation, -1, 0, 0, 0, same(2.0 * sb * up / t), false, 0, false, 0});
+  bm.add({"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false, 0});
   bm.add({"fc2", K::linear, kFc2, f / t, h, f * h + (x.mlp_bias ? h : 0.0),
-          same(2.0 * sb * f / t + sbh / o), false, 1, true, x.mlp_bias ? h / o : 0.0});
+          same(e * sb * f / t + sbh / o), false, 1, true, x.mlp_bias ? h / o : 0.0});
   if (x.sandwich_norms) bm.add(norm("post_mlp_norm"));
   return bm;
 }

@@ -56,6 +56,19 @@ Rejection fail(Rejection r, std::string* reason, Message&& why) {
 
 std::string str(int v) { return std::to_string(v); }
 
+}  // namespace
+
+std::string tp_heads_message(int tp, int heads, int kv_heads) {
+  // heads is a multiple of kv_heads (the model check), so a tp that fails heads fails kv_heads.
+  if (heads % tp != 0 && heads != kv_heads)
+    return "tp=" + str(tp) + " does not divide heads=" + str(heads) +
+           " or kv_heads=" + str(kv_heads);
+  return "tp=" + str(tp) + " does not divide " + (heads % tp != 0 ? "heads=" : "kv_heads=") +
+         str(heads % tp != 0 ? heads : kv_heads);
+}
+
+namespace {
+
 /// cp must divide the sequence in 2 x cp chunks; gbs must be whole micro-batches per DP rank.
 Rejection check_cp_batch(const ModelSpec& m, const Plan& p, std::string* reason) {
   if (p.cp > 1 && m.seq_len % (2 * p.cp) != 0)
@@ -106,10 +119,8 @@ Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& 
              str(c.nvlink_domain) + " a job takes whole hosts of " + str(c.gpus_per_node);
     });
   if (m.heads % p.tp != 0 || m.kv_heads % p.tp != 0)
-    return fail(Rejection::tp_not_dividing_heads, reason, [&] {
-      return std::string("tp=" + str(p.tp) + " does not divide heads=" + str(m.heads) +
-                         " and kv_heads=" + str(m.kv_heads));
-    });
+    return fail(Rejection::tp_not_dividing_heads, reason,
+                [&] { return tp_heads_message(p.tp, m.heads, m.kv_heads); });
   if (!o.tp_across_nodes && !tp_in_domain(c, p))
     return fail(Rejection::tp_across_nodes, reason, [&] {
       return std::string("tp=" + str(p.tp) + " does not fit in an NVLink domain of " +

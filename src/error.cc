@@ -56,4 +56,15 @@ std::string nearest_word(const std::string& word, const std::vector<std::string>
   return best_d <= limit ? best : std::string();
 }
 
+std::vector<std::string> nearest_words(const std::string& word,
+                                       const std::vector<std::string>& candidates, size_t n) {
+  std::vector<std::pair<int, std::string>> ranked;
+  for (const auto& c : candidates) ranked.emplace_back(edit_distance(word, c), c);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < ranked.size() && i < n; ++i) out.push_back(ranked[i].second);
+  return out;
+}
+
 }  // namespace planner

@@ -90,8 +90,7 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
   return false;
 }
 
-bool refuses_megatron(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p,
-                      std::string* reason) {
+bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::string* reason) {
   const char* commit = info(f).version;
   // validate_args: the overlaps' prerequisites (tp-comm-overlap 1441-1442, overlap-param-gather
   // 1024-1029).
@@ -244,7 +243,7 @@ bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Pla
              std::string* reason) {
   if (refuses_common(m, c, p, reason)) return true;
   if (is_2021(f) && refuses_2021(f, p, reason)) return true;
-  if (is_megatron(f) ? refuses_megatron(f, m, c, p, reason) : refuses_deepspeed(p, reason))
+  if (is_megatron(f) ? refuses_megatron(f, c, p, reason) : refuses_deepspeed(p, reason))
     return true;
   if (p.split == PipelineSplit::even || !m.encoders.empty()) return false;
   const std::optional<std::string> why = why_not_split(f, m, p, stage_split(m, p));

@@ -99,14 +99,15 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
                                            const std::vector<bool>& is_recompute,
                                            const LayerCompute& lc) {
   if (p.tp == 1) return {};
-  TpCollectives tp{c,
-                   p,
-                   kernels,
-                   is_recompute,
-                   lc,
-                   tp_group(p, c),
-                   2.0 * p.mbs * (double(m.seq_len) / p.cp) * m.hidden,
-                   {}};
+  TpCollectives tp{
+      c,
+      p,
+      kernels,
+      is_recompute,
+      lc,
+      tp_group(p, c),
+      activation_element_bytes(p.dtype) * p.mbs * (double(m.seq_len) / p.cp) * m.hidden,
+      {}};
   const BlockModel bm =
       block_model(m.decoder_shape(), {p.tp, p.cp, p.mbs, p.sp, attention_of(p, c)});
   const bool full = p.recompute == Recompute::full;
@@ -157,7 +158,7 @@ void add_zero3(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                const LayerCompute& lc, int blocks, std::vector<WorkCollective>& out) {
   GroupLayout z3 = dp_group(p, c);
   z3.ranks_per_node = std::min(z3.ranks_per_node, c.software.zero3_collective_nics);
-  const double param_bytes = params_rank * kWeightBytesPerParam;
+  const double param_bytes = params_rank * weight_bytes_per_param(p.dtype);
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
   const double ag_latency = collective_latency_s(c, Collective::allgather, z3);
   const double rs_latency = collective_latency_s(c, Collective::reduce_scatter, z3);
@@ -226,8 +227,8 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
   } else if (ranks > 1 && p.zero <= 2) {  // and after the optimizer step, the updated weights
     add("dp_grad_reduce_scatter", Collective::reduce_scatter, grad_bytes, ranks, dpg,
         Pass::backward_weight, ov.grad_reduce);
-    add("dp_param_allgather", Collective::allgather, params_rank * kWeightBytesPerParam, ranks, dpg,
-        Pass::forward, ov.param_gather);
+    add("dp_param_allgather", Collective::allgather, params_rank * weight_bytes_per_param(p.dtype),
+        ranks, dpg, Pass::forward, ov.param_gather);
   } else if (ranks > 1) {
     add_zero3(m, c, p, params_rank, lc, stage_blocks, out);
   }

@@ -129,3 +129,53 @@ TEST_CASE("the estimate's per-stage memory is this file's formula for an evenly 
     CHECK(e.memory_bytes == doctest::Approx(worst));
   }
 }
+
+TEST_CASE("tf32 keeps fp32 tensors: 4-byte weights and activations, fp32 weights as the master") {
+  const ModelSpec m = gpt3();
+  const auto unfused = AttentionKernel::unfused;
+  // Korthikanti's 34 sbh + 5as^2b is 32 sbh of 2-byte tensors and 2 sbh of 1-byte dropout masks,
+  // 4 as^2b of 2-byte scores and softmax and as^2b of mask: (16e + 2) sbh + (2e + 1) as^2b for
+  // e-byte elements, so 66 sbh + 9 as^2b with e = 4.
+  const double per_layer = sbh * (66 + 9 * a * s / h);
+  CHECK(activation_bytes_per_layer(m, 1, 1, 1, false, Recompute::none, unfused, Dtype::tf32) ==
+        doctest::Approx(per_layer));
+  CHECK(activation_bytes_per_layer(m, 1, 1, 1, false, Recompute::full, unfused, Dtype::tf32) ==
+        doctest::Approx(4 * sbh));
+  // One GPU, no parallelism: the whole model on the stage, one micro-batch in flight.
+  Plan p;
+  p.tp = 1, p.pp = 1, p.dp = 1, p.mbs = 1, p.gbs = 1, p.dtype = Dtype::tf32;
+  const MemoryBreakdown mem = memory_per_gpu(m, p, Gpu{}, unfused, 0);
+  const double params = stage_params_per_rank(m, p, 0);
+  CHECK(mem.weights == doctest::Approx(4 * params));    // fp32 weights
+  CHECK(mem.grads == doctest::Approx(4 * params));      // fp32 gradients
+  CHECK(mem.optimizer == doctest::Approx(8 * params));  // Adam's m and v; no separate master
+  // 96 layers, the embedding's mask sbh, one layer's working set, the last stage's fp32 norm and
+  // output-GEMM inputs 8 sbh and fp32 logits 4 sbv (no 16-bit copy to cast).
+  CHECK(mem.activations ==
+        doctest::Approx(96 * per_layer + sbh + per_layer + 8 * sbh + 4 * s * b * m.vocab));
+  // bf16 on the same plan: Megatron's 2 + 4 + 12 bytes a parameter, 2-byte activations.
+  p.dtype = Dtype::bf16;
+  const MemoryBreakdown half = memory_per_gpu(m, p, Gpu{}, unfused, 0);
+  CHECK(half.weights + half.grads + half.optimizer == doctest::Approx(18 * params));
+  const double half_layer = sbh * (34 + 5 * a * s / h);
+  CHECK(half.activations ==
+        doctest::Approx(96 * half_layer + sbh + half_layer + 4 * sbh + 6 * s * b * m.vocab));
+}
+
+TEST_CASE("tf32: the estimate's memory is the same closed form") {
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  const ModelSpec m = gpt3();
+  Plan p;
+  p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.zero = 1,
+  p.dtype = Dtype::tf32;
+  EstimateOptions o;
+  o.memory_limit_bytes = 1e15;
+  const Estimate e = estimate(m, c, p, o);
+  double worst = 0;
+  for (int stage = 0; stage < p.pp; ++stage)
+    worst = std::max(worst, memory_per_gpu(m, p, c.gpu, c.software.attention, stage).total());
+  CHECK(e.memory_bytes == doctest::Approx(worst));
+  Plan half = p;
+  half.dtype = Dtype::bf16;
+  CHECK(e.memory_bytes > estimate(m, c, half, o).memory_bytes);
+}

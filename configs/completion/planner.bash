@@ -52,7 +52,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --split --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --attention --trace --dtype --top --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --split --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;

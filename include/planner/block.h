@@ -54,6 +54,9 @@ struct BlockConfig {
   int tp = 1, cp = 1, mbs = 1;
   bool sp = false;
   AttentionKernel attention = AttentionKernel::flash;
+  /// Bytes of a stored activation element (activation_element_bytes: 2, or 4 under tf32); the
+  /// 1-byte dropout masks and the fp32 softmax statistics keep their size.
+  double element_bytes = 2;
 };
 
 /// Modules a block may have (fixed storage: the search builds a block model per plan).

@@ -25,4 +25,9 @@ class InputError : public std::runtime_error {
 /// The candidate closest to `word` by edit distance, or "" when none is reasonably close.
 std::string nearest_word(const std::string& word, const std::vector<std::string>& candidates);
 
+/// The `n` candidates closest to `word` by edit distance, closest first (ties in the candidates'
+/// order), however far: for "the nearest names are ..." where nothing matches.
+std::vector<std::string> nearest_words(const std::string& word,
+                                       const std::vector<std::string>& candidates, size_t n);
+
 }  // namespace planner

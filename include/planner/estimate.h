@@ -97,6 +97,10 @@ struct EstimateOptions {
 Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                        const EstimateOptions& o, std::string* reason);
 
+/// "tp=16 does not divide kv_heads=8": the head count tp fails, named (check_layout's reason, and
+/// suggest's for a --tp value no plan can use).
+std::string tp_heads_message(int tp, int heads, int kv_heads);
+
 /// Structural checks only (divisibility, layout, dtype); Rejection::none when the plan is valid.
 Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const EstimateOptions& o, std::string* reason);

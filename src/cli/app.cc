@@ -12,6 +12,53 @@
 #include "planner/error.h"
 
 namespace planner::cli {
+namespace {
+
+/// The options `app` takes, as written on the command line ("--gpus", "-v").
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& n : o->get_lnames()) out.push_back("--" + n);
+    for (const std::string& n : o->get_snames()) out.push_back("-" + n);
+  }
+  return out;
+}
+
+/// A word CLI11 did not expect, named with the nearest one it knows: the first unknown option
+/// ("--gpu" -> "--gpus") of the subcommand given, or an unknown subcommand ("sugest" ->
+/// "suggest"). Empty when the left-over words are something else (CLI11's message says it then).
+std::string unknown_word(const CLI::App& app) {
+  const std::vector<CLI::App*> given = app.get_subcommands();
+  std::vector<std::string> extra = app.remaining(true);
+  if (extra.empty()) return "";
+  if (given.empty() && extra.front().rfind('-', 0) != 0) {  // no subcommand: the first word
+    std::vector<std::string> commands;
+    for (const CLI::App* s : app.get_subcommands({})) commands.push_back(s->get_name());
+    const std::string near = nearest_word(extra.front(), commands);
+    std::string all;
+    for (const std::string& c : commands) all += (all.empty() ? "" : ", ") + c;
+    return "unknown command '" + extra.front() + "', " +
+           (near.empty() ? "expected one of " + all : "did you mean '" + near + "'?") +
+           " (planner --help lists the commands)";
+  }
+  for (std::string word : extra) {
+    if (word.size() < 2 || word[0] != '-' || word == "--") continue;
+    word = word.substr(0, word.find('='));  // --global-bach=64
+    const CLI::App& owner = given.empty() ? app : *given.front();
+    std::vector<std::string> known = option_names(owner);
+    if (&owner != &app)
+      for (const std::string& n : option_names(app)) known.push_back(n);  // --quiet, --verbose
+    const std::string near = nearest_word(word, known);
+    const std::string help =
+        given.empty() ? "planner --help" : "planner " + owner.get_name() + " --help";
+    return "option " + word + ": unknown option" +
+           (near.empty() ? "" : ", did you mean " + near + "?") + " (" + help +
+           " lists the options)";
+  }
+  return "";
+}
+
+}  // namespace
 
 int run(int argc, const char* const* argv) {
   // Not registered by name, so that run() can be called again (the fuzzers do).
@@ -42,6 +89,11 @@ int run(int argc, const char* const* argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A typo first: a missing --model after "--modle" is the typo's doing.
+    if (const std::string typo = unknown_word(app); !typo.empty()) {
+      std::cerr << "planner: error: " << typo << "\n";
+      return 2;
+    }
     // One line, as for every other bad input: "option --top: must be from 1 to 1000, got 0".
     const std::string what = e.what();
     const bool value = dynamic_cast<const CLI::ValidationError*>(&e) != nullptr;

@@ -11,6 +11,17 @@ namespace planner::cli {
 CLI::Validator integer_in(long long lo, long long hi);
 CLI::Validator number_in(double lo, double hi, bool lo_open = false);
 
+/// --global-batch's suffixes: binary, as batch sizes are powers of two (Llama 3's "4M-token"
+/// batch is 1,024 sequences of 4,096 = 4,194,304 tokens; GPT-3's 1,536 sequences are 1.5K).
+inline constexpr long long kBinaryK = 1024, kBinaryM = 1024 * 1024;
+/// A count of sequences in digits, or with K or M ("2K" = 2048, "1.5K" = 1536): a transform
+/// (register it with ->transform()) that leaves the digits for the option to read. Lowercase k
+/// and m are refused as ambiguous (SI's k is 1000), as is a product that is not a whole number.
+CLI::Validator sequences_in(long long lo, long long hi);
+/// --global-batch's help: its unit and suffixes.
+inline const std::string kGlobalBatchHelp =
+    "global batch in sequences (not tokens); K = 1024, M = 1048576 sequences (2K = 2048)";
+
 /// Registers --model, --cluster, --gpus, --plan, --global-batch and --dtype.
 void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example);
 /// Registers --tp-across-nodes and --memory-limit-GiB.

@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <set>
 
 #include "cli/commands.h"
 #include "planner/error.h"
@@ -32,7 +34,44 @@ std::optional<double> whole_number(const std::string& text) {
   return v;
 }
 
+/// The stems of the shipped files in `folder` (configs/models, hw_profiles), under the working
+/// directory and the source tree: "llama3-8b", "dgx-h100-80gb".
+std::vector<std::string> shipped_names(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::set<std::string> names;
+  for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)}) {
+    std::error_code ec;
+    for (fs::directory_iterator it(root / folder, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().extension() == ".yaml") names.insert(it->path().stem().string());
+  }
+  return {names.begin(), names.end()};
+}
+
+/// How many shipped names an unknown name's message lists.
+constexpr size_t kNearestNames = 3;
+
 }  // namespace
+
+std::string resolve_input(const std::string& text, const std::string& folder,
+                          const std::string& option) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (text.empty() || text.find('/') != std::string::npos || fs::exists(text, ec) || ec)
+    return text;  // a path: read as given (a missing one is read_file's message)
+  const bool has_ext = fs::path(text).extension() == ".yaml";
+  const std::string file = folder + "/" + text + (has_ext ? "" : ".yaml");
+  for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)}) {
+    const fs::path candidate = root == "." ? fs::path(file) : root / file;
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  }
+  const std::vector<std::string> names = shipped_names(folder);
+  std::string near;
+  for (const std::string& n : nearest_words(fs::path(text).stem().string(), names, kNearestNames))
+    near += (near.empty() ? "" : ", ") + n;
+  throw InputError("", 0, option,
+                   "'" + text + "' is neither a file nor a name in " + folder + "/" +
+                       (near.empty() ? "" : " (nearest: " + near + ")"));
+}
 
 CLI::Validator integer_in(long long lo, long long hi) {
   const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
@@ -49,6 +88,28 @@ CLI::Validator integer_in(long long lo, long long hi) {
         return "expected an integer from " + range + ", got '" + text + "'";
       },
       "INT in " + range, "integer_in");
+}
+
+CLI::Validator sequences_in(long long lo, long long hi) {
+  const CLI::Validator digits = integer_in(lo, hi);
+  const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const char unit = text.empty() ? '\0' : text.back();
+        if (unit == 'k' || unit == 'm')
+          return "'" + text + "' is ambiguous: write K (x " + std::to_string(kBinaryK) +
+                 ") or M (x " + std::to_string(kBinaryM) + ") in capitals, or the digits";
+        if (unit != 'K' && unit != 'M') return digits(text);
+        const std::optional<double> x = whole_number(text.substr(0, text.size() - 1));
+        const double v = x ? *x * double(unit == 'K' ? kBinaryK : kBinaryM) : -1;
+        if (!x || !std::isfinite(v) || v != std::floor(v) || v < double(lo) || v > double(hi))
+          return "expected a whole number of sequences from " + range +
+                 " (K = " + std::to_string(kBinaryK) + ", M = " + std::to_string(kBinaryM) +
+                 "), got '" + text + "'" + (x && std::isfinite(v) ? fmt(" ({:.12g})", v) : "");
+        text = std::to_string(static_cast<long long>(v));
+        return "";
+      },
+      "SEQUENCES in " + range + " (K = 1024, M = 1048576)", "sequences_in");
 }
 
 CLI::Validator number_in(double lo, double hi, bool lo_open) {
@@ -72,8 +133,8 @@ void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example)
   s->add_option("--nodes", a.nodes, "hosts of gpus_per_node GPUs, in place of --gpus")
       ->excludes(gpus);
   s->add_option("--plan", a.plan, "e.g. \"" + plan_example + "\"")->required();
-  s->add_option("--global-batch", a.global_batch, "global batch in sequences, if not in --plan")
-      ->check(integer_in(1, kMaxGlobalBatch));
+  s->add_option("--global-batch", a.global_batch, kGlobalBatchHelp + ", if not in --plan")
+      ->transform(sequences_in(1, kMaxGlobalBatch));
   s->add_option("--dtype", a.dtype, "bf16 (default), fp16, fp8, tf32");
 }
 
@@ -120,18 +181,18 @@ EstimateOptions estimate_options(const LimitArgs& a, bool all_allowed) {
 
 Inputs load_inputs(const std::string& model_file, const std::string& cluster_file) {
   Inputs in;
-  in.model_file = model_file;
-  in.cluster_file = cluster_file;
-  in.model_bytes = io::read_file(model_file);
-  in.model = io::parse_model_file(in.model_bytes, model_file);
-  in.cluster_bytes = io::read_file(cluster_file);
-  in.cluster = io::parse_cluster(in.cluster_bytes, cluster_file);
+  in.model_file = resolve_input(model_file, "configs/models", "--model");
+  in.cluster_file = resolve_input(cluster_file, "hw_profiles", "--cluster");
+  in.model_bytes = io::read_file(in.model_file);
+  in.model = io::parse_model_file(in.model_bytes, in.model_file);
+  in.cluster_bytes = io::read_file(in.cluster_file);
+  in.cluster = io::parse_cluster(in.cluster_bytes, in.cluster_file);
   if (in.cluster.legacy_software)
     spdlog::warn(
         "{}: its software block is read as the default execution choices; a profile now describes "
         "hardware only (flash_efficiency, flash_backward_efficiency and overlap_compute_slowdown "
         "go under gpu:), the stack comes from --framework and the plan's knobs",
-        cluster_file);
+        in.cluster_file);
   return in;
 }
 

@@ -19,7 +19,16 @@ struct Inputs {
   ClusterProfile cluster;
 };
 
+/// `model_file` and `cluster_file` may be shipped names (resolve_input).
 Inputs load_inputs(const std::string& model_file, const std::string& cluster_file);
+
+/// --model llama3-8b, --cluster dgx-h100-80gb: a word with no '/' that is not a file names
+/// `folder`/NAME.yaml ("configs/models", "hw_profiles"), looked up under the working directory,
+/// then under the source tree the planner was built from (PLANNER_SOURCE_DIR). Anything else is
+/// returned as given. A name found in neither throws InputError for `option` listing the nearest
+/// shipped names.
+std::string resolve_input(const std::string& text, const std::string& folder,
+                          const std::string& option);
 
 /// The options that name one plan on one model and cluster (estimate, emit, validate); see
 /// add_plan_options in commands.h.

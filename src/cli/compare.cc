@@ -157,8 +157,9 @@ nlohmann::json to_json(const Inputs& in, const std::vector<Column>& cols) {
 std::vector<Variant> variants(const CompareArgs& a, const Inputs& in, const Plan& plan) {
   std::vector<Variant> out;
   for (size_t i = 0; i < a.clusters.size(); ++i) {
-    Variant v{"", a.clusters[i], i == 0 ? in.cluster : io::load_cluster(a.clusters[i]), plan,
-              std::nullopt};
+    const std::string file =
+        i == 0 ? in.cluster_file : resolve_input(a.clusters[i], "hw_profiles", "--cluster");
+    Variant v{"", file, i == 0 ? in.cluster : io::load_cluster(file), plan, std::nullopt};
     v.label = v.cluster.name;
     out.push_back(std::move(v));
   }
@@ -219,8 +220,8 @@ void add_compare(CLI::App& app, int* rc) {
                     "GPUs (default: dp*tp*pp*cp of the plan, else the first cluster's default)");
   s->add_option("--nodes", a->nodes, "hosts of the first cluster, in place of --gpus")
       ->excludes(gpus);
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences, if not in --plan")
-      ->check(integer_in(1, kMaxGlobalBatch));
+  s->add_option("--global-batch", a->global_batch, kGlobalBatchHelp + ", if not in --plan")
+      ->transform(sequences_in(1, kMaxGlobalBatch));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_option("--seq-len", a->seq_len, "sequence length in tokens (default: the model's)")
       ->check(integer_in(1, limits::kSeqLen));

@@ -1,12 +1,16 @@
 #include <iostream>
+#include <limits>
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/no_fit.h"
 #include "cli/outputs.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/json.h"
 #include "planner/io/knobs.h"
 #include "planner/report/report.h"
+#include "planner/units.h"
 
 namespace planner::cli {
 namespace {
@@ -15,6 +19,19 @@ struct EstimateArgs : PlanArgs, LimitArgs {
   std::string format = "text", train_tokens, trace, attention;
   OutputArgs extra;  ///< --seq-len, --plot, --report
 };
+
+/// A plan over the memory limit estimated as if it had enough memory (its full breakdown, which
+/// the report marks as not fitting), with the limit it exceeds kept; `rejected` itself when that
+/// fails too.
+Estimate without_memory_limit(const Inputs& in, const Plan& p, const EstimateOptions& o,
+                              const Estimate& rejected) {
+  EstimateOptions unlimited = o;
+  unlimited.memory_limit_bytes = std::numeric_limits<double>::max();
+  Estimate e = refine(in.model, in.cluster, p, unlimited);
+  if (!e.ok() || !finite_result(e)) return rejected;
+  e.memory_limit_bytes = rejected.memory_limit_bytes;
+  return e;
+}
 
 int run_estimate(const EstimateArgs& a) {
   Inputs in = load_inputs(a.model, a.cluster);
@@ -25,14 +42,17 @@ int run_estimate(const EstimateArgs& a) {
   if (!a.trace.empty()) check_trace_size(p);  // before any work
   const EstimateOptions o = estimate_options(a);
   in.cluster = cluster_for(in.cluster, o.framework);
-  const Estimate e = refine(in.model, in.cluster, p, o);
-  if (e.rejection == Rejection::out_of_memory)
-    throw InputError("", 0, "--plan", rejection_message(e));
+  Estimate e = refine(in.model, in.cluster, p, o);
+  const bool over = e.rejection == Rejection::out_of_memory;
+  if (over) {
+    e = without_memory_limit(in, p, o, e);
+    if (!e.ok()) throw InputError("", 0, "--plan", rejection_message(e));
+  }
   if (!e.ok())
     throw InputError("", 0, "--plan",
                      e.reason + " (model " + in.model_file + ", cluster " + in.cluster_file + ")");
   require_finite(e);
-  if (!a.trace.empty()) write_trace(in, e, o, a.trace);
+  if (!a.trace.empty() && !over) write_trace(in, e, o, a.trace);
   RunContext ctx{in.model_file,
                  in.cluster_file,
                  &in.model,
@@ -45,6 +65,15 @@ int run_estimate(const EstimateArgs& a) {
     std::cout << io::dump_json(estimate_json(ctx, e), 2) << "\n";
   else
     print_estimate_text(std::cout, ctx, e);
+  if (over) {  // the breakdown is printed; the plan still cannot run: exit 2, with what helps
+    std::cout.flush();
+    const std::string fixes = memory_remedies(in, e.plan, e.framework);
+    throw InputError("", 0, "--plan",
+                     fmt("does not fit: needs {:.1f} GiB per GPU of {:.1f} GiB (the breakdown "
+                         "above is the plan with enough memory){}",
+                         e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB,
+                         fixes.empty() ? "" : "\none change at a time:" + fixes));
+  }
   write_estimate_outputs(in, ctx, e, a.extra, o);
   return 0;
 }

@@ -22,8 +22,10 @@ double peak_memory(const Inputs& in, const Plan& p, std::optional<Framework> f) 
   return e.ok() || e.rejection == Rejection::out_of_memory ? e.memory_bytes : 0;
 }
 
-/// Single-knob changes to the closest plan, with the memory each would need.
-std::string remedies(const Inputs& in, const Plan& base, std::optional<Framework> framework) {
+}  // namespace
+
+std::string memory_remedies(const Inputs& in, const Plan& base,
+                            std::optional<Framework> framework) {
   struct Variant {
     std::string what;
     Plan plan;
@@ -54,8 +56,6 @@ std::string remedies(const Inputs& in, const Plan& base, std::optional<Framework
   return out;
 }
 
-}  // namespace
-
 void throw_no_fit(const Inputs& in, const SearchResult& r) {
   std::string msg = "no plan fits: " + counts_line(r);
   if (r.any_memory_rejection) {
@@ -65,11 +65,13 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
             "--plan \"{}\"",
             e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB,
             (e.memory_bytes - e.memory_limit_bytes) / kGiB, to_plan_string(e.plan));
-    const std::string fixes = remedies(in, e.plan, e.framework);
+    const std::string fixes = memory_remedies(in, e.plan, e.framework);
     if (!fixes.empty()) msg += "\none change at a time from there:" + fixes;
     // Weights, gradients and Adam states alone, spread perfectly over every GPU.
-    const double states = in.model.total_params() *
-                          (kWeightBytesPerParam + kGradBytesPerParam + kOptimizerBytesPerParam);
+    const Dtype d = e.plan.dtype;
+    const double states =
+        in.model.total_params() *
+        (weight_bytes_per_param(d) + kGradBytesPerParam + optimizer_bytes_per_param(d));
     msg +=
         fmt("\nweights, gradients and optimizer states alone take {:.0f} GiB: at least {:.0f} GPUs "
             "of {:.0f} GiB before activations",

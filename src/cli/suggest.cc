@@ -9,6 +9,7 @@
 #include "cli/no_fit.h"
 #include "cli/outputs.h"
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/json.h"
 #include "planner/io/knobs.h"
 #include "planner/knob_table.h"
@@ -19,6 +20,9 @@
 namespace planner::cli {
 namespace {
 
+/// --top's bound.
+inline constexpr int kMaxTop = 1000;
+
 struct SuggestArgs : LimitArgs {
   std::string model, cluster, gpus, nodes;
   std::array<std::string, kNumKnobs> knobs;  ///< --tp, --pp, ...: each searched knob's values
@@ -27,7 +31,8 @@ struct SuggestArgs : LimitArgs {
   std::string emit, out;  ///< --emit FRAMEWORK --out DIR: launch files of the top plan
   int global_batch = 0;
   int top = 10;
-  OutputArgs extra;  ///< --seq-len, --plot, --report
+  bool distinct = false;  ///< --distinct: one row for plans that differ only in vpp
+  OutputArgs extra;       ///< --seq-len, --plot, --report
 };
 
 KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
@@ -63,6 +68,96 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
   return k;
 }
 
+/// Why `v`, a value of knob `id`, can run in no plan on any of `gpus` ("3 does not divide 64
+/// GPUs"), or "" when some plan may use it. The checks are check_layout's that hold whatever the
+/// other knobs are.
+std::string never_fits(KnobId id, int v, const ModelSpec& m, const ClusterProfile& c,
+                       const std::vector<int>& gpus, int global_batch, bool tp_across_nodes) {
+  using K = KnobId;
+  if (id == K::tp || id == K::pp || id == K::cp || id == K::dp) {
+    bool divides = false;
+    std::string counts;
+    for (int g : gpus) {
+      divides = divides || g % v == 0;
+      counts += (counts.empty() ? "" : " or ") + std::to_string(g);
+    }
+    if (!divides) return std::to_string(v) + " does not divide " + counts + " GPUs";
+  }
+  const bool plain = m.encoders.empty();
+  if (id == K::tp && (m.heads % v != 0 || m.kv_heads % v != 0))
+    return tp_heads_message(v, m.heads, m.kv_heads);
+  if (id == K::tp && !tp_across_nodes && v > c.nvlink_domain)
+    return "tp=" + std::to_string(v) + " does not fit in an NVLink domain of " +
+           std::to_string(c.nvlink_domain) + " GPUs (allow with --tp-across-nodes)";
+  // pp need not divide the layers (split=short_ends, embed_loss); it cannot exceed them.
+  if (id == K::pp && plain && v > m.layers)
+    return "pp=" + std::to_string(v) + " exceeds layers=" + std::to_string(m.layers);
+  if (id == K::cp && v > 1 && m.seq_len % (2 * v) != 0)
+    return "cp=" + std::to_string(v) + ": seq_len=" + std::to_string(m.seq_len) +
+           " is not divisible by 2*cp=" + std::to_string(2 * v);
+  if (id == K::mbs && global_batch % v != 0)
+    return "mbs=" + std::to_string(v) + " does not divide the global batch of " +
+           std::to_string(global_batch) + " sequences";
+  return "";
+}
+
+/// A knob the user gave whose every value can never fit is an error saying why ("option --tp: 3
+/// does not divide 64 GPUs"), rather than a search that ranks nothing; values of a longer list
+/// that can never fit are logged.
+void check_given_knobs(const SuggestArgs& a, const KnobSpace& k, const Inputs& in,
+                       const std::vector<int>& gpus) {
+  constexpr size_t kListed = 4;  // reasons a message spells out; the rest are counted
+  for (const KnobDef& d : knob_table()) {
+    if (!d.searched || a.knobs[int(d.id)].empty() || !d.is_integer()) continue;
+    const std::vector<int>& values = k[d.id];
+    // Past the search's own bound the search refuses the ranges, with its message.
+    if (double(values.size()) * double(gpus.size()) > limits::kSearchCells) continue;
+    std::string listed;
+    size_t failing = 0;
+    for (int v : values) {
+      const std::string w =
+          never_fits(d.id, v, in.model, in.cluster, gpus, a.global_batch, a.tp_across_nodes);
+      if (w.empty()) continue;
+      if (++failing <= kListed) listed += (listed.empty() ? "" : "; ") + w;
+    }
+    if (failing == 0) continue;
+    if (failing > kListed) listed += "; and " + std::to_string(failing - kListed) + " more";
+    if (failing == values.size()) throw InputError("", 0, d.option(), listed);
+    spdlog::info("{}: no plan can use these values: {}", d.option(), listed);
+  }
+}
+
+/// How many more plans the search keeps under --distinct, so that `--top K` can still list K.
+inline constexpr int kDistinctOverfetch = 4;
+
+/// The plan with its vpp (and the interleaving it implies) taken out: plans with the same key
+/// differ only in vpp.
+std::string without_vpp(const Estimate& e) {
+  Plan p = e.plan;
+  p.vpp = 1;
+  if (p.schedule == Schedule::interleaved) p.schedule = Schedule::one_f_one_b;
+  return to_plan_string(p) + (e.framework ? to_string(*e.framework) : "");
+}
+
+/// The ranked plans less those within kDistinctTolerance of a better one that differs only in
+/// vpp, at most `top`; `*collapsed` counts those left out.
+std::vector<Estimate> distinct_plans(const std::vector<Estimate>& ranked, int top, int* collapsed) {
+  std::vector<Estimate> out;
+  *collapsed = 0;
+  for (const Estimate& e : ranked) {
+    const std::string key = without_vpp(e);
+    const bool near = std::any_of(out.begin(), out.end(), [&](const Estimate& kept) {
+      return without_vpp(kept) == key &&
+             e.iteration_time_s <= kept.iteration_time_s * (1 + kDistinctTolerance);
+    });
+    if (near)
+      ++*collapsed;
+    else if (static_cast<int>(out.size()) < top)
+      out.push_back(e);
+  }
+  return out;
+}
+
 /// --framework, with --emit's framework as the default: plans ranked for one framework and emitted
 /// for another would not be the plans of the table.
 std::vector<Framework> frameworks_to_rank(const SuggestArgs& a) {
@@ -94,7 +189,9 @@ int run_suggest(const SuggestArgs& a) {
   so.dtype = parse_dtype(a.dtype);
   so.attention = parse_attention(a.attention);
   so.estimate = estimate_options(a, true);
+  if (a.distinct) so.top_k = std::min(kMaxTop, a.top * kDistinctOverfetch);
   KnobSpace knobs = knobs_from(a, in, so.gpus.back());
+  check_given_knobs(a, knobs, in, so.gpus);
   const std::vector<Framework> frameworks = frameworks_to_rank(a);
   so.plot_points = a.extra.wants_points() ? kPlotPoints : 0;
   ProgressBar bar("planner: searching");
@@ -108,8 +205,10 @@ int run_suggest(const SuggestArgs& a) {
       fo.progress = [&, i](double f) { progress((double(i) + f) / double(frameworks.size())); };
     parts.push_back(search(in.model, cluster_for(in.cluster, frameworks[i]), knobs, fo));
   }
-  const SearchResult r = parts.size() == 1 ? parts.front() : merge_results(parts, so);
+  SearchResult r = parts.size() == 1 ? parts.front() : merge_results(parts, so);
   bar.finish();
+  int collapsed = 0;
+  if (a.distinct) r.top = distinct_plans(r.top, a.top, &collapsed);
   spdlog::info("{}", counts_line(r));
   // The report's context (header, diagnostics) shows the first framework's stack.
   Inputs ranked = in;
@@ -125,6 +224,7 @@ int run_suggest(const SuggestArgs& a) {
                  so.gpus.size() > 1 ? *std::min_element(so.gpus.begin(), so.gpus.end()) : 0,
                  a.global_batch,
                  a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
+  if (a.distinct) ctx.distinct_left_out = collapsed;
   if (a.format == "json")
     std::cout << io::dump_json(suggest_json(ctx, r), 2) << "\n";
   else if (a.format == "csv")
@@ -153,8 +253,8 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--nodes", a->nodes,
                 "hosts of gpus_per_node GPUs (a count or set), in place of --gpus")
       ->excludes(gpus);
-  s->add_option("--global-batch", a->global_batch, "global batch in sequences")
-      ->check(integer_in(1, kMaxGlobalBatch))
+  s->add_option("--global-batch", a->global_batch, kGlobalBatchHelp)
+      ->transform(sequences_in(1, kMaxGlobalBatch))
       ->required();
   for (const KnobDef& d : knob_table())  // the searched knobs of the knob table
     if (d.searched) s->add_option(d.option(), a->knobs[int(d.id)], d.help);
@@ -162,7 +262,11 @@ void add_suggest(CLI::App& app, int* rc) {
   s->add_option("--trace", a->trace, "write the top plan's simulated iteration as a Chrome trace");
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_option("--top", a->top, "plans to list (default 10, at most 1000)")
-      ->check(integer_in(1, 1000));
+      ->check(integer_in(1, kMaxTop));
+  s->add_flag("--distinct", a->distinct,
+              fmt("leave out plans that differ from a better-ranked one only in vpp and are "
+                  "within {:g}% of its time",
+                  100 * kDistinctTolerance));
   s->add_option("--objective", a->objective, "rank by iteration time or by GPU-seconds")
       ->check(CLI::IsMember({"time", "cost"}));
   s->add_option("--train-tokens", a->train_tokens,

@@ -161,9 +161,10 @@ Variant apply_vary(const Variant& base, const std::string& text) {
     } else if (eq != std::string::npos && change.substr(0, eq) == "framework") {
       v.framework = parse_framework(change.substr(eq + 1), "--vary");
     } else if (eq != std::string::npos && change.substr(0, eq) == "cluster") {
-      v.cluster_file = change.substr(eq + 1);
+      const std::string given = change.substr(eq + 1);
+      v.cluster_file = resolve_input(given, "hw_profiles", "--vary");
       v.cluster = io::load_cluster(v.cluster_file);
-      v.label.resize(v.label.size() - v.cluster_file.size());  // the file's name, not its path
+      v.label.resize(v.label.size() - given.size());  // the file's name, not its path
       v.label += std::filesystem::path(v.cluster_file).stem().string();
     } else if (eq != std::string::npos) {
       knobs.push_back({change.substr(0, eq), change.substr(eq + 1)});

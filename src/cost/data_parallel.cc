@@ -75,7 +75,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   const GroupLayout dpg = dp_group(p, c);
   const double bucket = std::min(1.0, ddp_bucket_params(int(p.weight_replicas())) / params_rank);
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
-  const double param_bytes = params_rank * kWeightBytesPerParam;
+  const double param_bytes = params_rank * weight_bytes_per_param(p.dtype);
   const SoftwareStack& sw = c.software;
   const Overlaps ov = overlaps_of(p, c);
   const double slow = c.gpu.overlap_compute_slowdown;

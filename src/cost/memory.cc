@@ -11,13 +11,20 @@ namespace planner {
 /// The block model's stored bytes (block.h), which follow Korthikanti et al. 2022, Table 2, term
 /// by term (no parallelism: sbh(34 + 5as/h)).
 double activation_bytes_per_layer(const LayerShape& l, int mbs, int tp, int cp, bool sp,
-                                  Recompute r, AttentionKernel attn) {
-  return block_model(l, {tp, cp, mbs, sp, attn}).stored_bytes(r);
+                                  Recompute r, AttentionKernel attn, Dtype dtype) {
+  return block_model(l, {tp, cp, mbs, sp, attn, activation_element_bytes(dtype)}).stored_bytes(r);
 }
 
 double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp, Recompute r,
-                                  AttentionKernel attn) {
-  return activation_bytes_per_layer(m.decoder_shape(), mbs, tp, cp, sp, r, attn);
+                                  AttentionKernel attn, Dtype dtype) {
+  return activation_bytes_per_layer(m.decoder_shape(), mbs, tp, cp, sp, r, attn, dtype);
+}
+
+double logits_bytes(const ModelSpec& m, const Plan& p) {
+  const double e = activation_element_bytes(p.dtype);
+  const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
+  const double cast = e < 4.0 ? e : 0.0;  // the GEMM's own output, when it is not fp32 already
+  return 2.0 * e * sbh / p.tp + (4.0 + cast) * s * p.mbs * double(m.vocab) / p.tp;
 }
 
 double microbatches_in_flight(const Plan& p) {
@@ -59,17 +66,15 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Plan& p, const Gpu& gpu
   load.zero3_gather = 2.0 * double(m.hidden) * m.ffn * (m.swiglu ? 2.0 : 1.0) / p.tp;
   const double layers = double(m.layers) / p.pp;
   load.act_per_mb =
-      activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn) * layers;
+      activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn, p.dtype) * layers;
   // Backward working set: one layer's full activations at a time, the recomputed layer under full
   // recompute, or the activation gradients of the layer being back-propagated otherwise.
-  load.once_bytes = activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn);
+  load.once_bytes =
+      activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn, p.dtype);
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
   if (stage == 0)  // embedding output dropout mask, Korthikanti's (sbh L / t)(p / L) term
     load.act_per_mb += sbh / p.tp;
-  // Last stage: Korthikanti's final norm and output-GEMM input with fp32 logits, 4sbh/t (1 + v/h),
-  // plus the 16-bit logits the output GEMM writes before the loss casts them (2sbv/t).
-  if (stage == p.pp - 1)
-    load.once_bytes += 4.0 * sbh / p.tp + (4.0 + 2.0) * s * p.mbs * double(m.vocab) / p.tp;
+  if (stage == p.pp - 1) load.once_bytes += logits_bytes(m, p);
   return stage_memory(load, p, in_flight_on(p, stage));
 }
 

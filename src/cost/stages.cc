@@ -36,8 +36,10 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   const GroupLayout tpg = tp_group(p, c);
   sc.tp_in_node = tpg.nodes == 1;
   const int cp = l.causal ? p.cp : 1;
-  const BlockModel& bm = sc.model = block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn});
-  const double act = 2.0 * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
+  const BlockModel& bm = sc.model =
+      block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn, activation_element_bytes(p.dtype)});
+  const double e = activation_element_bytes(p.dtype);  // fp32 under tf32, else 16-bit
+  const double act = e * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
   sc.boundary_bytes = act;
   // One collective per row-parallel linear in each pass (after the projection and fc2 forward,
   // at the QKV and fc1 inputs backward): allreduce, or allgather + reduce-scatter of the same
@@ -48,7 +50,7 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
   sc.tp_per_pass_s = bm.tp_collectives() * one;
   if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
-    const double kv = 2.0 * 2.0 * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
+    const double kv = 2.0 * e * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
     const double ring = (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c));
     sc.cp_fwd_s = std::max(0.0, ring - lc.fwd_attn_s);
   }
@@ -158,9 +160,7 @@ void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      m.final_norm_params();
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
   pc.embed_act_bytes = sbh / p.tp;  // embedding dropout mask, Korthikanti's (sbh L / t)(p / L)
-  // Korthikanti's final norm and output-GEMM input with fp32 logits, 4sbh/t (1 + v/h), plus the
-  // 16-bit logits the output GEMM writes before the loss casts them (2sbv/t).
-  pc.logits_bytes = 4.0 * sbh / p.tp + 6.0 * s * p.mbs * double(m.vocab) / p.tp;
+  pc.logits_bytes = logits_bytes(m, p);
   // Each TP rank sends its 1/t slice across a stage boundary (Megatron's scatter/gather); without
   // sequence parallelism the receiver then all-gathers the slices over NVLink to rebuild the
   // replicated activation before it computes (Narayanan et al. 2021, s.4.1). With it, the slice is

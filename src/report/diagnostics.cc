@@ -40,9 +40,15 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
                  "lower tp so that hidden/tp and ffn/tp stay at least 256"});
   const double headroom = e.memory_limit_bytes - e.memory_bytes;
   const bool tight = headroom < kMemoryHeadroomWarnFraction * e.memory_limit_bytes;
-  d.push_back({"memory_headroom", tight ? "warning" : "info",
-               fmt("{:.1f} GiB used of {:.1f} GiB ({:.1f} GiB headroom)", e.memory_bytes / kGiB,
-                   e.memory_limit_bytes / kGiB, headroom / kGiB),
+  const bool over = headroom < 0;  // estimate prints an infeasible plan's breakdown too
+  d.push_back({"memory_headroom",
+               over    ? "error"
+               : tight ? "warning"
+                       : "info",
+               over ? fmt("does not fit: needs {:.1f} GiB per GPU of {:.1f} GiB ({:.1f} GiB over)",
+                          e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB, -headroom / kGiB)
+                    : fmt("{:.1f} GiB used of {:.1f} GiB ({:.1f} GiB headroom)",
+                          e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB, headroom / kGiB),
                tight ? "selective recompute, a higher ZeRO stage, sp=1 or a smaller mbs" : "none"});
   (void)m;
   (void)c;

@@ -53,11 +53,19 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   const ModelSpec& m = *ctx.model;
   const Breakdown& b = e.breakdown;
   const double t = e.iteration_time_s;
-  line(out, "# planner {} estimate\n# model   {} ({}): {:.3f}B parameters\n# cluster {} ({})\n",
+  line(out,
+       "# planner {} estimate\n# model   {} ({}): {:.3f}B parameters\n# cluster {} ({}), "
+       "attention {}\n",
        PLANNER_VERSION, m.name, ctx.model_file, m.total_params() / 1e9, ctx.cluster->name,
-       ctx.cluster_file);
+       ctx.cluster_file, attention_note(e.plan, *ctx.cluster));
   if (e.framework) out << frameworks_line({*e.framework}, false);
-  out << "# plan    --plan \"" << to_plan_string(e.plan) << "\"\n\n";
+  out << "# plan    --plan \"" << to_plan_string(e.plan) << "\"\n";
+  if (e.memory_bytes > e.memory_limit_bytes)
+    line(out,
+         "# DOES NOT FIT: needs {:.1f} GiB per GPU of {:.1f} GiB; below, the plan as it would run "
+         "with enough memory\n",
+         e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB);
+  out << "\n";
   line(out, "iteration time          {:>10.4f} s   ({} micro-batches of {})\n", t,
        e.plan.microbatches(), e.plan.mbs);
   line(out, "throughput              {:>10.0f} tokens/s\n", e.tokens_per_s);
@@ -84,8 +92,8 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
        "reserve {:.2f} GiB\n",
        mem.weights / kGiB, mem.grads / kGiB, mem.optimizer / kGiB, mem.activations / kGiB,
        mem.reserve / kGiB);
-  line(out, "  total {:.2f} GiB of {:.2f} GiB\n", e.memory_bytes / kGiB,
-       e.memory_limit_bytes / kGiB);
+  line(out, "  total {:.2f} GiB of {:.2f} GiB{}\n", e.memory_bytes / kGiB,
+       e.memory_limit_bytes / kGiB, e.memory_bytes > e.memory_limit_bytes ? ": does not fit" : "");
   out << "\ndiagnostics\n";
   for (const Diagnostic& d : diagnose(m, *ctx.cluster, e))
     out << "  [" << d.severity << "] " << d.message << "\n      -> " << d.remedy << "\n";

@@ -25,6 +25,7 @@ json context_json(const RunContext& ctx) {
             {"global_batch", ctx.global_batch},
             {"seq_len", m.seq_len}};
   if (ctx.train_tokens > 0) j["train_tokens"] = ctx.train_tokens;
+  if (ctx.distinct_left_out >= 0) j["distinct_left_out"] = ctx.distinct_left_out;
   return j;
 }
 
@@ -119,6 +120,7 @@ json estimate_json(const RunContext& ctx, const Estimate& e) {
   j["schema_version"] = kJsonSchemaVersion;
   j["context"] = context_json(ctx);
   j["model_params"] = ctx.model->total_params();
+  j["fits"] = e.memory_bytes <= e.memory_limit_bytes;  // false: estimate's over-memory breakdown
   j["layer"] = {{"fwd_compute_s", e.layer.fwd_compute_s},
                 {"bwd_compute_s", e.layer.bwd_compute_s},
                 {"fwd_comm_s", e.layer.fwd_comm_s},

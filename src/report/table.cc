@@ -3,6 +3,7 @@
 
 #include "planner/format.h"
 #include "planner/limits.h"
+#include "planner/names.h"
 #include "planner/report/report.h"
 #include "planner/units.h"
 
@@ -99,9 +100,17 @@ std::string layer_extras_text(const ModelSpec& m) {
   return out;
 }
 
+std::string attention_note(const Plan& p, const ClusterProfile& c) {
+  const AttentionKernel used = attention_of(p, c);
+  if (!p.attention || used == c.software.attention) return name_of(used);
+  return fmt("{} (the plan's attn={}; the stack's is {})", name_of(used), name_of(used),
+             name_of(c.software.attention));
+}
+
 namespace {
 
-void print_context(std::ostream& out, const RunContext& ctx) {
+/// The header's inputs; `plan` (the first listed) names the attention kernel the plans run.
+void print_context(std::ostream& out, const RunContext& ctx, const Plan& plan) {
   const ModelSpec& m = *ctx.model;
   const ClusterProfile& c = *ctx.cluster;
   out << fmt(
@@ -118,8 +127,7 @@ void print_context(std::ostream& out, const RunContext& ctx) {
       "# cluster {} ({}): {}, {} GPUs/node{}, {:.0f} GiB HBM, {:.0f} dense bf16 TFLOP/s, "
       "attention {}\n",
       c.name, ctx.cluster_file, c.gpu.name, c.gpus_per_node, topology_note(c),
-      c.gpu.hbm_bytes / kGiB, c.gpu.peak_flops[int(Dtype::bf16)] / kTera,
-      c.software.attention == AttentionKernel::flash ? "flash" : "unfused");
+      c.gpu.hbm_bytes / kGiB, c.gpu.peak_flops[int(Dtype::bf16)] / kTera, attention_note(plan, c));
   out << fmt("# job     {}, global batch {} sequences ({} tokens)\n", ctx.gpus_text(),
              ctx.global_batch,
              with_commas(static_cast<long long>(ctx.global_batch) * m.seq_len).c_str());
@@ -128,7 +136,7 @@ void print_context(std::ostream& out, const RunContext& ctx) {
 }  // namespace
 
 void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchResult& r) {
-  print_context(out, ctx);
+  print_context(out, ctx, r.top.empty() ? Plan{} : r.top.front().plan);
   if (!r.frameworks.empty()) out << frameworks_line(r.frameworks, true);
   out << fmt("# {} in {:.3f} s\n", counts_line(r), r.search_time_s);
   if (r.simulated > 0)
@@ -141,6 +149,11 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
         "# {} more by the closed form alone: the search's simulation budget ({:.0e} tasks) "
         "was spent\n",
         r.closed_form_only, limits::kSearchSimulatedTasks);
+  if (ctx.distinct_left_out >= 0)
+    out << fmt(
+        "# --distinct: {} plans left out, each within {:g}% of a better-ranked one that differs "
+        "only in vpp\n",
+        ctx.distinct_left_out, 100 * kDistinctTolerance);
   out << "#\n";
   const std::vector<const KnobDef*> columns = plan_columns(r.top);
   out << "# rank";

@@ -14,6 +14,22 @@ inline constexpr double kWeightBytesPerParam = 2;
 inline constexpr double kGradBytesPerParam = 4;
 inline constexpr double kOptimizerBytesPerParam = 12;
 
+/// tf32 training keeps fp32 tensors: the weights are 4-byte fp32 and are themselves the master
+/// copy, so the optimizer holds only Adam's two fp32 moments (PyTorch's fp32 Adam: param, grad,
+/// exp_avg, exp_avg_sq, 16 bytes a parameter in all); activations are fp32 too (TF32 is a tensor
+/// core mode on fp32 operands, not a storage format).
+inline constexpr double kFp32WeightBytesPerParam = 4;
+inline constexpr double kFp32OptimizerBytesPerParam = 8;
+inline double weight_bytes_per_param(Dtype d) {
+  return d == Dtype::tf32 ? kFp32WeightBytesPerParam : kWeightBytesPerParam;
+}
+inline double optimizer_bytes_per_param(Dtype d) {
+  return d == Dtype::tf32 ? kFp32OptimizerBytesPerParam : kOptimizerBytesPerParam;
+}
+/// Bytes of one stored activation element: 16-bit under bf16, fp16 and fp8 (Transformer Engine
+/// keeps fp8 GEMM inputs beside 16-bit activations; Korthikanti's 2-byte count), 4 under tf32.
+inline double activation_element_bytes(Dtype d) { return d == Dtype::tf32 ? 4.0 : 2.0; }
+
 /// Bytes per gradient element on the wire: Megatron-LM reduces in fp32 under bf16
 /// (arguments.py: "bf16 requires gradient accumulation and all-reduce in fp32"), and tf32
 /// gradients are fp32 anyway; fp16 and fp8 reduce in 16 bits.
@@ -26,12 +42,19 @@ inline constexpr double kRuntimeReserveBytes = 2.0 * 1024 * 1024 * 1024;
 inline constexpr double kFragmentationFraction = 0.05;
 
 /// Activation bytes of one transformer layer for one micro-batch on one rank, 16-bit activations
-/// and 1-byte dropout masks (Korthikanti et al. 2022, Table 2, generalised to GQA and SwiGLU).
+/// (fp32 under tf32) and 1-byte dropout masks (Korthikanti et al. 2022, Table 2, generalised to
+/// GQA and SwiGLU).
 double activation_bytes_per_layer(const LayerShape& l, int mbs, int tp, int cp, bool sp,
-                                  Recompute r, AttentionKernel attn);
+                                  Recompute r, AttentionKernel attn, Dtype dtype = Dtype::bf16);
 /// The decoder's layer.
 double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp, Recompute r,
-                                  AttentionKernel attn);
+                                  AttentionKernel attn, Dtype dtype = Dtype::bf16);
+
+/// The last stage's logits, one micro-batch on one rank: Korthikanti's final norm and output-GEMM
+/// inputs (2 activations of sbh/t) and the fp32 logits the loss reads (4sbv/t), plus the 16-bit
+/// logits the output GEMM writes before the loss casts them (2sbv/t; under tf32 the GEMM writes
+/// fp32 and the cast is a no-op).
+double logits_bytes(const ModelSpec& m, const Plan& p);
 
 /// Micro-batches whose activations the first stage holds at peak (1F1B: min(pp, m);
 /// interleaved: times 1 + (p-1)/(p v); GPipe: all m).
@@ -57,10 +80,12 @@ double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage);
 /// memory check of every estimate calls it once per stage.
 inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double in_flight) {
   MemoryBreakdown mem;
-  mem.weights = load.params * kWeightBytesPerParam / (p.zero >= 3 ? p.weight_replicas() : 1);
+  const double weight_bytes = weight_bytes_per_param(p.dtype);
+  mem.weights = load.params * weight_bytes / (p.zero >= 3 ? p.weight_replicas() : 1);
   mem.grads = load.params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
-  mem.optimizer = load.params * kOptimizerBytesPerParam / (p.zero >= 1 ? p.weight_replicas() : 1);
-  if (p.zero >= 3) mem.weights += load.zero3_gather * kWeightBytesPerParam;
+  mem.optimizer =
+      load.params * optimizer_bytes_per_param(p.dtype) / (p.zero >= 1 ? p.weight_replicas() : 1);
+  if (p.zero >= 3) mem.weights += load.zero3_gather * weight_bytes;
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;
   const double used = mem.weights + mem.grads + mem.optimizer + mem.activations;
   mem.reserve = kRuntimeReserveBytes + kFragmentationFraction * used;
