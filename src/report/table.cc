@@ -58,20 +58,17 @@ std::vector<const KnobDef*> plan_columns(const std::vector<Estimate>& plans) {
 }
 
 namespace {
-/// The partitions the simulator tried for the frameworks searched.
 /// A knob column's cell: right-aligned to its width, left-aligned when the width is negative
 /// (what printf's %*s did with the table's widths).
 std::string knob_cell(const KnobDef& k, const std::string& text) {
   return k.width < 0 ? fmt(" {:<{}}", text, -k.width) : fmt(" {:>{}}", text, k.width);
 }
 
+/// The partitions the simulator tried for the frameworks searched.
 std::string split_of(const std::vector<Framework>& frameworks) {
   bool uneven = frameworks.empty();
   for (Framework f : frameworks) uneven = uneven || info(f).uneven_stages;
-  if (uneven) return "even and balanced partitions";
-  return frameworks.size() == 1
-             ? std::string(info(frameworks.front()).title) + "'s even layer split"
-             : "each framework's even layer split";
+  return uneven ? "even and balanced partitions" : "each plan's own layer split";
 }
 }  // namespace
 
