@@ -120,7 +120,7 @@ void check_plan(const planner::ModelSpec& m, const planner::ClusterProfile& c,
     const Estimate e = simulated ? refine(m, c, p) : estimate(m, c, p);
     if (!e.ok()) continue;
     if (!finite_result(e)) __builtin_trap();
-    const RunContext ctx{"model", "cluster", &m, &c, static_cast<int>(p.gpus()), p.gbs, 3e11};
+    const RunContext ctx{"model", "cluster", &m, &c, static_cast<int>(p.gpus()), 0, p.gbs, 3e11};
     std::ostringstream out;
     print_estimate_text(out, ctx, e);
     // The text, the plot and the HTML report, without the names they echo (any word at all).
