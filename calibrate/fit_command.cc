@@ -7,10 +7,10 @@
 
 #include "calibrate/context.h"
 #include "calibrate/fit.h"
-#include "calibrate/profile_yaml.h"
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/output.h"
+#include "planner/io/profile_yaml.h"
 
 namespace planner::calibrate {
 
@@ -44,7 +44,7 @@ void fit_and_write(const Samples& samples, const FitCommand& cmd, std::FILE* rep
       "Measured: " + c.command_line, "Refit from the raw samples: " + refit,
       "Provenance marks each value [calibrated] (measured here) or [base FILE] (kept from the "
       "base)."};
-  const std::string profile = cluster_yaml(fit.profile, comments);
+  const std::string profile = io::cluster_yaml(fit.profile, comments);
   (void)io::parse_cluster(profile, cmd.out_file);  // the planner must read it: check before writing
   io::write_file_atomically(cmd.out_file, profile);
   fmt::print(report, "# fit (base {})\n", base_file);

@@ -15,7 +15,6 @@
 #include "calibrate/context.h"
 #include "calibrate/fit_command.h"
 #include "calibrate/measurements.h"
-#include "calibrate/profile_yaml.h"
 #include "calibrate/watchdog.h"
 #include "planner/error.h"
 #include "planner/format.h"

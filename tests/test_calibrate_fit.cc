@@ -17,7 +17,6 @@
 
 #include "calibrate/context.h"
 #include "calibrate/fit.h"
-#include "calibrate/profile_yaml.h"
 #include "calibrate/samples.h"
 #include "calibrate/sweeps.h"
 #include "calibrate/timing.h"
@@ -27,6 +26,7 @@
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/output.h"
+#include "planner/io/profile_yaml.h"
 
 using namespace planner;
 using namespace planner::calibrate;
@@ -247,7 +247,7 @@ TEST_CASE("the written profile loads with io::load_cluster and round-trips the f
   const std::string path = temp_dir() + "/h200-synthetic.yaml";
   ClusterProfile written = out.profile;
   written.gpu.gemm.measured = {{4096, 12288, 4096, 1, Dtype::bf16, 0.71}};  // planner validate's
-  io::write_file_atomically(path, cluster_yaml(written, {"a comment"}));
+  io::write_file_atomically(path, io::cluster_yaml(written, {"a comment"}));
   const ClusterProfile back = io::load_cluster(path);
   const ClusterProfile& p = out.profile;
   CHECK(back.name == "h200-synthetic");

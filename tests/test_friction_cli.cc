@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -47,7 +48,13 @@ TEST_CASE("an option or command typo names the nearest one, exit 2") {
               "commands)");
   check_error("frobnicate",
               "unknown command 'frobnicate', expected one of suggest, estimate, regress, "
-              "validate, emit, compare, completion (planner --help lists the commands)");
+              "validate, emit, compare, profile, completion (planner --help lists the commands)");
+  check_error("profile int --name x",
+              "unknown command 'int', did you mean 'init'? (planner "
+              "profile --help lists the commands)");
+  check_error("profile init --nam x",
+              "option --nam: unknown option, did you mean --name? "
+              "(planner profile init --help lists the options)");
   check_error("suggest " + kSmall + " --gpus 8 --global-batch 64 --zzzzzzzz",
               "option --zzzzzzzz: unknown option (planner suggest --help lists the options)");
 }
@@ -252,4 +259,37 @@ TEST_CASE("--distinct leaves out plans that differ only in vpp and are within 0.
   CHECK(has(table.out,
             "plans left out, each within 0.5% of a better-ranked one that differs "
             "only in vpp\n"));
+}
+
+TEST_CASE("profile init writes a profile that loads and plans; bad facts exit 2, nothing written") {
+  const std::string dir = cli_run::scratch("profile_init");
+  const std::string file = dir + "/b200-like.yaml";
+  const Run init = planner(
+      "profile init --name b200-like --source 'a B200 datasheet' --bf16-tflops 2250 --sms 148 "
+      "--hbm-GiB 179 --hbm-GBps 8000 --gpus-per-node 8 --nvlink-GBps 900 --nics-per-node 8 "
+      "--nic-gbps 400 -o " +
+      file);
+  REQUIRE(init.rc == 0);
+  CHECK(has(init.out, "base profile dgx-b200 (the known GPU nearest the facts"));
+  const std::string text = cli_run::slurp(file);
+  CHECK(has(text, "name: \"b200-like\""));
+  CHECK(has(text, "[carried from dgx-b200]"));
+  const Run plan = planner("suggest --model llama3-8b --cluster " + file +
+                           " --gpus 16 --global-batch 128 --top 1 --format json");
+  REQUIRE(plan.rc == 0);
+  const nlohmann::json j = nlohmann::json::parse(plan.out.substr(plan.out.find('{')));
+  CHECK(j["plans"].size() == 1);
+  // To standard output with --like; a domain that is not whole hosts is refused.
+  const Run out = planner("profile init --name h100-4 --like dgx-h100-80gb --gpus-per-node 4");
+  REQUIRE(out.rc == 0);
+  CHECK(has(out.out, "name: \"h100-4\"\ngpus_per_node: 4\ngpu:\n"));  // a one-host domain
+  CHECK_FALSE(has(out.out, "nodes:"));  // the base's default job size is not carried
+  const std::string bad = dir + "/bad.yaml";
+  check_error("profile init --name x --like dgx-a100-80gb --nvlink-domain 12 -o " + bad,
+              "option --nvlink-domain: the NVLink domain must be a whole number of hosts: 12 GPUs "
+              "is not a multiple of 8 GPUs per host");
+  CHECK_FALSE(std::filesystem::exists(bad));
+  check_error("profile init --name x",
+              "option --like: give a base profile with --like, or a GPU fact to find the nearest "
+              "known GPU by (--bf16-tflops, --hbm-GBps, --sms, --nvlink-GBps, ...)");
 }

@@ -14,7 +14,7 @@ _planner_files() {
 _planner() {
   local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" sub="" i
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case "${COMP_WORDS[i]}" in suggest|estimate|regress|validate|emit|compare|completion) sub="${COMP_WORDS[i]}"; break ;; esac
+    case "${COMP_WORDS[i]}" in suggest|estimate|regress|validate|emit|compare|profile|init|completion) sub="${COMP_WORDS[i]}" ;; esac
   done
   case "$sub" in
     suggest)
@@ -132,11 +132,40 @@ _planner() {
         --format) _planner_words 'table json'; return ;;
       esac
       if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --nodes --global-batch --dtype --seq-len --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;
+    profile)
+      case "$prev" in
+      esac
+      if [[ $cur == -* ]]; then _planner_words '--help'; else _planner_words 'init'; fi ;;
+    init)
+      case "$prev" in
+        --name) :; return ;;
+        --like) _planner_files 'yaml|yml'; return ;;
+        --source) :; return ;;
+        --gpu-name) :; return ;;
+        --bf16-tflops) :; return ;;
+        --fp16-tflops) :; return ;;
+        --fp8-tflops) :; return ;;
+        --tf32-tflops) :; return ;;
+        --mxfp8-tflops) :; return ;;
+        --nvfp4-tflops) :; return ;;
+        --sms) :; return ;;
+        --hbm-GiB) :; return ;;
+        --hbm-GBps) :; return ;;
+        --gpus-per-node) :; return ;;
+        --nvlink-domain) :; return ;;
+        --nvlink-GBps) :; return ;;
+        --nics-per-node) :; return ;;
+        --nic-gbps) :; return ;;
+        --nodes) :; return ;;
+        --gpu-hour-usd) :; return ;;
+        --out) _planner_files 'yaml|yml'; return ;;
+      esac
+      if [[ $cur == -* ]]; then _planner_words '--help --name --like --source --gpu-name --bf16-tflops --fp16-tflops --fp8-tflops --tf32-tflops --mxfp8-tflops --nvfp4-tflops --sms --hbm-GiB --hbm-GBps --gpus-per-node --nvlink-domain --nvlink-GBps --nics-per-node --nic-gbps --nodes --gpu-hour-usd --out'; else _planner_words ''; fi ;;
     completion)
       case "$prev" in
       esac
       if [[ $cur == -* ]]; then _planner_words '--help'; else _planner_words 'bash'; fi ;;
-    *) if [[ $cur == -* ]]; then _planner_words '--help --version --verbose --quiet'; else _planner_words 'suggest estimate regress validate emit compare completion'; fi ;;
+    *) if [[ $cur == -* ]]; then _planner_words '--help --version --verbose --quiet'; else _planner_words 'suggest estimate regress validate emit compare profile completion'; fi ;;
   esac
 }
 complete -F _planner planner

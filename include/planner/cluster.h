@@ -117,6 +117,9 @@ struct NetworkTier {
   /// Tier 1: line rate of the NIC its figures were measured with (0: not stated, taken to be
   /// the cluster's own NICs).
   double nic_Bps = 0;
+  /// Tier 0: the datasheet's NVLink bandwidth per GPU per direction (0: not stated). Not used by
+  /// the cost model, which reads the measured figures below; profile init scales them by it.
+  double link_Bps = 0;
   std::array<CollectiveCost, kNumCollectives> cost;
 };
 

@@ -24,36 +24,42 @@ std::vector<std::string> option_names(const CLI::App& app) {
   return out;
 }
 
+/// "planner profile init": the words that name `app` on the command line.
+std::string command_path(const CLI::App& app) {
+  const CLI::App* parent = app.get_parent();
+  return parent ? command_path(*parent) + " " + app.get_name() : "planner";
+}
+
 /// A word CLI11 did not expect, named with the nearest one it knows: the first unknown option
-/// ("--gpu" -> "--gpus") of the subcommand given, or an unknown subcommand ("sugest" ->
-/// "suggest"). Empty when the left-over words are something else (CLI11's message says it then).
+/// ("--gpu" -> "--gpus") of the deepest subcommand given, or an unknown subcommand ("sugest" ->
+/// "suggest", "profile int" -> "init"). Empty when the left-over words are something else
+/// (CLI11's message says it then).
 std::string unknown_word(const CLI::App& app) {
-  const std::vector<CLI::App*> given = app.get_subcommands();
   std::vector<std::string> extra = app.remaining(true);
   if (extra.empty()) return "";
-  if (given.empty() && extra.front().rfind('-', 0) != 0) {  // no subcommand: the first word
+  const CLI::App* owner = &app;  // the deepest subcommand given
+  while (!owner->get_subcommands().empty()) owner = owner->get_subcommands().front();
+  const std::vector<const CLI::App*> commands_here = owner->get_subcommands({});
+  if (!commands_here.empty() && extra.front().rfind('-', 0) != 0) {  // a command word expected
     std::vector<std::string> commands;
-    for (const CLI::App* s : app.get_subcommands({})) commands.push_back(s->get_name());
+    for (const CLI::App* s : commands_here) commands.push_back(s->get_name());
     const std::string near = nearest_word(extra.front(), commands);
     std::string all;
     for (const std::string& c : commands) all += (all.empty() ? "" : ", ") + c;
     return "unknown command '" + extra.front() + "', " +
-           (near.empty() ? "expected one of " + all : "did you mean '" + near + "'?") +
-           " (planner --help lists the commands)";
+           (near.empty() ? "expected one of " + all : "did you mean '" + near + "'?") + " (" +
+           command_path(*owner) + " --help lists the commands)";
   }
   for (std::string word : extra) {
     if (word.size() < 2 || word[0] != '-' || word == "--") continue;
     word = word.substr(0, word.find('='));  // --global-bach=64
-    const CLI::App& owner = given.empty() ? app : *given.front();
-    std::vector<std::string> known = option_names(owner);
-    if (&owner != &app)
+    std::vector<std::string> known = option_names(*owner);
+    if (owner != &app)
       for (const std::string& n : option_names(app)) known.push_back(n);  // --quiet, --verbose
     const std::string near = nearest_word(word, known);
-    const std::string help =
-        given.empty() ? "planner --help" : "planner " + owner.get_name() + " --help";
     return "option " + word + ": unknown option" +
-           (near.empty() ? "" : ", did you mean " + near + "?") + " (" + help +
-           " lists the options)";
+           (near.empty() ? "" : ", did you mean " + near + "?") + " (" + command_path(*owner) +
+           " --help lists the options)";
   }
   return "";
 }
@@ -84,6 +90,7 @@ int run(int argc, const char* const* argv) {
   add_validate(app, &rc);
   add_emit(app, &rc);
   add_compare(app, &rc);
+  add_profile(app, &rc);
   add_completion(app, &rc);  // last: it lists the subcommands above
   try {
     app.parse(argc, argv);

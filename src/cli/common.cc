@@ -34,8 +34,11 @@ std::optional<double> whole_number(const std::string& text) {
   return v;
 }
 
-/// The stems of the shipped files in `folder` (configs/models, hw_profiles), under the working
-/// directory and the source tree: "llama3-8b", "dgx-h100-80gb".
+/// How many shipped names an unknown name's message lists.
+constexpr size_t kNearestNames = 3;
+
+}  // namespace
+
 std::vector<std::string> shipped_names(const std::string& folder) {
   namespace fs = std::filesystem;
   std::set<std::string> names;
@@ -46,11 +49,6 @@ std::vector<std::string> shipped_names(const std::string& folder) {
   }
   return {names.begin(), names.end()};
 }
-
-/// How many shipped names an unknown name's message lists.
-constexpr size_t kNearestNames = 3;
-
-}  // namespace
 
 std::string resolve_input(const std::string& text, const std::string& folder,
                           const std::string& option) {

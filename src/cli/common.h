@@ -30,6 +30,10 @@ Inputs load_inputs(const std::string& model_file, const std::string& cluster_fil
 std::string resolve_input(const std::string& text, const std::string& folder,
                           const std::string& option);
 
+/// The stems of the shipped files in `folder` (configs/models, hw_profiles), under the working
+/// directory and the source tree: "llama3-8b", "dgx-h100-80gb".
+std::vector<std::string> shipped_names(const std::string& folder);
+
 /// The options that name one plan on one model and cluster (estimate, emit, validate); see
 /// add_plan_options in commands.h.
 struct PlanArgs {

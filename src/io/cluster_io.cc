@@ -151,13 +151,14 @@ CollectiveCost read_collective(const YamlReader& r) {
 }
 
 NetworkTier read_tier(const YamlReader& r) {
-  r.check_keys({"name", "reference_ranks", "hop_latency_us", "nic_gbps", "allreduce", "allgather",
-                "reduce_scatter", "alltoall", "sendrecv"});
+  r.check_keys({"name", "reference_ranks", "hop_latency_us", "nic_gbps", "link_GBps", "allreduce",
+                "allgather", "reduce_scatter", "alltoall", "sendrecv"});
   NetworkTier t;
   t.name = r.get_string("name");
   t.reference_ranks = int_in(r, "reference_ranks", 1, static_cast<int>(limits::kClusterGpus));
   t.hop_latency_s = in_range(r, "hop_latency_us", limits::kLatencyUs) * kUs;
   if (r.has("nic_gbps")) t.nic_Bps = in_range(r, "nic_gbps", limits::kNicGbps) * kGbit;
+  if (r.has("link_GBps")) t.link_Bps = in_range(r, "link_GBps", limits::kBusbwGBps) * kGB;
   for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
                        Collective::alltoall, Collective::sendrecv})
     t.cost[static_cast<int>(c)] = read_collective(r.child(to_string(c)));

@@ -1,19 +1,13 @@
-#include "calibrate/profile_yaml.h"
-
-#include <unistd.h>
+#include "planner/io/profile_yaml.h"
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
 
 #include "planner/error.h"
 #include "planner/format.h"
 #include "planner/units.h"
 
-namespace planner::calibrate {
+namespace planner::io {
 namespace {
 
 /// 6 significant digits: what a measurement supports, and what the round-trip test expects.
@@ -111,6 +105,7 @@ void write_tier(std::string& o, const char* key, const NetworkTier& t) {
   o += fmt("    reference_ranks: {}\n", t.reference_ranks);
   o += "    hop_latency_us: " + num(t.hop_latency_s / kUs) + "\n";
   if (t.nic_Bps > 0) o += "    nic_gbps: " + num(t.nic_Bps / kGbit) + "\n";
+  if (t.link_Bps > 0) o += "    link_GBps: " + num(t.link_Bps / kGB) + "\n";
   for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter,
                        Collective::alltoall, Collective::sendrecv})
     write_collective(o, c, t.cost[static_cast<int>(c)]);
@@ -138,4 +133,4 @@ std::string cluster_yaml(const ClusterProfile& c, const std::vector<std::string>
   return o;
 }
 
-}  // namespace planner::calibrate
+}  // namespace planner::io
