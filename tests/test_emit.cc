@@ -88,6 +88,8 @@ const HfEmitCase kHfEmitCases[] = {
      "tp=8,pp=1,dp=1,mbs=1,gbs=8,zero=0,recompute=full,sp=1"},
     {"qwen3", "tests/data/hf/qwen3-4b.json",
      "tp=8,pp=1,dp=1,mbs=1,gbs=8,zero=0,recompute=full,sp=1"},
+    {"mistral", "tests/data/hf/mistral-7b-v0.1.json",
+     "tp=8,pp=1,dp=1,mbs=1,gbs=8,zero=0,recompute=full,sp=1"},
 };
 
 /// Megatron-DeepSpeed refuses sequence parallelism: the same plan without it.
@@ -331,7 +333,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
       ++n;
     }
   }
-  CHECK(n == 2 * 11 + 10);  // two scripts per Megatron case, one launcher per DeepSpeed case
+  CHECK(n == 2 * 12 + 11);  // two scripts per Megatron case, one launcher per DeepSpeed case
   fs::remove_all(dir);
 }
 
@@ -467,10 +469,19 @@ TEST_CASE("head_dim, QKV biases and per-head norms reach the flags; what has non
   // Qwen3: its query and key norms, its 128-wide heads on hidden 2560.
   CHECK(qwen3.find("--qk-layernorm") != std::string::npos);
   CHECK(qwen3.find("--kv-channels 128") != std::string::npos);
-  // Gemma 2: the window flag exists at this commit but is not written (the file says so); no
-  // flag for the sandwich norms.
-  CHECK(gemma.find("# a sliding window of 4096 keys on 50% of the layers: Megatron-LM at "
-                   "d98e8a64's --window-size is not written here") != std::string::npos);
+  // Sliding windows as Megatron-LM's (left, right) = (W - 1, 0): Gemma 2's on layers 1, 3, 5 ...
+  // (every 2nd layer global), Mistral's on every layer; none for Qwen2.5 (use_sliding_window
+  // false). Megatron-DeepSpeed has no flag and says so.
+  CHECK(gemma.find("\n  --window-size 4095,0 ") != std::string::npos);
+  CHECK(gemma.find("\n  --window-attn-skip-freq 2 ") != std::string::npos);
+  const std::string mistral = script(M, kHfEmitCases[4]);
+  CHECK(mistral.find("\n  --window-size 4095,0 ") != std::string::npos);
+  CHECK(mistral.find("--window-attn-skip-freq") == std::string::npos);
+  CHECK(qwen.find("--window-size") == std::string::npos);
+  CHECK(script(D, kHfEmitCases[2])
+            .find("# a sliding window of 4096 keys on 50% of the layers: Megatron-DeepSpeed at ") !=
+        std::string::npos);
+  // No flag for Gemma 2's sandwich norms.
   CHECK(gemma.find("norms after attention and after the MLP (Gemma 2)") != std::string::npos);
   CHECK(gemma.find("# a GELU-gated MLP (GeGLU): Megatron-LM at d98e8a64 has no flag for this; "
                    "--swiglu trains a SiLU gate instead") != std::string::npos);

@@ -18,6 +18,10 @@ struct LayerArch {
   bool gelu_gate = false;  ///< the gated MLP's gate is a GELU (GeGLU, Gemma 2), not SiLU: same cost
   int sliding_window = 0;  ///< keys a local layer's query sees; 0: every layer global
   double local_layers = 0;  ///< share of the layers that are local (Mistral 1, Gemma 2 0.5)
+  /// The local layers' pattern when it repeats: every Nth layer (counting from 1) global, the
+  /// others local (Gemma 2: 2, layers 1, 3, 5 ... local). 0: every layer local when local_layers
+  /// is 1, else a pattern that does not repeat (Qwen2's layers from max_window_layers on).
+  int global_every = 0;
 };
 
 /// One block as the cost model sees it: a transformer layer, or an MLP (a projector).

@@ -142,13 +142,23 @@ void add_layer_arch(ArgGroup& g, const ModelSpec& m, bool biases_disabled,
                                  x.sliding_window, 100 * x.local_layers);
     const char* effect =
         "it trains full causal attention there, slower than the prediction, which has the window";
-    if (f.window)
+    const bool every_layer = x.local_layers == 1;
+    if (f.window && (every_layer || (x.global_every > 1 && f.window_skip))) {
+      // A window of W keys is (left, right) = (W - 1, 0): the query and the W - 1 keys before it
+      // (Megatron-LM's gpt-oss example: --window-size 127,0 for sliding_window 128).
+      g.args.push_back({f.window, fmt("{},0", x.sliding_window - 1), what});
+      if (!every_layer)
+        g.args.push_back({f.window_skip, std::to_string(x.global_every),
+                          fmt("one layer in {} global (layer_number % {} == 0), the others local",
+                              x.global_every, x.global_every)});
+    } else if (f.window) {
       g.notes.push_back(
-          fmt("{}: {}'s {} is not written here (its layer pattern is not checked "
-              "against this model); {}",
+          fmt("{}: {}'s {} is not written here (the model's local layers do not "
+              "repeat every N layers); {}",
               what, f.framework, f.window, effect));
-    else
+    } else {
       lacks(what, effect);
+    }
   }
 }
 

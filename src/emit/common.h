@@ -63,9 +63,10 @@ struct LayerArchFlags {
   const char* kv_channels = nullptr;  ///< --kv-channels (the head width)
   const char* qkv_bias = nullptr;     ///< --add-qkv-bias
   const char* qk_norm = nullptr;      ///< --qk-layernorm
-  /// A sliding-window flag the framework has but planner does not write (its layer pattern is
-  /// not checked against the model's): named in the note.
+  /// The sliding-window flags (Megatron-LM's --window-size LEFT,RIGHT and
+  /// --window-attn-skip-freq N: every Nth layer global); null where the framework has none.
   const char* window = nullptr;
+  const char* window_skip = nullptr;
 };
 
 /// Adds to `g` the flags for m.arch that `f` has, and a note for each thing the framework cannot

@@ -183,7 +183,7 @@ ArgGroup model_group(const EmitRequest& r) {
   }
   add_layer_arch(g, m, llama,
                  {fmt("Megatron-LM at {:.8}", kCommit), "--kv-channels", "--add-qkv-bias",
-                  "--qk-layernorm", "--window-size"});
+                  "--qk-layernorm", "--window-size", "--window-attn-skip-freq"});
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),
                     fmt("vocab {} padded to {} (x tp {})", m.vocab,

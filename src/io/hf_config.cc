@@ -238,6 +238,7 @@ void read_window(const Config& c, const Architecture& arch, ModelSpec& m) {
   double local = 1.0;
   if (arch.window == Window::alternate) {  // layers 0, 2, 4 ... slide
     local = double((m.layers + 1) / 2) / m.layers;
+    m.arch.global_every = 2;
   } else if (arch.window == Window::above_max) {
     if (!c.get_bool("use_sliding_window", false)) return;
     const std::string k = c.find({"max_window_layers"});
