@@ -7,6 +7,7 @@ namespace planner {
 BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   const double t = cfg.tp, o = cfg.sp ? t : 1.0;  // o: how the outside-TP part is sharded
   const double e = cfg.element_bytes;             // a stored activation element; masks 1 byte
+  const double li = cfg.linear_input_bytes;       // a linear's saved input (1 byte under fp8)
   const int cp = l.causal ? cfg.cp : 1;
   const double s = double(l.seq) / cp * l.sequences, b = cfg.mbs, sb = s * b;
   const double h = l.hidden, f = l.ffn, up = (l.swiglu ? 2.0 : 1.0) * f;
@@ -15,11 +16,12 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   using K = ModuleKind;
   auto same = [](double bytes) { return std::array<double, 3>{bytes, bytes, 0.0}; };
   if (!l.attention) {  // a projector MLP: in -> ffn -> hidden, keeping its input
-    const double in = l.in_features, x = e * sb * in;
+    // Full recompute keeps the block's input (16-bit); otherwise fc1 keeps its (maybe FP8) copy.
+    const double in = l.in_features, x = li * sb * in, block_input = e * sb * in;
     for (const Module& m : std::initializer_list<Module>{
-             {"fc1", K::linear, kFc1, in, up / t, in * up, {x, x, x}, true, 0, true, 0},
+             {"fc1", K::linear, kFc1, in, up / t, in * up, {x, x, block_input}, true, 0, true, 0},
              {"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false, 0},
-             {"fc2", K::linear, kFc2, f / t, h, f * h, same(e * sb * f / t), false, 1, true, 0}})
+             {"fc2", K::linear, kFc2, f / t, h, f * h, same(li * sb * f / t), false, 1, true, 0}})
       bm.add(m);
     return bm;
   }
@@ -47,21 +49,21 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   norm1.stored[static_cast<int>(Recompute::full)] = e * sbh / o;
   bm.add(norm1);
   bm.add({"qkv", K::linear, kQkv, h, qkv_out / t, h * qkv_out + (x.qkv_bias ? qkv_out : 0.0),
-          same(e * sbh / o), true, 0, true, x.qkv_bias ? qkv_out / t : 0.0});
+          same(li * sbh / o), true, 0, true, x.qkv_bias ? qkv_out / t : 0.0});
   if (x.qk_norm)  // Qwen3: one head_dim-wide RMSNorm over every query head, one over every key
     bm.add({"qk_norm", K::norm, -1, (a + g) * d / t, 0, 2.0 * d, same(e * sb * (a + g) * d / t),
             false, 0, false, 0});
   bm.add({"attention", K::attention_core, -1, 0, 0, 0, core, false, 0, false, 0});
   // Its input inside the TP region, and the dropout mask after it outside.
   bm.add({"proj", K::linear, kProj, qw / t, h, qw * h + (x.proj_bias ? h : 0.0),
-          same(e * sb * qw / t + sbh / o), false, 1, true, x.proj_bias ? h / o : 0.0});
+          same(li * sb * qw / t + sbh / o), false, 1, true, x.proj_bias ? h / o : 0.0});
   if (x.sandwich_norms) bm.add(norm("post_attention_norm"));
   bm.add(norm("norm2"));
-  bm.add({"fc1", K::linear, kFc1, h, up / t, h * up + (x.mlp_bias ? up : 0.0), same(e * sbh / o),
+  bm.add({"fc1", K::linear, kFc1, h, up / t, h * up + (x.mlp_bias ? up : 0.0), same(li * sbh / o),
           true, 0, true, x.mlp_bias ? up / t : 0.0});
   bm.add({"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false, 0});
   bm.add({"fc2", K::linear, kFc2, f / t, h, f * h + (x.mlp_bias ? h : 0.0),
-          same(e * sb * f / t + sbh / o), false, 1, true, x.mlp_bias ? h / o : 0.0});
+          same(li * sb * f / t + sbh / o), false, 1, true, x.mlp_bias ? h / o : 0.0});
   if (x.sandwich_norms) bm.add(norm("post_mlp_norm"));
   return bm;
 }

@@ -57,6 +57,8 @@ struct BlockConfig {
   /// Bytes of a stored activation element (activation_element_bytes: 2, or 4 under tf32); the
   /// 1-byte dropout masks and the fp32 softmax statistics keep their size.
   double element_bytes = 2;
+  /// Bytes of a linear layer's stored input element (linear_input_bytes: 1 under fp8).
+  double linear_input_bytes = 2;
 };
 
 /// Modules a block may have (fixed storage: the search builds a block model per plan).

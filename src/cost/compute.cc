@@ -92,7 +92,8 @@ double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& g) {
   for (const MeasuredGemm& x : gpu.gemm.measured)  // a measured shape replaces the model
     if (x.dtype == dtype && x.m == g.m && x.n == g.n && x.k == g.k && x.batch == g.batch)
       return g.flops() / (peak * x.efficiency);
-  const double compute_s = g.flops() / (peak * gemm_efficiency(gpu, g));
+  const double ratio = dtype == Dtype::fp8 ? kFp8GemmRelativeEfficiency : 1.0;
+  const double compute_s = g.flops() / (peak * ratio * gemm_efficiency(gpu, g));
   const double bytes = element_bytes(dtype) * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n);
   const double memory_s = bytes / gpu.hbm_achieved_Bps();
   return std::max(compute_s, memory_s) + gpu.gemm.launch_s;
@@ -145,6 +146,7 @@ void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConf
   const double batch = double(cfg.mbs) * l.sequences * heads;
   const double sq = double(l.seq) / cp, sk = l.seq;
   const auto attn = KernelClass::attention;
+  const Dtype dtype = attention_dtype(cfg.dtype);
   if (cfg.attention == AttentionKernel::unfused) {
     const double elems = batch * sq * sk, bw = gpu.hbm_achieved_Bps();
     const std::pair<const char*, GemmShape> gemms[] = {
@@ -154,7 +156,7 @@ void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConf
     for (int i = 0; i < 6; ++i) {
       const GemmShape& g = gemms[i].second;
       out.push_back({gemms[i].first, attn, i < 2 ? Pass::forward : Pass::backward_data, g, 0,
-                     g.flops(), gemm_time_s(gpu, cfg.dtype, g)});
+                     g.flops(), gemm_time_s(gpu, dtype, g)});
     }
     out.push_back({"softmax_dropout",
                    attn,
@@ -178,7 +180,10 @@ void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConf
   const bool skip = l.causal && c.software.causal_attention_skip;
   const double pairs = skip ? causal_attended_pairs(l) / cp : sq * sk;
   const double fwd_flops = 4.0 * batch * pairs * d;
-  const double peak = gpu.peak_flops[static_cast<int>(cfg.dtype)];
+  // Each call runs over this rank's sequence chunk: the whole sequence, or with context
+  // parallelism one of ring attention's s / cp blocks.
+  const double peak =
+      gpu.peak_flops[static_cast<int>(dtype)] * flash_length_factor(double(l.seq) / cp);
   const double rate = peak * c.gpu.flash_efficiency;
   const double bwd_rate = peak * c.gpu.flash_backward_efficiency;
   const GemmShape shape{sq, sk, d, batch};  // the problem size, for validation
@@ -221,6 +226,23 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
 }
 
+/// FP8 linears: each one's input cast (forward) and output-gradient cast (backward), on this
+/// rank's elements (a column-parallel input is cast before the sequence-parallel all-gather).
+void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerConfig& cfg,
+                   std::vector<Kernel>& out) {
+  const double bw = c.gpu.hbm_achieved_Bps(), launch = c.gpu.gemm.launch_s;
+  for (const Module& m : bm) {
+    if (m.kind != ModuleKind::linear) continue;
+    const double in = (m.column_parallel && cfg.sp ? bm.tokens / cfg.tp : bm.tokens) * m.in;
+    const double grad = bm.tokens * m.out;
+    for (auto [pass, elements] : {std::pair{Pass::forward, in}, {Pass::backward_data, grad}}) {
+      const double bytes = kFp8CastTransposeBytes * elements;
+      out.push_back(
+          {"fp8_cast", KernelClass::elementwise, pass, {}, bytes, 0, bytes / bw + launch});
+    }
+  }
+}
+
 LinearIndex linear_index(const char* name) {
   constexpr const char* kNames[kNumLinears] = {"qkv", "proj", "fc1", "fc2"};
   for (int i = 0; i < kNumLinears; ++i)
@@ -239,6 +261,7 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   add_gemms(c.gpu, cfg.dtype, bm, k);
   if (l.attention) add_attention(l, c, cfg, k);
   add_elementwise(l, s, bm, c, cfg, k);
+  if (cfg.dtype == Dtype::fp8) add_fp8_casts(bm, c, cfg, k);
   for (Kernel& x : k) x.time_s /= c.gpu.sustained_efficiency;
   return k;
 }
@@ -281,13 +304,15 @@ HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const Laye
   const double vocab_shard = double(m.vocab) / cfg.tp;
   const LinearShapes logits = linear_shapes(tokens, m.hidden, vocab_shard);
   const double logit_elems = tokens * vocab_shard, bw = gpu.hbm_achieved_Bps();
+  // Megatron-Core's output layer is a plain ColumnParallelLinear outside Transformer Engine's FP8
+  // (gpt_model.py at d98e8a64; TE's LM head only under MXFP8): 16-bit GEMMs under fp8.
+  const Dtype dt = cfg.dtype == Dtype::fp8 ? Dtype::bf16 : cfg.dtype;
   HeadCompute h;
   h.embed_fwd_s = tokens * m.hidden * 4.0 / bw + gpu.gemm.launch_s;
   h.embed_bwd_s = tokens * m.hidden * kEmbeddingBwdBytesPerElement / bw + gpu.gemm.launch_s;
-  h.logits_fwd_s =
-      gemm_time_s(gpu, cfg.dtype, logits.fwd) + logit_elems * kCrossEntropyFwdBytes / bw;
-  h.logits_bwd_weight_s = gemm_time_s(gpu, cfg.dtype, logits.bwd_weight);
-  h.logits_bwd_s = gemm_time_s(gpu, cfg.dtype, logits.bwd_data) + h.logits_bwd_weight_s +
+  h.logits_fwd_s = gemm_time_s(gpu, dt, logits.fwd) + logit_elems * kCrossEntropyFwdBytes / bw;
+  h.logits_bwd_weight_s = gemm_time_s(gpu, dt, logits.bwd_weight);
+  h.logits_bwd_s = gemm_time_s(gpu, dt, logits.bwd_data) + h.logits_bwd_weight_s +
                    logit_elems * kCrossEntropyBwdBytes / bw;
   const double eta = gpu.sustained_efficiency;
   for (double* t :

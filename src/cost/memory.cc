@@ -12,7 +12,9 @@ namespace planner {
 /// by term (no parallelism: sbh(34 + 5as/h)).
 double activation_bytes_per_layer(const LayerShape& l, int mbs, int tp, int cp, bool sp,
                                   Recompute r, AttentionKernel attn, Dtype dtype) {
-  return block_model(l, {tp, cp, mbs, sp, attn, activation_element_bytes(dtype)}).stored_bytes(r);
+  return block_model(
+             l, {tp, cp, mbs, sp, attn, activation_element_bytes(dtype), linear_input_bytes(dtype)})
+      .stored_bytes(r);
 }
 
 double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, bool sp, Recompute r,

@@ -37,7 +37,8 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   sc.tp_in_node = tpg.nodes == 1;
   const int cp = l.causal ? p.cp : 1;
   const BlockModel& bm = sc.model =
-      block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn, activation_element_bytes(p.dtype)});
+      block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn, activation_element_bytes(p.dtype),
+                      linear_input_bytes(p.dtype)});
   const double e = activation_element_bytes(p.dtype);  // fp32 under tf32, else 16-bit
   const double act = e * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
   sc.boundary_bytes = act;

@@ -56,6 +56,39 @@ struct LayerTimes {
   double fwd_compute_s = 0, bwd_compute_s = 0, fwd_comm_s = 0, bwd_comm_s = 0;
 };
 
+/// FP8 GEMM efficiency over bf16's at the same shape (against each precision's own peak): the
+/// median over the 38 shapes the H200 calibration timed in both (bench/calibration-h200/
+/// h200-calibrated.samples.json: FP8 reaches 1.78x bf16's FLOP/s where the peaks are 2x; 0.80 on
+/// its 10 shapes under 1e11 FLOPs, 0.91 above). Measured on Hopper; Blackwell carries it.
+inline constexpr double kFp8GemmRelativeEfficiency = 0.89;
+/// Transformer Engine's FP8 cast-transpose per element of a linear layer's input (forward) and of
+/// its output gradient (backward): read 16 bits, write the FP8 row-wise copy and its FP8
+/// transpose (the weight gradient's operand on Hopper), 1 + 1 bytes; delayed scaling's amax is
+/// fused into it (TE cast_transpose). Current scaling reads the tensor once more for its amax
+/// first (not modelled: Megatron-LM's --fp8-recipe default is delayed).
+inline constexpr double kFp8CastTransposeBytes = 4;
+/// A fused attention kernel's rate against the keys each call runs over, s / (s + this): its
+/// per-tile prologue, epilogue and causal diagonal weigh less as s grows. Fitted on cuDNN's
+/// causal forward, head dim 128, H100 SXM5 (Shah et al. 2024, FlashAttention-3, arXiv
+/// 2407.08608, the causal head-dim-128 forward chart: 410, 484, 518, 529, 539 TFLOP/s at 1k, 2k,
+/// 4k, 8k, 16k), within 4% there (+9% at 512). The profiles' flash efficiencies are read at
+/// kFlashReferenceSeq, where the factor is 1; the backward is taken to scale alike.
+inline constexpr double kFlashSeqHalf = 320;
+/// The sequence the profiles' flash_efficiency figures stand for: the H200 measurement's 2048
+/// (bench/validation-h200.md), FlashAttention-2's A100 range (Dao 2023) taken as the same.
+inline constexpr double kFlashReferenceSeq = 2048;
+/// A fused attention kernel's rate at `keys` keys per call relative to its rate at
+/// kFlashReferenceSeq (1 there).
+inline double flash_length_factor(double keys) {
+  return (keys / (keys + kFlashSeqHalf)) /
+         (kFlashReferenceSeq / (kFlashReferenceSeq + kFlashSeqHalf));
+}
+
+/// The precision attention runs in: Transformer Engine keeps DotProductAttention in bf16 under
+/// FP8 unless FP8 attention is asked for (Megatron-Core's --fp8-dot-product-attention, off by
+/// default), so an fp8 plan's attention is bf16's.
+inline Dtype attention_dtype(Dtype d) { return d == Dtype::fp8 ? Dtype::bf16 : d; }
+
 struct LayerConfig {
   int tp = 1;
   int cp = 1;

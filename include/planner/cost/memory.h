@@ -26,14 +26,21 @@ inline double weight_bytes_per_param(Dtype d) {
 inline double optimizer_bytes_per_param(Dtype d) {
   return d == Dtype::tf32 ? kFp32OptimizerBytesPerParam : kOptimizerBytesPerParam;
 }
-/// Bytes of one stored activation element: 16-bit under bf16, fp16 and fp8 (Transformer Engine
-/// keeps fp8 GEMM inputs beside 16-bit activations; Korthikanti's 2-byte count), 4 under tf32.
+/// Bytes of one stored activation element: 16-bit under bf16, fp16 and fp8 (Korthikanti's 2-byte
+/// count), 4 under tf32.
 inline double activation_element_bytes(Dtype d) { return d == Dtype::tf32 ? 4.0 : 2.0; }
+/// Bytes of a linear layer's stored input: under fp8 Transformer Engine saves the FP8 copy its
+/// GEMMs read (te.Linear / LayerNormLinear save the quantized input for the weight gradient, not
+/// the 16-bit one; TE 2.x keeps only its column-wise usage for the backward), 1 byte an element.
+inline double linear_input_bytes(Dtype d) {
+  return d == Dtype::fp8 ? 1.0 : activation_element_bytes(d);
+}
 
 /// Bytes per gradient element on the wire: Megatron-LM reduces in fp32 under bf16
-/// (arguments.py: "bf16 requires gradient accumulation and all-reduce in fp32"), and tf32
-/// gradients are fp32 anyway; fp16 and fp8 reduce in 16 bits.
-inline double grad_wire_bytes(Dtype d) { return d == Dtype::bf16 || d == Dtype::tf32 ? 4.0 : 2.0; }
+/// (arguments.py: "bf16 requires gradient accumulation and all-reduce in fp32"), and so under fp8,
+/// which is bf16 training with FP8 linear layers (Megatron-Bridge's bf16_with_fp8_* recipes keep
+/// grad_reduce_in_fp32=True); tf32 gradients are fp32 anyway; fp16 reduces in 16 bits.
+inline double grad_wire_bytes(Dtype d) { return d == Dtype::fp16 ? 2.0 : 4.0; }
 
 /// CUDA context, NCCL buffers and cuBLAS workspaces, and the caching allocator's fragmentation:
 /// an allowance, not a measurement (PyTorch reports ~0.5-1 GiB of context per process; NCCL

@@ -4,7 +4,7 @@
 # model      llama3-70b  configs/models/llama3-70b.yaml  sha256:9fbe59485d2c0ce9876cbaccd8f2f71b32ce03683e3edbcea6bb049ff8a3a18e
 # cluster    dgx-h100-80gb  hw_profiles/dgx-h100-80gb.yaml  sha256:31ef7e2b4abc8217873bdb2b1707569f4692bc04dd8afbe80a711674accf66fa
 # world      64 GPUs = 8 nodes x 8; tp 8 x pp 4 x dp 2 x cp 1; 64 micro-batches of 1 per iteration
-# predicted  iteration 18.2499 s, 57456 tokens/s, 432.2 model TFLOP/s per GPU (MFU 43.7%)
+# predicted  iteration 17.9645 s, 58369 tokens/s, 439.1 model TFLOP/s per GPU (MFU 44.4%)
 # predicted  memory 52.28 GiB per GPU of 79.60 GiB (most loaded pipeline stage)
 #
 # Slurm batch job: one task per node runs torchrun, which starts one

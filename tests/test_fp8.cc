@@ -1,0 +1,120 @@
+// FP8 as Transformer Engine runs it (issue 16, item 1), and the attention kernel's rate against
+// the keys per call (item 2): each mechanism against its closed form.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "planner/cost/compute.h"
+#include "planner/cost/memory.h"
+#include "planner/io/cluster_io.h"
+#include "planner/io/model_io.h"
+
+using namespace planner;
+
+namespace {
+const ClusterProfile& h100() {
+  static const ClusterProfile c =
+      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  return c;
+}
+const ModelSpec& llama70() {
+  static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-70b.yaml");
+  return m;
+}
+double sum(const std::vector<Kernel>& ks, const std::string& name, Pass pass) {
+  double t = 0;
+  for (const Kernel& k : ks)
+    if (k.name == name && k.pass == pass) t += k.time_s;
+  return t;
+}
+}  // namespace
+
+TEST_CASE("fp8: linears at the FP8 peak times the calibrated FP8/bf16 efficiency ratio") {
+  const Gpu& g = h100().gpu;
+  const GemmShape big{8192, 8192, 8192};  // compute-bound in both precisions
+  const double bf16 = gemm_time_s(g, Dtype::bf16, big) - g.gemm.launch_s;
+  const double fp8 = gemm_time_s(g, Dtype::fp8, big) - g.gemm.launch_s;
+  const double peaks = g.peak_flops[int(Dtype::fp8)] / g.peak_flops[int(Dtype::bf16)];
+  CHECK(bf16 / fp8 == doctest::Approx(peaks * kFp8GemmRelativeEfficiency));
+  CHECK(kFp8GemmRelativeEfficiency == doctest::Approx(1.78 / 2).epsilon(0.01));  // the H200's
+}
+
+TEST_CASE("fp8: attention and the output layer stay bf16; each linear casts in and out") {
+  const ModelSpec& m = llama70();
+  LayerConfig bf16{4, 1, 1, true, Dtype::bf16, AttentionKernel::flash};
+  LayerConfig fp8 = bf16;
+  fp8.dtype = Dtype::fp8;
+  const LayerShape l = m.decoder_shape();
+  const std::vector<Kernel> kb = layer_kernels(l, h100(), bf16), kf = layer_kernels(l, h100(), fp8);
+  for (Pass p : {Pass::forward, Pass::backward_data})
+    CHECK(sum(kf, "flash_attention", p) == doctest::Approx(sum(kb, "flash_attention", p)));
+  const HeadCompute hb = head_compute(m, h100(), bf16), hf = head_compute(m, h100(), fp8);
+  CHECK(hf.logits_fwd_s == doctest::Approx(hb.logits_fwd_s));
+  CHECK(hf.logits_bwd_s == doctest::Approx(hb.logits_bwd_s));
+  // Cast-transposes: none under bf16; under fp8 one per linear and pass, 4 bytes an element of
+  // the input (this rank's shard before the sequence-parallel gather for qkv and fc1) forward,
+  // of the output gradient backward.
+  int casts = 0;
+  double fwd_bytes = 0, bwd_bytes = 0;
+  for (const Kernel& k : kb) CHECK(std::string(k.name) != "fp8_cast");
+  for (const Kernel& k : kf)
+    if (std::string(k.name) == "fp8_cast") {
+      ++casts;
+      (k.pass == Pass::forward ? fwd_bytes : bwd_bytes) += k.bytes;
+    }
+  CHECK(casts == 8);
+  const double t = 4, s = m.seq_len, h = m.hidden, f = m.ffn, d = m.head_dim();
+  const double qkv = (m.heads + 2.0 * m.kv_heads) * d / t, q = m.heads * d / t;
+  CHECK(fwd_bytes == doctest::Approx(kFp8CastTransposeBytes * s * (h / t + q + h / t + f / t)));
+  CHECK(bwd_bytes == doctest::Approx(kFp8CastTransposeBytes * s * (qkv + h + 2 * f / t + h)));
+}
+
+TEST_CASE("fp8: linear inputs are kept in FP8, 1 byte an element; gradients reduce in fp32") {
+  const ModelSpec& m = llama70();
+  const double t = 4, s = m.seq_len, h = m.hidden, f = m.ffn, qw = m.heads * m.head_dim();
+  for (Recompute r : {Recompute::none, Recompute::selective}) {
+    const double bf16 =
+        activation_bytes_per_layer(m, 1, 4, 1, true, r, AttentionKernel::flash, Dtype::bf16);
+    const double fp8 =
+        activation_bytes_per_layer(m, 1, 4, 1, true, r, AttentionKernel::flash, Dtype::fp8);
+    // qkv's and fc1's inputs (sbh / t each with SP), proj's (s qw / t), fc2's (s f / t): 1 byte
+    // fewer an element.
+    CHECK(bf16 - fp8 == doctest::Approx(s * (2 * h / t + qw / t + f / t)));
+  }
+  // Full recompute keeps the block's 16-bit input either way.
+  CHECK(activation_bytes_per_layer(m, 1, 4, 1, true, Recompute::full, AttentionKernel::flash,
+                                   Dtype::fp8) ==
+        activation_bytes_per_layer(m, 1, 4, 1, true, Recompute::full, AttentionKernel::flash,
+                                   Dtype::bf16));
+  CHECK(grad_wire_bytes(Dtype::fp8) == 4);  // bf16 with FP8 linears: grad_reduce_in_fp32
+  CHECK(grad_wire_bytes(Dtype::fp16) == 2);
+}
+
+TEST_CASE("flash attention's rate grows with the keys per call, as cuDNN's measured curve") {
+  CHECK(flash_length_factor(kFlashReferenceSeq) == doctest::Approx(1.0));
+  // The chart it was fitted on: cuDNN causal forward, head dim 128, H100 (FlashAttention-3,
+  // Shah et al. 2024): 410, 484, 518, 529, 539 TFLOP/s at 1k-16k; within 4.5% at each.
+  const double measured[][2] = {{1024, 410}, {4096, 518}, {8192, 529}, {16384, 539}};
+  for (const auto& [keys, tflops] : measured)
+    CHECK(flash_length_factor(keys) == doctest::Approx(tflops / 484).epsilon(0.045));
+  // A layer's forward attention time at 8,192 tokens, against the same at 2,048 scaled by the
+  // work (16x the query-key pairs, causal) and the factor.
+  ModelSpec m = llama70();
+  LayerConfig cfg{8, 1, 1, true, Dtype::bf16, AttentionKernel::flash};
+  auto fwd = [&](int seq) {
+    m.seq_len = seq;
+    const double launch = h100().gpu.gemm.launch_s / h100().gpu.sustained_efficiency;
+    return sum(layer_kernels(m.decoder_shape(), h100(), cfg), "flash_attention", Pass::forward) -
+           launch;
+  };
+  const double pairs = (8192.0 * 8193 / 2) / (2048.0 * 2049 / 2);
+  CHECK(fwd(8192) == doctest::Approx(fwd(2048) * pairs / flash_length_factor(8192)));
+  // Context parallelism: each call runs over one of ring attention's s / cp blocks.
+  const double full = fwd(8192);
+  cfg.cp = 4;
+  m.seq_len = 8192;
+  const double launch = h100().gpu.gemm.launch_s / h100().gpu.sustained_efficiency;
+  const double cp4 =
+      sum(layer_kernels(m.decoder_shape(), h100(), cfg), "flash_attention", Pass::forward) - launch;
+  CHECK(cp4 == doctest::Approx(full / 4 * flash_length_factor(8192) / flash_length_factor(2048)));
+}
