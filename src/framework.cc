@@ -106,12 +106,17 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
           "Megatron-LM's --overlap-param-gather requires --use-distributed-optimizer (zero=1) and "
           "--overlap-grad-reduce; use overlap_param_gather=0");
     });
-  if (p.zero >= 2)
+  // zero=2 and 3 are Megatron FSDP (--use-megatron-fsdp with --data-parallel-sharding-strategy
+  // optim_grads or optim_grads_params, arguments.py at d98e8a64). Its documentation
+  // (docs/user-guide/features/megatron_fsdp.md) names no pipeline support and the published
+  // FSDP recipes run pp=1, so a pipelined FSDP plan is not offered.
+  if (p.zero >= 2 && p.pp > 1)
     return no(reason, [&] {
       return fmt(
-          "Megatron-LM cannot express zero={}: its distributed optimizer "
-          "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed",
-          p.zero);
+          "Megatron-LM runs zero={} as Megatron FSDP, planned here only without pipeline "
+          "parallelism (its documentation at {:.8} names no pipeline support); use zero<=1 or "
+          "pp=1",
+          p.zero, commit);
     });
   if (p.schedule == Schedule::gpipe && p.pp > 1)
     return no(reason, [] {

@@ -113,6 +113,7 @@ std::vector<Case> all_cases() {
       {"fp16-zero0", kGpt3, kA100, "tp=8,pp=16,dp=8,mbs=1,gbs=1536,recompute=full,dtype=fp16", M});
   v.push_back({"one-node", small, kA100, "tp=2,pp=1,dp=4,mbs=4,gbs=64,zero=1", M});
   v.push_back({"half-node", small, kA100, "tp=1,pp=1,dp=4,mbs=4,gbs=64,zero=1", M});
+  v.push_back({"megatron-fsdp", kLlama, kH100, "tp=8,pp=1,dp=8,mbs=1,gbs=128,zero=3,sp=1", M});
   v.push_back(
       {"ds-plain-zero3", small, kA100, "tp=1,pp=1,dp=4,mbs=4,gbs=64,zero=3,recompute=full", D});
   v.push_back(
@@ -333,7 +334,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
       ++n;
     }
   }
-  CHECK(n == 2 * 12 + 11);  // two scripts per Megatron case, one launcher per DeepSpeed case
+  CHECK(n == 2 * 13 + 11);  // two scripts per Megatron case, one launcher per DeepSpeed case
   fs::remove_all(dir);
 }
 
@@ -360,9 +361,7 @@ TEST_CASE("plans a framework cannot express are refused with the reason") {
     return std::string("accepted");
   };
   const auto M = emit::Framework::megatron, D = emit::Framework::deepspeed;
-  CHECK(refusal(M, "tp=8,pp=1,dp=128,gbs=1536,zero=2") ==
-        "option --plan: Megatron-LM cannot express zero=2: its distributed optimizer "
-        "(--use-distributed-optimizer) is ZeRO-1; use zero<=1 or --framework deepspeed");
+  CHECK(refusal(M, "tp=8,pp=1,dp=128,gbs=1536,zero=2") == "accepted");  // Megatron FSDP
   // Megatron-LM at d98e8a64 interleaves at pp=2 (validate_args 1000-1010), not at pp=1.
   CHECK(refusal(M, "tp=8,pp=2,dp=64,gbs=1536,vpp=2") == "accepted");
   CHECK(refusal(M, "tp=8,pp=1,dp=128,gbs=1536,vpp=2") ==
@@ -395,6 +394,23 @@ TEST_CASE("plans a framework cannot express are refused with the reason") {
         "option --plan: the DeepSpeed config has no fp8 mode; use dtype=bf16");
   CHECK(refusal(M, "tp=8,pp=8,dp=16,gbs=1536,zero=1") == "accepted");
   CHECK(refusal(D, "tp=8,pp=1,dp=128,gbs=1536,zero=3") == "accepted");
+}
+
+TEST_CASE("Megatron-LM's zero=2 and 3 are Megatron FSDP, written with its sharding strategy") {
+  for (const auto& [zero, strategy] :
+       std::vector<std::pair<int, std::string>>{{2, "optim_grads"}, {3, "optim_grads_params"}}) {
+    CAPTURE(zero);
+    const Case c{"fsdp", kLlama, kH100,
+                 "tp=8,pp=1,dp=8,mbs=1,gbs=128,zero=" + std::to_string(zero) + ",sp=1",
+                 emit::Framework::megatron};
+    const std::string s = emitted(c)[0].contents;
+    CHECK(s.find("\n  --use-megatron-fsdp ") != std::string::npos);
+    const std::string flag = "\n  --data-parallel-sharding-strategy " + strategy;
+    const size_t at = s.find(flag);
+    REQUIRE(at != std::string::npos);
+    CHECK((s[at + flag.size()] == ' ' || s[at + flag.size()] == '\n'));  // the whole value
+    CHECK(s.find("\n  --use-distributed-optimizer ") != std::string::npos);
+  }
 }
 
 TEST_CASE("write_file_set is atomic: all files or none, no temporary left behind") {

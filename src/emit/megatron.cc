@@ -62,12 +62,22 @@ ArgGroup memory_group(const Plan& p) {
     g.args.push_back({"--recompute-num-layers", "1", "... from its own input"});
   }
   if (p.recompute == Recompute::none) g.notes.push_back("recompute=none: no recomputation flags");
-  if (p.zero == 1)
+  const char* over = p.cp > 1 ? "dp x cp" : "dp";
+  if (p.zero == 1) {
     g.args.push_back(
-        {"--use-distributed-optimizer", "",
-         p.cp > 1 ? "zero=1: optimizer states over dp x cp" : "zero=1: optimizer states over dp"});
-  else
+        {"--use-distributed-optimizer", "", fmt("zero=1: optimizer states over {}", over)});
+  } else if (p.zero >= 2) {  // Megatron FSDP v1 runs on the distributed optimizer (arguments.py)
+    g.args.push_back({"--use-megatron-fsdp", "",
+                      fmt("zero={}: Megatron FSDP shards {} over {}", p.zero,
+                          p.zero == 3 ? "parameters, gradients and optimizer states"
+                                      : "gradients and optimizer states",
+                          over)});
+    g.args.push_back({"--data-parallel-sharding-strategy",
+                      p.zero == 3 ? "optim_grads_params" : "optim_grads", ""});
+    g.args.push_back({"--use-distributed-optimizer", "", "Megatron FSDP v1 requires it"});
+  } else {
     g.notes.push_back("zero=0: no distributed optimizer");
+  }
   return g;
 }
 
