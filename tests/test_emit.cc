@@ -397,8 +397,10 @@ TEST_CASE("plans a framework cannot express are refused with the reason") {
 }
 
 TEST_CASE("Megatron-LM's zero=2 and 3 are Megatron FSDP, written with its sharding strategy") {
-  for (const auto& [zero, strategy] :
+  for (const auto& z :  // no structured binding: clang refuses it in CAPTURE's lambda
        std::vector<std::pair<int, std::string>>{{2, "optim_grads"}, {3, "optim_grads_params"}}) {
+    const int zero = z.first;
+    const std::string& strategy = z.second;
     CAPTURE(zero);
     const Case c{"fsdp", kLlama, kH100,
                  "tp=8,pp=1,dp=8,mbs=1,gbs=128,zero=" + std::to_string(zero) + ",sp=1",

@@ -185,11 +185,12 @@ std::string init_profile(const ProfileFacts& f, const std::string& base_file,
       "(entries marked [carried from {}]); none of them was measured on this hardware",
       PLANNER_VERSION, src, base_label, std::filesystem::path(base_file).filename().string(),
       base_label, base_label);
-  for (const auto& [key, text] : base.provenance) {
+  for (const auto& entry : base.provenance) {  // no structured binding: clang's lambdas
+    const std::string& key = entry.first;
     const bool stale = std::any_of(replaced.begin(), replaced.end(),
                                    [&](const std::string& p) { return under(key, p); });
     if (!stale && !given.count(key))
-      c.provenance[key] = fmt("[carried from {}] {}", base_label, text);
+      c.provenance[key] = fmt("[carried from {}] {}", base_label, entry.second);
   }
   const std::string text = cluster_yaml(
       c, {fmt("{}: written by planner profile init from datasheet facts on the base profile {}.",
