@@ -1,5 +1,6 @@
 #include "planner/regress.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -133,6 +134,99 @@ RegressionReport run_regression(const std::vector<RegressionCase>& cases,
   }
   rep.mean_abs_error_pct = rep.supported ? sum / rep.supported : 0;
   return rep;
+}
+
+std::string source_key(const RegressionCase& c) { return c.source.substr(0, c.source.find(',')); }
+
+namespace {
+
+/// The efficiencies the fit searches: the loader's range of a fitted efficiency, in steps.
+constexpr double kFitLo = 0.30, kFitHi = 1.00, kFitStep = 0.0025;
+
+/// A row's predicted time at sustained efficiency `eta`: its simulated time scaled by the closed
+/// form's ratio at `eta` and at the profile's own value.
+struct CvRow {
+  RegressionRow* row;
+  std::string source, cluster;
+  double base_closed = 0;
+  EstimateOptions options;
+  double time_at(double eta) const {
+    ClusterProfile c = row->cluster;
+    c.gpu.sustained_efficiency = eta;
+    const double closed = estimate(row->c->model, c, row->estimate.plan, options).iteration_time_s;
+    return row->estimate.iteration_time_s * closed / base_closed;
+  }
+  double error_at(double eta) const {
+    return 100.0 * (time_at(eta) - row->measured_iter_time_s) / row->measured_iter_time_s;
+  }
+};
+
+/// The efficiency with the least mean absolute error over `rows` (a grid: the error is not
+/// smooth in it where a plan's bottleneck changes).
+double fit_sustained(const std::vector<const CvRow*>& rows) {
+  double best = kFitLo, best_err = 1e300;
+  for (double eta = kFitLo; eta <= kFitHi + 1e-12; eta += kFitStep) {
+    double err = 0;
+    for (const CvRow* r : rows) err += std::fabs(r->error_at(eta));
+    if (err < best_err) best = eta, best_err = err;
+  }
+  return best;
+}
+
+}  // namespace
+
+CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> framework) {
+  std::vector<CvRow> rows;
+  for (RegressionRow& r : rep.rows) {
+    if (r.unsupported) continue;
+    CvRow cv{&r, source_key(*r.c), r.c->cluster, 0, {}};
+    cv.options.framework = framework;
+    cv.base_closed = estimate(r.c->model, r.cluster, r.estimate.plan, cv.options).iteration_time_s;
+    if (!(cv.base_closed > 0)) continue;  // (a modelled row always has a closed form)
+    rows.push_back(cv);
+  }
+  CrossValidation out;
+  std::vector<std::string> sources, clusters;
+  for (const CvRow& r : rows) {
+    if (std::find(sources.begin(), sources.end(), r.source) == sources.end())
+      sources.push_back(r.source);
+    if (std::find(clusters.begin(), clusters.end(), r.cluster) == clusters.end())
+      clusters.push_back(r.cluster);
+  }
+  auto select = [&](auto keep) {
+    std::vector<const CvRow*> v;
+    for (const CvRow& r : rows)
+      if (keep(r)) v.push_back(&r);
+    return v;
+  };
+  for (const std::string& cl : clusters)
+    out.in_sample_fit[cl] = fit_sustained(select([&](const CvRow& r) { return r.cluster == cl; }));
+  double sum = 0;
+  int n = 0;
+  for (const std::string& s : sources) {
+    CvFold fold;
+    fold.source = s;
+    const auto train = select([&](const CvRow& r) { return r.source != s; });
+    const double pooled = fit_sustained(train);
+    for (const std::string& cl : clusters) {
+      const auto mine = select([&](const CvRow& r) { return r.source != s && r.cluster == cl; });
+      fold.sustained[cl] = mine.empty() ? pooled : fit_sustained(mine);
+    }
+    double in = 0, cv = 0;
+    for (CvRow& r : rows) {
+      if (r.source != s) continue;
+      const double e = r.error_at(fold.sustained.at(r.cluster));
+      r.row->cv_error_pct = e;
+      in += std::fabs(r.row->error_pct), cv += std::fabs(e);
+      fold.cv_max_pct = std::max(fold.cv_max_pct, std::fabs(e));
+      out.max_abs_error_pct = std::max(out.max_abs_error_pct, std::fabs(e));
+      ++fold.rows, ++n, sum += std::fabs(e);
+    }
+    fold.in_sample_mean_pct = in / fold.rows, fold.cv_mean_pct = cv / fold.rows;
+    out.folds.push_back(fold);
+  }
+  out.mean_abs_error_pct = n ? sum / n : 0;
+  return out;
 }
 
 }  // namespace planner

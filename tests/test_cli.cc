@@ -167,7 +167,7 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   const auto js = nlohmann::json::parse(j.out);
   CHECK(js.contains("mean_abs_error_pct"));
   CHECK(js.contains("max_abs_error_pct"));
-  REQUIRE(js["rows"].size() == 31);
+  REQUIRE(js["rows"].size() == 49);
   for (const char* k :
        {"id", "plan", "predicted_iter_time_s", "predicted_tflops_per_gpu", "error_pct"})
     CHECK(js["rows"][0].contains(k));
@@ -176,6 +176,17 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   CHECK(e.out.find("time breakdown") != std::string::npos);
   CHECK(e.out.find("measured   ") != std::string::npos);
   CHECK(planner("regress " + cases + " --tolerance 0.01").rc == 1);
+  // Leave one source out: a cv_error_pct per row, a fold per source, its own gate.
+  const Run cv = planner("regress " + cases + " --cv source --format json");
+  REQUIRE(cv.rc == 0);
+  const auto jc = nlohmann::json::parse(cv.out);
+  for (const auto& row : jc["rows"]) CHECK(row.contains("cv_error_pct"));
+  CHECK(jc["cv"]["folds"].size() == 4);
+  CHECK(jc["cv"]["mean_abs_error_pct"].get<double>() >= 0);
+  CHECK(planner("regress " + cases + " --cv source --cv-tolerance 0.01").rc == 1);
+  CHECK(planner("regress " + cases + " --cv source")
+            .out.find("# cross-validated: mean absolute "
+                      "error ") != std::string::npos);
   check_error("regress " + cases + " --explain nope", "option --explain: no row with id 'nope'");
   check_error("regress --cases README.md",
               "README.md:1: expected column 1 to be 'id', found '# planner'");

@@ -91,3 +91,33 @@ TEST_CASE("rows the model cannot represent say why") {
   CHECK(rep.rows[1].unsupported->find("no cluster profile") == 0);
   CHECK(rep.supported == 0);
 }
+
+TEST_CASE("leave one source out: each source predicted with constants fitted without it") {
+  std::vector<RegressionCase> cases =
+      load_cases(PLANNER_SOURCE_DIR "/tests/data/published-runs.csv");
+  RegressionReport rep = run_regression(cases, PLANNER_SOURCE_DIR "/hw_profiles");
+  const CrossValidation cv = cross_validate(rep);
+  int rows = 0;
+  for (const CvFold& f : cv.folds) rows += f.rows;
+  CHECK(rows == rep.supported);
+  for (const RegressionRow& r : rep.rows)
+    CHECK(r.cv_error_pct.has_value() != r.unsupported.has_value());
+  // The A100 rows are all Narayanan et al.'s: without them no A100 row is left, so the fold
+  // predicts them with the efficiency pooled over the rows that are (all H100): the H100 value.
+  bool found = false;
+  for (const CvFold& f : cv.folds) {
+    if (f.source != "Narayanan et al. 2021 (SC21)") continue;
+    found = true;
+    CHECK(f.rows == 22);
+    CHECK(f.sustained.at("dgx-a100-80gb") == f.sustained.at("dgx-h100-80gb"));
+  }
+  CHECK(found);
+  // The folds refit without their source: at least one fold's H100 value differs from the refit
+  // on every row.
+  bool differs = false;
+  for (const CvFold& f : cv.folds)
+    differs |= f.sustained.at("dgx-h100-80gb") != cv.in_sample_fit.at("dgx-h100-80gb");
+  CHECK(differs);
+  CHECK(cv.mean_abs_error_pct >= 0);
+  CHECK(cv.max_abs_error_pct >= cv.mean_abs_error_pct);
+}

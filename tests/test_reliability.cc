@@ -179,14 +179,14 @@ TEST_CASE("regress fails when it models no row, or skips rows unasked") {
   const Run none = planner("regress --cases tests/data/published-runs.csv --profiles " + empty +
                            " --tolerance 10");
   CHECK(none.rc == 1);
-  CHECK(none.out.find("planner: regress modelled none of the 31 rows") != std::string::npos);
+  CHECK(none.out.find("planner: regress modelled none of the 49 rows") != std::string::npos);
   // Only the A100 profile: the H100 rows are unsupported, which fails unless allowed.
   fs::copy_file(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml",
                 empty + "/dgx-a100-80gb.yaml");
   const std::string some = "regress --cases tests/data/published-runs.csv --profiles " + empty;
   const Run partial = planner(some);
   CHECK(partial.rc == 1);
-  CHECK(partial.out.find("planner: regress modelled 22 of 31 rows; 9 unsupported") !=
+  CHECK(partial.out.find("planner: regress modelled 22 of 49 rows; 27 unsupported") !=
         std::string::npos);
   CHECK(planner(some + " --allow-unsupported").rc == 0);
   fs::remove_all(empty);

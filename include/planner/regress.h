@@ -43,6 +43,9 @@ struct RegressionRow {
   double measured_iter_time_s = 0;         ///< given, or converted from TFLOP/s by the formula
   double predicted_tflops_per_gpu = 0;     ///< the prediction counted with the row's formula
   double error_pct = 0;                    ///< 100 (predicted - measured) / measured time
+  /// Leave-one-source-out (cross_validate): the error with the fitted constants refitted on the
+  /// other sources' rows.
+  std::optional<double> cv_error_pct;
 };
 
 struct RegressionReport {
@@ -50,6 +53,30 @@ struct RegressionReport {
   double mean_abs_error_pct = 0, max_abs_error_pct = 0;
   int supported = 0;
 };
+
+/// A row's source for cross-validation: its `source` up to the first comma ("Narayanan et al.
+/// 2021 (SC21)").
+std::string source_key(const RegressionCase& c);
+
+/// Leave one source out. The fitted global constant, each profile's `sustained_efficiency`, is
+/// refitted (least mean absolute error) on the other sources' rows of that profile, or, where
+/// they have none, pooled over all their rows; the left-out source is predicted with it. Each
+/// row keeps the plan the in-sample search chose; its time at another efficiency is its
+/// simulated time scaled by the closed form's ratio at the two efficiencies.
+struct CvFold {
+  std::string source;
+  int rows = 0;
+  double in_sample_mean_pct = 0, cv_mean_pct = 0, cv_max_pct = 0;
+  std::map<std::string, double> sustained;  ///< per cluster, as refitted without this source
+};
+struct CrossValidation {
+  std::vector<CvFold> folds;
+  std::map<std::string, double> in_sample_fit;  ///< per cluster, fitted on every row
+  double mean_abs_error_pct = 0, max_abs_error_pct = 0;
+};
+/// Fills each modelled row's cv_error_pct. `framework` as given to run_regression.
+CrossValidation cross_validate(RegressionReport& rep,
+                               std::optional<Framework> framework = std::nullopt);
 
 /// FLOPs of one iteration counted with a named formula ("megatron-hfu", "megatron-mfu").
 std::optional<double> formula_flops(const std::string& formula, const ModelSpec& m, double gbs);

@@ -16,8 +16,8 @@ namespace planner::cli {
 namespace {
 
 struct RegressArgs {
-  std::string cases, profiles = "hw_profiles", format = "table", explain, framework;
-  double tolerance = -1;
+  std::string cases, profiles = "hw_profiles", format = "table", explain, framework, cv;
+  double tolerance = -1, cv_tolerance = -1;
   bool allow_unsupported = false;
 };
 
@@ -52,6 +52,44 @@ void print_table(const RegressionReport& rep) {
         sum / rep.supported, worst);
 }
 
+void print_cv(const CrossValidation& cv) {
+  fmt::print(
+      "# leave one source out: each source predicted with sustained_efficiency refitted "
+      "on the others\n");
+  fmt::print("# {:<58} {:>4} {:>9} {:>8} {:>8}  refitted\n", "source", "rows", "in-sample",
+             "cv_mean", "cv_max");
+  for (const CvFold& f : cv.folds) {
+    std::string fit;
+    for (const auto& [cluster, eta] : f.sustained)
+      fit += fmt("{}{} {:.4f}", fit.empty() ? "" : ", ", cluster, eta);
+    fmt::print("  {:<58} {:>4} {:>8.2f}% {:>7.2f}% {:>7.2f}%  {}\n", f.source.substr(0, 58), f.rows,
+               f.in_sample_mean_pct, f.cv_mean_pct, f.cv_max_pct, fit);
+  }
+  std::string fit;
+  for (const auto& [cluster, eta] : cv.in_sample_fit)
+    fit += fmt("{}{} {:.4f}", fit.empty() ? "" : ", ", cluster, eta);
+  fmt::print(
+      "# cross-validated: mean absolute error {:.2f}%, max {:.2f}% (in-sample refit on every "
+      "row: {})\n",
+      cv.mean_abs_error_pct, cv.max_abs_error_pct, fit);
+}
+
+nlohmann::json cv_json(const CrossValidation& cv) {
+  nlohmann::json folds = nlohmann::json::array();
+  for (const CvFold& f : cv.folds)
+    folds.push_back({{"source", f.source},
+                     {"rows", f.rows},
+                     {"in_sample_mean_abs_error_pct", f.in_sample_mean_pct},
+                     {"cv_mean_abs_error_pct", f.cv_mean_pct},
+                     {"cv_max_abs_error_pct", f.cv_max_pct},
+                     {"sustained_efficiency", f.sustained}});
+  return {{"by", "source"},
+          {"folds", folds},
+          {"in_sample_sustained_efficiency", cv.in_sample_fit},
+          {"mean_abs_error_pct", cv.mean_abs_error_pct},
+          {"max_abs_error_pct", cv.max_abs_error_pct}};
+}
+
 nlohmann::json to_json(const RegressionReport& rep) {
   nlohmann::json rows = nlohmann::json::array();
   for (const RegressionRow& r : rep.rows) {
@@ -69,6 +107,7 @@ nlohmann::json to_json(const RegressionReport& rep) {
       j["predicted_tflops_per_gpu"] = r.predicted_tflops_per_gpu;
       if (!c.measured_iter_time_s) j["measured_iter_time_s_derived"] = r.measured_iter_time_s;
       j["error_pct"] = r.error_pct;
+      if (r.cv_error_pct) j["cv_error_pct"] = *r.cv_error_pct;
     }
     rows.push_back(j);
   }
@@ -110,12 +149,18 @@ int run_regress(const RegressArgs& a) {
   const std::optional<Framework> framework =
       a.framework.empty() ? std::nullopt
                           : std::optional<Framework>(parse_framework(a.framework, "--framework"));
-  const RegressionReport rep = run_regression(cases, a.profiles, framework);
+  RegressionReport rep = run_regression(cases, a.profiles, framework);
   if (!a.explain.empty()) return explain(rep, a.explain, a.profiles);
-  if (a.format == "json")
-    std::cout << io::dump_json(to_json(rep), 2) << "\n";
-  else
+  std::optional<CrossValidation> cv;
+  if (!a.cv.empty()) cv = cross_validate(rep, framework);
+  if (a.format == "json") {
+    nlohmann::json j = to_json(rep);
+    if (cv) j["cv"] = cv_json(*cv);
+    std::cout << io::dump_json(j, 2) << "\n";
+  } else {
     print_table(rep);
+    if (cv) print_cv(*cv);
+  }
   // The gate: a check that modelled nothing, or skipped rows unasked, has not checked the model.
   const int rows = static_cast<int>(rep.rows.size());
   if (rep.supported == 0) {
@@ -135,6 +180,12 @@ int run_regress(const RegressArgs& a) {
                      rep.mean_abs_error_pct, a.tolerance);
     return 1;
   }
+  if (cv && a.cv_tolerance >= 0 && !(cv->mean_abs_error_pct <= a.cv_tolerance)) {
+    std::cerr << fmt(
+        "planner: cross-validated mean absolute error {:.2f}% exceeds the tolerance {:.2f}%\n",
+        cv->mean_abs_error_pct, a.cv_tolerance);
+    return 1;
+  }
   return 0;
 }
 
@@ -151,6 +202,12 @@ void add_regress(CLI::App& app, int* rc) {
   s->add_flag("--allow-unsupported", a->allow_unsupported,
               "pass although some rows cannot be modelled (by default they fail the run)");
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
+  s->add_option("--cv", a->cv,
+                "source: leave one source out, refitting sustained_efficiency on the others")
+      ->check(CLI::IsMember({"source"}));
+  s->add_option("--cv-tolerance", a->cv_tolerance,
+                "with --cv, exit 1 when the cross-validated mean absolute error (%) exceeds this")
+      ->check(number_in(0, 1000));
   s->add_option("--explain", a->explain, "one row's full breakdown next to its measurement");
   s->add_option(
       "--framework", a->framework,
