@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
@@ -226,6 +227,36 @@ CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> f
     out.folds.push_back(fold);
   }
   out.mean_abs_error_pct = n ? sum / n : 0;
+  // Bands: each row's from the other sources' rows (its own source left out, as its error was).
+  for (RegressionRow& r : rep.rows) {
+    if (!r.cv_error_pct) continue;
+    const AccuracyBands others = accuracy_bands(rep, source_key(*r.c));
+    const AccuracyBand* b = band_for(others, r.cluster.gpu.name, r.c->precision);
+    if (!b) continue;
+    r.band = *b;
+    std::tie(r.predicted_low_s, r.predicted_high_s) = band_times(r.estimate.iteration_time_s, *b);
+    r.inside_band =
+        r.measured_iter_time_s >= r.predicted_low_s && r.measured_iter_time_s <= r.predicted_high_s;
+    ++out.banded, out.inside += r.inside_band;
+  }
+  out.bands = accuracy_bands(rep);
+  return out;
+}
+
+AccuracyBands accuracy_bands(const RegressionReport& rep, const std::string& exclude_source) {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> classes;
+  for (const RegressionRow& r : rep.rows) {
+    if (!r.cv_error_pct || (!exclude_source.empty() && source_key(*r.c) == exclude_source))
+      continue;
+    for (const auto& key : {std::pair{r.cluster.gpu.name, r.c->precision},
+                            std::pair<std::string, std::string>{"*", r.c->precision},
+                            std::pair<std::string, std::string>{"*", "*"}})
+      classes[key].push_back(*r.cv_error_pct);
+  }
+  AccuracyBands out;
+  for (const auto& [key, errors] : classes)
+    out.push_back({key.first, key.second, int(errors.size()), quantile(errors, kBandLowQuantile),
+                   quantile(errors, kBandHighQuantile)});
   return out;
 }
 

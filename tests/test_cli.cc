@@ -184,6 +184,24 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   CHECK(jc["cv"]["folds"].size() == 4);
   CHECK(jc["cv"]["mean_abs_error_pct"].get<double>() >= 0);
   CHECK(planner("regress " + cases + " --cv source --cv-tolerance 0.01").rc == 1);
+  // The committed bands are the current model's (cmake --build build --target update_bands).
+  const std::string bands =
+      (std::filesystem::temp_directory_path() / "planner_cli_bands.csv").string();
+  REQUIRE(planner("regress " + cases + " --cv source --write-bands " + bands).rc == 0);
+  CHECK(cli_run::slurp(bands) == cli_run::slurp(PLANNER_SOURCE_DIR "/configs/accuracy/bands.csv"));
+  std::filesystem::remove(bands);
+  check_error("regress " + cases + " --write-bands " + bands,
+              "option --write-bands: needs --cv source (the bands are its errors)");
+  // Each banded row: its range, whether the measurement fell inside; the count in the table.
+  for (const auto& row : jc["rows"])
+    if (row.contains("predicted_low_s")) {
+      CHECK(row["predicted_low_s"].get<double>() <= row["predicted_high_s"].get<double>());
+      const double m = row.contains("measured_iter_time_s_derived")
+                           ? row["measured_iter_time_s_derived"].get<double>()
+                           : row["measured_iter_time_s"].get<double>();
+      CHECK(row["inside_band"] == (m >= row["predicted_low_s"].get<double>() &&
+                                   m <= row["predicted_high_s"].get<double>()));
+    }
   CHECK(planner("regress " + cases + " --cv source")
             .out.find("# cross-validated: mean absolute "
                       "error ") != std::string::npos);

@@ -293,3 +293,26 @@ TEST_CASE("profile init writes a profile that loads and plans; bad facts exit 2,
               "option --like: give a base profile with --like, or a GPU fact to find the nearest "
               "known GPU by (--bf16-tflops, --hbm-GBps, --sms, --nvlink-GBps, ...)");
 }
+
+TEST_CASE("estimate and suggest print the cross-validated accuracy band beside the time") {
+  const std::string args =
+      " --model llama3-70b --cluster dgx-h100-80gb --gpus 64 --global-batch 128";
+  const Run text = planner("estimate" + args + " --plan \"tp=8,pp=2,dp=4,mbs=1,zero=1,sp=1\"");
+  REQUIRE(text.rc == 0);
+  CHECK(has(text.out, "comparable published runs fell, cross-validated; H100-SXM5-80GB bf16)"));
+  const Run js =
+      planner("estimate" + args + " --plan \"tp=8,pp=2,dp=4,mbs=1,zero=1,sp=1\" --format json");
+  REQUIRE(js.rc == 0);
+  const nlohmann::json j = nlohmann::json::parse(js.out);
+  const nlohmann::json& p = j.contains("plan_string") ? j : j["estimate"];
+  REQUIRE(p.contains("iteration_time_s_low"));
+  const double t = p["iteration_time_s"], lo = p["iteration_time_s_low"],
+               hi = p["iteration_time_s_high"];
+  CHECK(lo < hi);
+  CHECK(p["accuracy_band"]["rows"].get<int>() >= 5);
+  // t / (1 + the 90th percentile's error) .. t / (1 + the 10th's)
+  CHECK(lo == doctest::Approx(t / (1 + p["accuracy_band"]["err_hi_pct"].get<double>() / 100)));
+  const Run table = planner("suggest" + args + " --top 2");
+  REQUIRE(table.rc == 0);
+  CHECK(has(table.out, "   iter_s    band% TFLOP/s"));
+}

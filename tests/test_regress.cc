@@ -121,3 +121,22 @@ TEST_CASE("leave one source out: each source predicted with constants fitted wit
   CHECK(cv.mean_abs_error_pct >= 0);
   CHECK(cv.max_abs_error_pct >= cv.mean_abs_error_pct);
 }
+
+TEST_CASE("accuracy bands: quantiles of the signed errors, the narrowest class with enough rows") {
+  CHECK(quantile({3, 1, 2, 5, 4}, 0.5) == doctest::Approx(3));
+  CHECK(quantile({0, 10}, 0.1) == doctest::Approx(1));
+  CHECK(quantile({0, 10}, 0.9) == doctest::Approx(9));
+  const AccuracyBands bands = {{"H100", "fp8", 4, -1, 30},  // too few rows to stand alone
+                               {"*", "fp8", 18, -8, 25},
+                               {"A100", "fp16", 22, -5, 11},
+                               {"*", "*", 49, -8, 15}};
+  CHECK(band_for(bands, "H100", "fp8")->rows == 18);  // the precision over every GPU
+  CHECK(band_for(bands, "A100", "fp16")->rows == 22);
+  CHECK(band_for(bands, "B200", "bf16")->rows == 49);  // nothing closer: every row
+  CHECK(band_for({}, "A100", "fp16") == nullptr);
+  // A prediction 25% slow at the 90th percentile: the true time is t / 1.25 at the low end.
+  const auto [lo, hi] = band_times(10.0, bands[1]);
+  CHECK(lo == doctest::Approx(10.0 / 1.25));
+  CHECK(hi == doctest::Approx(10.0 / 0.92));
+  CHECK(band_text(bands[1]) == "-20%/+9%");
+}

@@ -81,10 +81,11 @@ _planner() {
         --format) _planner_words 'table json'; return ;;
         --cv) _planner_words 'source'; return ;;
         --cv-tolerance) :; return ;;
+        --write-bands) _planner_files 'csv'; return ;;
         --explain) :; return ;;
         --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --cases --profiles --tolerance --allow-unsupported --format --cv --cv-tolerance --explain --framework'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --cases --profiles --tolerance --allow-unsupported --format --cv --cv-tolerance --write-bands --explain --framework'; else _planner_words ''; fi ;;
     validate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/accuracy.h"
 #include "planner/cluster.h"
 #include "planner/estimate.h"
 #include "planner/knob_table.h"
@@ -46,6 +47,11 @@ struct RegressionRow {
   /// Leave-one-source-out (cross_validate): the error with the fitted constants refitted on the
   /// other sources' rows.
   std::optional<double> cv_error_pct;
+  /// The band from the other sources' comparable rows (cross_validate): the range the measured
+  /// time should fall in, and whether it did.
+  std::optional<AccuracyBand> band;
+  double predicted_low_s = 0, predicted_high_s = 0;
+  bool inside_band = false;
 };
 
 struct RegressionReport {
@@ -71,10 +77,17 @@ struct CvFold {
 };
 struct CrossValidation {
   std::vector<CvFold> folds;
+  AccuracyBands bands;         ///< from every row's cross-validated error (what suggest reads)
+  int banded = 0, inside = 0;  ///< rows with a band from the other sources, and inside it
   std::map<std::string, double> in_sample_fit;  ///< per cluster, fitted on every row
   double mean_abs_error_pct = 0, max_abs_error_pct = 0;
 };
-/// Fills each modelled row's cv_error_pct. `framework` as given to run_regression.
+/// The bands of the rows' cross-validated errors, every class with at least one row, leaving out
+/// the rows of `exclude_source` (empty: none).
+AccuracyBands accuracy_bands(const RegressionReport& rep, const std::string& exclude_source = "");
+
+/// Fills each modelled row's cv_error_pct, and its band from the other sources' rows (and whether
+/// the measured time fell inside it). `framework` as given to run_regression.
 CrossValidation cross_validate(RegressionReport& rep,
                                std::optional<Framework> framework = std::nullopt);
 

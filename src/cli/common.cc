@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "planner/error.h"
 #include "planner/format.h"
+#include "planner/io/bands_io.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/file.h"
 #include "planner/io/knobs.h"
@@ -38,6 +39,19 @@ std::optional<double> whole_number(const std::string& text) {
 constexpr size_t kNearestNames = 3;
 
 }  // namespace
+
+const AccuracyBands* shipped_bands() {
+  namespace fs = std::filesystem;
+  static const std::optional<AccuracyBands> bands = []() -> std::optional<AccuracyBands> {
+    for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)}) {
+      const fs::path file = root / "configs/accuracy/bands.csv";
+      std::error_code ec;
+      if (fs::is_regular_file(file, ec)) return io::load_bands(file.string());
+    }
+    return std::nullopt;
+  }();
+  return bands ? &*bands : nullptr;
+}
 
 std::vector<std::string> shipped_names(const std::string& folder) {
   namespace fs = std::filesystem;

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "planner/accuracy.h"
 #include "planner/cluster.h"
 #include "planner/estimate.h"
 #include "planner/model.h"
@@ -29,6 +30,10 @@ Inputs load_inputs(const std::string& model_file, const std::string& cluster_fil
 /// shipped names.
 std::string resolve_input(const std::string& text, const std::string& folder,
                           const std::string& option);
+
+/// The accuracy bands suggest and estimate print (configs/accuracy/bands.csv under the working
+/// directory, else the source tree); nullptr when there is none. Read once.
+const AccuracyBands* shipped_bands();
 
 /// The stems of the shipped files in `folder` (configs/models, hw_profiles), under the working
 /// directory and the source tree: "llama3-8b", "dgx-h100-80gb".

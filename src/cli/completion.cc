@@ -13,15 +13,11 @@ namespace planner::cli {
 namespace {
 
 /// File options and the extensions (a bash regex alternation) they complete; "/" for folders.
-const std::map<std::string, std::string> kFileOptions = {{"--model", "yaml|yml|json"},
-                                                         {"--cluster", "yaml|yml"},
-                                                         {"--like", "yaml|yml"},
-                                                         {"--cases", "csv"},
-                                                         {"--plot", "svg"},
-                                                         {"--report", "html|htm"},
-                                                         {"--trace", "json"},
-                                                         {"--out", "/"},
-                                                         {"--profiles", "/"}};
+const std::map<std::string, std::string> kFileOptions = {
+    {"--model", "yaml|yml|json"}, {"--cluster", "yaml|yml"}, {"--like", "yaml|yml"},
+    {"--cases", "csv"},           {"--write-bands", "csv"},  {"--plot", "svg"},
+    {"--report", "html|htm"},     {"--trace", "json"},       {"--out", "/"},
+    {"--profiles", "/"}};
 
 /// Values of options that take lists (no validator to read them from): the knob table's words
 /// and short integer ranges, the frameworks, and the two single-valued enum options.

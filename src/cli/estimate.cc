@@ -61,6 +61,7 @@ int run_estimate(const EstimateArgs& a) {
                  0,
                  p.gbs,
                  a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
+  ctx.bands = shipped_bands();
   if (a.format == "json")
     std::cout << io::dump_json(estimate_json(ctx, e), 2) << "\n";
   else

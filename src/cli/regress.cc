@@ -8,7 +8,9 @@
 #include "cli/commands.h"
 #include "planner/error.h"
 #include "planner/format.h"
+#include "planner/io/bands_io.h"
 #include "planner/io/json.h"
+#include "planner/io/output.h"
 #include "planner/limits.h"
 #include "planner/report/report.h"
 
@@ -17,6 +19,7 @@ namespace {
 
 struct RegressArgs {
   std::string cases, profiles = "hw_profiles", format = "table", explain, framework, cv;
+  std::string write_bands;
   double tolerance = -1, cv_tolerance = -1;
   bool allow_unsupported = false;
 };
@@ -72,6 +75,10 @@ void print_cv(const CrossValidation& cv) {
       "# cross-validated: mean absolute error {:.2f}%, max {:.2f}% (in-sample refit on every "
       "row: {})\n",
       cv.mean_abs_error_pct, cv.max_abs_error_pct, fit);
+  fmt::print(
+      "# bands: {} of {} measured times inside their {:.0f}% bands (each band from the other "
+      "sources' comparable rows)\n",
+      cv.inside, cv.banded, 100 * (kBandHighQuantile - kBandLowQuantile));
 }
 
 nlohmann::json cv_json(const CrossValidation& cv) {
@@ -85,6 +92,8 @@ nlohmann::json cv_json(const CrossValidation& cv) {
                      {"sustained_efficiency", f.sustained}});
   return {{"by", "source"},
           {"folds", folds},
+          {"band_rows", cv.banded},
+          {"band_inside", cv.inside},
           {"in_sample_sustained_efficiency", cv.in_sample_fit},
           {"mean_abs_error_pct", cv.mean_abs_error_pct},
           {"max_abs_error_pct", cv.max_abs_error_pct}};
@@ -108,6 +117,11 @@ nlohmann::json to_json(const RegressionReport& rep) {
       if (!c.measured_iter_time_s) j["measured_iter_time_s_derived"] = r.measured_iter_time_s;
       j["error_pct"] = r.error_pct;
       if (r.cv_error_pct) j["cv_error_pct"] = *r.cv_error_pct;
+      if (r.band) {
+        j["predicted_low_s"] = r.predicted_low_s;
+        j["predicted_high_s"] = r.predicted_high_s;
+        j["inside_band"] = r.inside_band;
+      }
     }
     rows.push_back(j);
   }
@@ -153,6 +167,11 @@ int run_regress(const RegressArgs& a) {
   if (!a.explain.empty()) return explain(rep, a.explain, a.profiles);
   std::optional<CrossValidation> cv;
   if (!a.cv.empty()) cv = cross_validate(rep, framework);
+  if (!a.write_bands.empty()) {
+    if (!cv)
+      throw InputError("", 0, "--write-bands", "needs --cv source (the bands are its errors)");
+    io::write_file_atomically(a.write_bands, io::bands_csv(cv->bands));
+  }
   if (a.format == "json") {
     nlohmann::json j = to_json(rep);
     if (cv) j["cv"] = cv_json(*cv);
@@ -208,6 +227,9 @@ void add_regress(CLI::App& app, int* rc) {
   s->add_option("--cv-tolerance", a->cv_tolerance,
                 "with --cv, exit 1 when the cross-validated mean absolute error (%) exceeds this")
       ->check(number_in(0, 1000));
+  s->add_option("--write-bands", a->write_bands,
+                "with --cv, write the accuracy bands suggest and estimate print "
+                "(configs/accuracy/bands.csv)");
   s->add_option("--explain", a->explain, "one row's full breakdown next to its measurement");
   s->add_option(
       "--framework", a->framework,

@@ -68,6 +68,15 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   out << "\n";
   line(out, "iteration time          {:>10.4f} s   ({} micro-batches of {})\n", t,
        e.plan.microbatches(), e.plan.mbs);
+  if (const AccuracyBand* band = ctx.band(e.plan)) {
+    const auto [lo, hi] = band_times(t, *band);
+    line(out,
+         "                        {:.4g}-{:.4g} s ({}: where {:.0f}% of {} comparable published "
+         "runs fell, cross-validated; {} {})\n",
+         lo, hi, band_text(*band), 100 * (kBandHighQuantile - kBandLowQuantile), band->rows,
+         band->gpu == "*" ? "any GPU" : band->gpu,
+         band->precision == "*" ? "any precision" : band->precision);
+  }
   line(out, "throughput              {:>10.0f} tokens/s\n", e.tokens_per_s);
   line(out, "model TFLOP/s per GPU   {:>10.1f}     (MFU {:.1f}%)\n", e.tflops_per_gpu, 100 * e.mfu);
   if (ctx.train_tokens > 0) {

@@ -39,7 +39,8 @@ json memory_json(const MemoryBreakdown& mem) {
 
 }  // namespace
 
-json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens) {
+json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens,
+               const AccuracyBand* band) {
   const Plan& p = e.plan;
   const Breakdown& b = e.breakdown;
   json j = {{"plan", knobs_json(p)},
@@ -78,6 +79,16 @@ json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens) {
     j["train_gpu_hours"] = seconds * p.gpus() / kSecondsPerHour;
   }
   (void)m;
+  if (band) {
+    const auto [lo, hi] = band_times(e.iteration_time_s, *band);
+    j["iteration_time_s_low"] = lo;
+    j["iteration_time_s_high"] = hi;
+    j["accuracy_band"] = {{"gpu", band->gpu},
+                          {"precision", band->precision},
+                          {"rows", band->rows},
+                          {"err_lo_pct", band->err_lo_pct},
+                          {"err_hi_pct", band->err_hi_pct}};
+  }
   return j;
 }
 
@@ -100,7 +111,8 @@ json suggest_json(const RunContext& ctx, const SearchResult& r) {
   for (int i = 1; i < kNumRejections; ++i)
     if (r.rejections[i] > 0) rejections[to_string(static_cast<Rejection>(i))] = r.rejections[i];
   json plans = json::array();
-  for (const Estimate& e : r.top) plans.push_back(plan_json(*ctx.model, e, ctx.train_tokens));
+  for (const Estimate& e : r.top)
+    plans.push_back(plan_json(*ctx.model, e, ctx.train_tokens, ctx.band(e.plan)));
   json frameworks = json::array();
   for (Framework f : r.frameworks) frameworks.push_back(to_string(f));
   return {{"schema_version", kJsonSchemaVersion},
@@ -116,7 +128,7 @@ json suggest_json(const RunContext& ctx, const SearchResult& r) {
 }
 
 json estimate_json(const RunContext& ctx, const Estimate& e) {
-  json j = plan_json(*ctx.model, e, ctx.train_tokens);
+  json j = plan_json(*ctx.model, e, ctx.train_tokens, ctx.band(e.plan));
   j["schema_version"] = kJsonSchemaVersion;
   j["context"] = context_json(ctx);
   j["model_params"] = ctx.model->total_params();

@@ -157,7 +157,10 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
   const bool gpus_column = ctx.gpus_min > 0 && ctx.gpus_min != ctx.gpus;
   if (gpus_column) out << "   gpus";
   for (const KnobDef* k : columns) out << knob_cell(*k, k->column);
-  out << "   iter_s TFLOP/s   MFU%   mem_GiB bubble% comm% layers/stage";
+  out << "   iter_s";
+  const bool bands = ctx.bands != nullptr;
+  if (bands) out << "    band%";
+  out << " TFLOP/s   MFU%   mem_GiB bubble% comm% layers/stage";
   if (ctx.train_tokens > 0) out << "    days GPU-hours";
   const bool several = r.frameworks.size() > 1;
   if (several) out << "  framework";
@@ -168,9 +171,15 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
     out << fmt("  {:4}", ++rank);
     if (gpus_column) out << fmt(" {:>6}", p.gpus());
     for (const KnobDef* k : columns) out << knob_cell(*k, k->text(k->get(p)));
-    out << fmt(" {:>8.3f} {:>7.1f} {:>6.1f} {:>9.1f} {:>7.1f} {:>5.1f}", e.iteration_time_s,
-               e.tflops_per_gpu, 100 * e.mfu, e.memory_bytes / kGiB, 100 * e.bubble_fraction,
-               100 * e.exposed_comm_fraction);
+    out << fmt(" {:>8.3f}", e.iteration_time_s);
+    if (bands) {
+      const AccuracyBand* b = ctx.band(p);
+      std::string cell = b ? band_text(*b) : "-";
+      std::erase(cell, '%');  // "-7/+5": the header says percent
+      out << fmt(" {:>8}", cell);
+    }
+    out << fmt(" {:>7.1f} {:>6.1f} {:>9.1f} {:>7.1f} {:>5.1f}", e.tflops_per_gpu, 100 * e.mfu,
+               e.memory_bytes / kGiB, 100 * e.bubble_fraction, 100 * e.exposed_comm_fraction);
     out << fmt(" {:<12}", compact_list(e.partition));
     if (ctx.train_tokens > 0) {
       const double seconds = ctx.train_tokens / e.tokens_per_s;

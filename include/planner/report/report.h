@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "planner/accuracy.h"
 #include "planner/knob_table.h"
 #include "planner/report/diagnostics.h"
 #include "planner/search.h"
@@ -26,6 +27,13 @@ struct RunContext {
   int global_batch = 0;
   double train_tokens = 0;     ///< 0: not asked
   int distinct_left_out = -1;  ///< plans suggest --distinct left out; -1: not asked
+  /// The accuracy bands (configs/accuracy/bands.csv) the reports print beside each time; none:
+  /// no band is printed.
+  const AccuracyBands* bands = nullptr;
+  /// The band of a plan on this cluster in its precision, or nullptr.
+  const AccuracyBand* band(const Plan& p) const {
+    return bands && cluster ? band_for(*bands, cluster->gpu.name, to_string(p.dtype)) : nullptr;
+  }
   /// "6144 GPUs" or "GPUs: 64-512" (several counts searched).
   std::string gpus_text() const {
     return gpus_min > 0 && gpus_min != gpus
@@ -58,7 +66,9 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
 nlohmann::json estimate_json(const RunContext& ctx, const Estimate& e);
 
 /// The JSON object of one plan (plan, metrics, breakdown).
-nlohmann::json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens);
+/// `band`: the accuracy band for the plan (iteration_time_s_low and _high), or none.
+nlohmann::json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens,
+                         const AccuracyBand* band = nullptr);
 
 /// The knob-table columns of a list of plans: every knob with a column, the optional ones only
 /// where some plan sets them (the text table and the HTML table).
