@@ -16,8 +16,11 @@ std::string to_plan_string(const Plan& p) {
   std::string out;
   for (const KnobDef& k : knob_table()) {
     const int v = k.get(p);
-    if (v == kUnset) continue;  // left to the execution stack
-    out += (out.empty() ? "" : ",") + std::string(k.name) + "=" + k.text(v);
+    if (v == kUnset) continue;     // left to the execution stack
+    if (!out.empty()) out += ',';  // (appends: GCC 12's -Wrestrict misfires on "," + string)
+    out += k.name;
+    out += '=';
+    out += k.text(v);
   }
   return out;
 }

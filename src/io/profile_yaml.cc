@@ -94,7 +94,7 @@ void write_collective(std::string& o, Collective c, const CollectiveCost& cost) 
   o += "      curve: [";
   for (size_t i = 0; i < cost.curve.size(); ++i) {
     if (i) o += i % 4 == 0 ? ",\n              " : ", ";
-    o += "[" + integer(cost.curve[i].first) + ", " + num(cost.curve[i].second / kGB) + "]";
+    o += fmt("[{}, {}]", integer(cost.curve[i].first), num(cost.curve[i].second / kGB));
   }
   o += "]\n";
 }
