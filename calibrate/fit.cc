@@ -6,8 +6,10 @@
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include "calibrate/context.h"
+#include "planner/cost/compute.h"
 #include "planner/format.h"
 #include "planner/units.h"
 
@@ -98,6 +100,38 @@ void report_layers(const std::vector<GemmSample>& samples, const Gpu& gpu, Dtype
                            fmt(" ({:+.1f}%)", 100 * (l.model_s / l.measured_s - 1)));
 }
 
+/// Every timed shape as a measured entry (its layouts' times averaged geometrically: the shape
+/// does not name the layout), and the fitted dtype's rms with the table against without it.
+void keep_measured(const std::vector<GemmSample>& samples, Gpu& gpu, Dtype dt, FitOutcome& out) {
+  std::map<std::tuple<int, double, double, double>, std::pair<double, int>> shapes;
+  for (const GemmSample& g : samples) {
+    if (!(gpu.peak_flops[static_cast<int>(g.dtype)] > 0)) continue;
+    auto& [log_sum, n] = shapes[{int(g.dtype), g.m, g.n, g.k}];
+    log_sum += std::log(g.time_s), ++n;
+  }
+  const Gpu model = gpu;
+  for (const auto& [key, acc] : shapes) {
+    const auto [d, m, n, k] = key;
+    const double t = std::exp(acc.first / acc.second);
+    gpu.gemm.measured.push_back(
+        {m, n, k, 1, Dtype(d), 2 * m * n * k / (t * gpu.peak_flops[size_t(d)])});
+  }
+  auto rms = [&](const Gpu& with) {
+    double sum = 0;
+    int count = 0;
+    for (const GemmSample& g : samples)
+      if (g.dtype == dt) {
+        const double e = std::log(gemm_time_s(with, dt, {g.m, g.n, g.k}) / g.time_s);
+        sum += e * e, ++count;
+      }
+    return count ? std::sqrt(sum / count) : 0.0;
+  };
+  out.report.push_back(
+      fmt("gemm: {} measured shapes kept (gpu.gemm.measured); {} rms log error "
+          "on the samples {:.1f}% with them, {:.1f}% with the fitted model alone",
+          gpu.gemm.measured.size(), to_string(dt), 100 * rms(gpu), 100 * rms(model)));
+}
+
 void apply_gemm(const Samples& s, const ClusterProfile& base, ClusterProfile& p, FitOutcome& out) {
   Dtype dt = Dtype::bf16;
   if (!pick_gemm_dtype(s, p.gpu, dt)) return;
@@ -131,7 +165,12 @@ void apply_gemm(const Samples& s, const ClusterProfile& base, ClusterProfile& p,
                                "(one model for all dtypes; peak_tflops kept)",
                                r));
   }
+  keep_measured(s.gemm, p.gpu, dt, out);
+  p.provenance["gpu.gemm.measured"] =
+      "[calibrated] every timed shape, its layouts' geometric mean time as the efficiency: exact "
+      "shapes replace the model, shapes within 4x correct it (planner's gemm_time_s)";
   report_layers(s.gemm, p.gpu, dt, out);
+  out.replaced.insert("gpu.gemm.measured");
   for (const char* k :
        {"gpu.gemm.max_efficiency", "gpu.gemm.k_half", "gpu.gemm.launch_us", "gpu.gemm.tiles"})
     out.replaced.insert(k);

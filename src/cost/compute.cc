@@ -86,17 +86,42 @@ double gemm_efficiency(const Gpu& gpu, const GemmShape& g) {
   return gm.max_efficiency * best * (all_aligned ? 1.0 : gm.misaligned_factor);
 }
 
-double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& g) {
+namespace {
+
+/// The parametric model's time (no measured shapes).
+double model_gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& g) {
   const double peak = gpu.peak_flops[static_cast<int>(dtype)];
-  assert(peak > 0);
-  for (const MeasuredGemm& x : gpu.gemm.measured)  // a measured shape replaces the model
-    if (x.dtype == dtype && x.m == g.m && x.n == g.n && x.k == g.k && x.batch == g.batch)
-      return g.flops() / (peak * x.efficiency);
   const double ratio = dtype == Dtype::fp8 ? kFp8GemmRelativeEfficiency : 1.0;
   const double compute_s = g.flops() / (peak * ratio * gemm_efficiency(gpu, g));
   const double bytes = element_bytes(dtype) * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n);
   const double memory_s = bytes / gpu.hbm_achieved_Bps();
   return std::max(compute_s, memory_s) + gpu.gemm.launch_s;
+}
+
+}  // namespace
+
+double gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& g) {
+  const double peak = gpu.peak_flops[static_cast<int>(dtype)];
+  assert(peak > 0);
+  const double model_s = model_gemm_time_s(gpu, dtype, g);
+  if (gpu.gemm.measured.empty()) return model_s;
+  // A measured shape replaces the model; measured shapes near it (within kMeasuredNearFactor in
+  // each of m, n and k, same batch and precision) correct it by their measured/model time ratio,
+  // weighted 1 - d / ln(factor) by their largest log distance d, beside the model's own weight.
+  const double radius = std::log(kMeasuredNearFactor);
+  double sum_w = kMeasuredPriorWeight, sum_log = 0;
+  for (const MeasuredGemm& x : gpu.gemm.measured) {
+    if (x.dtype != dtype || x.batch != g.batch) continue;
+    const double d = std::max({std::fabs(std::log(g.m / x.m)), std::fabs(std::log(g.n / x.n)),
+                               std::fabs(std::log(g.k / x.k))});
+    if (d == 0) return g.flops() / (peak * x.efficiency);
+    if (d >= radius) continue;
+    const GemmShape at{x.m, x.n, x.k, x.batch};
+    const double measured_s = at.flops() / (peak * x.efficiency);
+    const double w = 1 - d / radius;
+    sum_w += w, sum_log += w * std::log(measured_s / model_gemm_time_s(gpu, dtype, at));
+  }
+  return model_s * std::exp(sum_log / sum_w);
 }
 
 LinearShapes linear_shapes(double tokens, double in, double out) {

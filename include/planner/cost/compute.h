@@ -67,6 +67,14 @@ inline constexpr double kFp8GemmRelativeEfficiency = 0.89;
 /// fused into it (TE cast_transpose). Current scaling reads the tensor once more for its amax
 /// first (not modelled: Megatron-LM's --fp8-recipe default is delayed).
 inline constexpr double kFp8CastTransposeBytes = 4;
+/// Measured GEMM shapes within this factor of an asked shape in each of m, n and k correct the
+/// parametric model there (gemm_time_s); the model keeps kMeasuredPriorWeight beside their
+/// weights (each 1 at distance 0, 0 at the factor), so a lone far neighbour moves it little.
+/// Chosen among (2, 0.05), (2, 0.25), (4, 0.05), (4, 0.25), (8, 0.1) on the H200 calibration's
+/// held-out half (tests/test_calibrate_fit.cc): bf16 rms 7.07% -> 5.47%.
+inline constexpr double kMeasuredNearFactor = 4;
+inline constexpr double kMeasuredPriorWeight = 0.25;
+
 /// A fused attention kernel's rate against the keys each call runs over, s / (s + this): its
 /// per-tile prologue, epilogue and causal diagonal weigh less as s grows. Fitted on cuDNN's
 /// causal forward, head dim 128, H100 SXM5 (Shah et al. 2024, FlashAttention-3, arXiv
