@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "fixtures.h"
 #include "planner/cost/compute.h"
 #include "planner/cost/memory.h"
 #include "planner/io/cluster_io.h"
@@ -12,15 +13,8 @@
 using namespace planner;
 
 namespace {
-const ClusterProfile& h100() {
-  static const ClusterProfile c =
-      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
-  return c;
-}
-const ModelSpec& llama70() {
-  static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-70b.yaml");
-  return m;
-}
+const ClusterProfile& h100() { return fixtures::cluster("dgx-h100-80gb"); }
+const ModelSpec& llama70() { return fixtures::model("llama3-70b"); }
 double sum(const std::vector<Kernel>& ks, const std::string& name, Pass pass) {
   double t = 0;
   for (const Kernel& k : ks)

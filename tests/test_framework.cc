@@ -2,6 +2,7 @@
 // with, one execution stack per framework, and the results of several frameworks side by side.
 #include <doctest/doctest.h>
 
+#include "fixtures.h"
 #include "planner/framework.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
@@ -10,15 +11,8 @@
 using namespace planner;
 
 namespace {
-const ClusterProfile& h100() {
-  static const ClusterProfile c =
-      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
-  return c;
-}
-const ModelSpec& llama70() {
-  static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-70b.yaml");
-  return m;
-}
+const ClusterProfile& h100() { return fixtures::cluster("dgx-h100-80gb"); }
+const ModelSpec& llama70() { return fixtures::model("llama3-70b"); }
 Plan plan(const std::string& text) { return parse_plan(text, "--plan"); }
 
 /// The search of issue 14: Llama 3 70B on 64 H100s, global batch 128, for framework `f`.
