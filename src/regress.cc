@@ -143,33 +143,26 @@ namespace {
 
 /// The efficiencies the fit searches: the loader's range of a fitted efficiency, in steps.
 constexpr double kFitLo = 0.30, kFitHi = 1.00, kFitStep = 0.0025;
+constexpr int kFitPoints = int((kFitHi - kFitLo) / kFitStep + 0.5) + 1;
+double fit_eta(int i) { return kFitLo + i * kFitStep; }
 
-/// A row's predicted time at sustained efficiency `eta`: its simulated time scaled by the closed
-/// form's ratio at `eta` and at the profile's own value.
+/// A row and its error at each efficiency of the grid, computed once: its simulated time scaled
+/// by the closed form's ratio at that efficiency and at the profile's own value.
 struct CvRow {
   RegressionRow* row;
   std::string source, cluster;
-  double base_closed = 0;
-  EstimateOptions options;
-  double time_at(double eta) const {
-    ClusterProfile c = row->cluster;
-    c.gpu.sustained_efficiency = eta;
-    const double closed = estimate(row->c->model, c, row->estimate.plan, options).iteration_time_s;
-    return row->estimate.iteration_time_s * closed / base_closed;
-  }
-  double error_at(double eta) const {
-    return 100.0 * (time_at(eta) - row->measured_iter_time_s) / row->measured_iter_time_s;
-  }
+  std::vector<double> error_pct;  ///< per grid point
 };
 
-/// The efficiency with the least mean absolute error over `rows` (a grid: the error is not
-/// smooth in it where a plan's bottleneck changes).
-double fit_sustained(const std::vector<const CvRow*>& rows) {
-  double best = kFitLo, best_err = 1e300;
-  for (double eta = kFitLo; eta <= kFitHi + 1e-12; eta += kFitStep) {
+/// The grid point with the least mean absolute error over `rows` (a grid: the error is not
+/// smooth in the efficiency where a plan's bottleneck changes).
+int fit_sustained(const std::vector<const CvRow*>& rows) {
+  int best = 0;
+  double best_err = 1e300;
+  for (int i = 0; i < kFitPoints; ++i) {
     double err = 0;
-    for (const CvRow* r : rows) err += std::fabs(r->error_at(eta));
-    if (err < best_err) best = eta, best_err = err;
+    for (const CvRow* r : rows) err += std::fabs(r->error_pct[size_t(i)]);
+    if (err < best_err) best = i, best_err = err;
   }
   return best;
 }
@@ -178,13 +171,21 @@ double fit_sustained(const std::vector<const CvRow*>& rows) {
 
 CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> framework) {
   std::vector<CvRow> rows;
+  EstimateOptions options;
+  options.framework = framework;
   for (RegressionRow& r : rep.rows) {
     if (r.unsupported) continue;
-    CvRow cv{&r, source_key(*r.c), r.c->cluster, 0, {}};
-    cv.options.framework = framework;
-    cv.base_closed = estimate(r.c->model, r.cluster, r.estimate.plan, cv.options).iteration_time_s;
-    if (!(cv.base_closed > 0)) continue;  // (a modelled row always has a closed form)
-    rows.push_back(cv);
+    ClusterProfile c = r.cluster;  // one copy per row; only its efficiency changes
+    const double base = estimate(r.c->model, c, r.estimate.plan, options).iteration_time_s;
+    if (!(base > 0)) continue;  // (a modelled row always has a closed form)
+    CvRow cv{&r, source_key(*r.c), r.c->cluster, {}};
+    for (int i = 0; i < kFitPoints; ++i) {
+      c.gpu.sustained_efficiency = fit_eta(i);
+      const double t = r.estimate.iteration_time_s *
+                       estimate(r.c->model, c, r.estimate.plan, options).iteration_time_s / base;
+      cv.error_pct.push_back(100.0 * (t - r.measured_iter_time_s) / r.measured_iter_time_s);
+    }
+    rows.push_back(std::move(cv));
   }
   CrossValidation out;
   std::vector<std::string> sources, clusters;
@@ -201,22 +202,25 @@ CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> f
     return v;
   };
   for (const std::string& cl : clusters)
-    out.in_sample_fit[cl] = fit_sustained(select([&](const CvRow& r) { return r.cluster == cl; }));
+    out.in_sample_fit[cl] =
+        fit_eta(fit_sustained(select([&](const CvRow& r) { return r.cluster == cl; })));
   double sum = 0;
   int n = 0;
   for (const std::string& s : sources) {
     CvFold fold;
     fold.source = s;
     const auto train = select([&](const CvRow& r) { return r.source != s; });
-    const double pooled = fit_sustained(train);
+    const int pooled = fit_sustained(train);
+    std::map<std::string, int> point;  // per cluster, the grid point fitted without `s`
     for (const std::string& cl : clusters) {
       const auto mine = select([&](const CvRow& r) { return r.source != s && r.cluster == cl; });
-      fold.sustained[cl] = mine.empty() ? pooled : fit_sustained(mine);
+      point[cl] = mine.empty() ? pooled : fit_sustained(mine);
+      fold.sustained[cl] = fit_eta(point[cl]);
     }
     double in = 0, cv = 0;
     for (CvRow& r : rows) {
       if (r.source != s) continue;
-      const double e = r.error_at(fold.sustained.at(r.cluster));
+      const double e = r.error_pct[size_t(point.at(r.cluster))];
       r.row->cv_error_pct = e;
       in += std::fabs(r.row->error_pct), cv += std::fabs(e);
       fold.cv_max_pct = std::max(fold.cv_max_pct, std::fabs(e));
@@ -228,10 +232,12 @@ CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> f
   }
   out.mean_abs_error_pct = n ? sum / n : 0;
   // Bands: each row's from the other sources' rows (its own source left out, as its error was).
+  std::map<std::string, AccuracyBands> without;  // per source
+  for (const std::string& s : sources) without[s] = accuracy_bands(rep, s);
   for (RegressionRow& r : rep.rows) {
     if (!r.cv_error_pct) continue;
-    const AccuracyBands others = accuracy_bands(rep, source_key(*r.c));
-    const AccuracyBand* b = band_for(others, r.cluster.gpu.name, r.c->precision);
+    const AccuracyBand* b =
+        band_for(without.at(source_key(*r.c)), r.cluster.gpu.name, r.c->precision);
     if (!b) continue;
     r.band = *b;
     std::tie(r.predicted_low_s, r.predicted_high_s) = band_times(r.estimate.iteration_time_s, *b);
