@@ -5,6 +5,7 @@
 
 #include "planner/error.h"
 #include "planner/format.h"
+#include "planner/io/csv.h"
 #include "planner/io/file.h"
 
 namespace planner::io {
@@ -32,10 +33,8 @@ AccuracyBands load_bands(const std::string& path) {
     }
     if (line.empty()) continue;
     std::vector<std::string> cells;
-    std::stringstream ls(line);
-    for (std::string cell; std::getline(ls, cell, ',');) cells.push_back(cell);
     AccuracyBand b;
-    bool ok = cells.size() == 5;
+    bool ok = split_csv(line, cells) && cells.size() == 5;
     try {
       if (ok) {
         b.gpu = cells[0], b.precision = cells[1];

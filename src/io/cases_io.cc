@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "planner/error.h"
+#include "planner/io/csv.h"
 #include "planner/io/file.h"
 #include "planner/knob_table.h"
 #include "planner/limits.h"
@@ -38,32 +39,6 @@ const std::vector<std::string> kColumns = {"id",
                                            "measured_iter_time_s",
                                            "measured_tflops_per_gpu",
                                            "flops_formula"};
-
-/// RFC 4180 fields: commas inside double quotes, "" for a quote. Returns false on an open quote.
-bool split_csv(const std::string& line, std::vector<std::string>& out) {
-  out.clear();
-  std::string f;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char ch = line[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"')
-        f += '"', ++i;
-      else if (ch == '"')
-        quoted = false;
-      else
-        f += ch;
-    } else if (ch == '"') {
-      quoted = true;
-    } else if (ch == ',') {
-      out.push_back(f), f.clear();
-    } else if (ch != '\r') {
-      f += ch;
-    }
-  }
-  out.push_back(f);
-  return !quoted;
-}
 
 class Row {
  public:
@@ -188,7 +163,8 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
   std::string line;
   std::vector<std::string> fields;
   if (!std::getline(in, line)) throw InputError(file, 0, "", "the file is empty");
-  if (!split_csv(line, fields)) throw InputError(file, 1, "", "unterminated quote in the header");
+  if (!io::split_csv(line, fields))
+    throw InputError(file, 1, "", "unterminated quote in the header");
   for (size_t i = 0; i < kColumns.size(); ++i)
     if (i >= fields.size() || fields[i] != kColumns[i])
       throw InputError(file, 1, "",
@@ -206,7 +182,7 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
   std::vector<RegressionCase> cases;
   for (int n = 2; std::getline(in, line); ++n) {
     if (line.empty() || line == "\r") continue;
-    if (!split_csv(line, fields)) throw InputError(file, n, "", "unterminated quote");
+    if (!io::split_csv(line, fields)) throw InputError(file, n, "", "unterminated quote");
     if (fields.size() != columns)
       throw InputError(file, n, "",
                        "expected " + std::to_string(columns) + " columns, found " +
