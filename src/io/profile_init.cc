@@ -16,8 +16,9 @@ namespace {
 
 std::string num(double v) { return fmt("{:.6g}", v); }
 
-/// Where kPeakNames[i] lives in a Gpu, FLOP/s.
-double& peak_of(Gpu& g, size_t i) {
+/// Where kPeakNames[i] lives in a Gpu, FLOP/s (const or not).
+template <typename G>
+auto& peak_of(G& g, size_t i) {
   const std::string p = kPeakNames[i];
   if (p == "mxfp8") return g.mxfp8_flops;
   if (p == "nvfp4") return g.nvfp4_flops;
@@ -25,7 +26,7 @@ double& peak_of(Gpu& g, size_t i) {
     if (p == to_string(d)) return g.peak_flops[static_cast<int>(d)];
   throw std::logic_error("no precision " + p);
 }
-double peak_tflops(const Gpu& g, size_t i) { return peak_of(const_cast<Gpu&>(g), i) / kTera; }
+double peak_tflops(const Gpu& g, size_t i) { return peak_of(g, i) / kTera; }
 
 /// |ln(a / b)|, the distance of one fact from a candidate's (a missing one counts as far).
 double log_distance(double given, double theirs) {
