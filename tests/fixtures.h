@@ -8,28 +8,24 @@
 
 namespace fixtures {
 
-/// hw_profiles/<name>.yaml
-inline const planner::ClusterProfile& cluster(const std::string& name) {
-  static std::map<std::string, planner::ClusterProfile> cache;
+/// `load`(PLANNER_SOURCE_DIR/`folder`/<name>.yaml), read once per name.
+template <typename T, T (*load)(const std::string&)>
+const T& shipped(const std::string& folder, const std::string& name) {
+  static std::map<std::string, T> cache;
   auto it = cache.find(name);
   if (it == cache.end())
-    it = cache
-             .emplace(name, planner::io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/" + name +
-                                                      ".yaml"))
-             .first;
+    it = cache.emplace(name, load(PLANNER_SOURCE_DIR "/" + folder + "/" + name + ".yaml")).first;
   return it->second;
+}
+
+/// hw_profiles/<name>.yaml
+inline const planner::ClusterProfile& cluster(const std::string& name) {
+  return shipped<planner::ClusterProfile, planner::io::load_cluster>("hw_profiles", name);
 }
 
 /// configs/models/<name>.yaml
 inline const planner::ModelSpec& model(const std::string& name) {
-  static std::map<std::string, planner::ModelSpec> cache;
-  auto it = cache.find(name);
-  if (it == cache.end())
-    it = cache
-             .emplace(name, planner::io::load_model(PLANNER_SOURCE_DIR "/configs/models/" + name +
-                                                    ".yaml"))
-             .first;
-  return it->second;
+  return shipped<planner::ModelSpec, planner::io::load_model>("configs/models", name);
 }
 
 }  // namespace fixtures
