@@ -62,6 +62,16 @@ void apply_hbm(const Samples& s, const ClusterProfile& base, ClusterProfile& p, 
                 h.h2d_Bps / kGB, h.d2h_Bps / kGB);
   p.provenance["gpu.hbm_efficiency"] = "[calibrated] " + line;
   out.report.push_back("hbm: " + line);
+  // The host link for offload: the slower direction (an optimizer step moves both ways), where
+  // the base describes the host (a measured rate is capped at the datasheet link).
+  const double link = std::min(h.h2d_Bps, h.d2h_Bps);
+  if (p.host.present() && link > 0) {
+    p.host.measured_Bps = std::min(link, p.host.link_Bps);
+    p.provenance["host.measured_link_GBps"] =
+        fmt("[calibrated] pinned cudaMemcpy, the slower of host-to-device {:.1f} and "
+            "device-to-host {:.1f} GB/s",
+            h.h2d_Bps / kGB, h.d2h_Bps / kGB);
+  }
 }
 
 /// bf16 first (what training runs), then fp16, then whatever was measured with a known peak.

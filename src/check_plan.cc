@@ -39,6 +39,10 @@ const char* to_string(Rejection r) {
       return "schedule cannot complete";
     case Rejection::out_of_memory:
       return "out of memory";
+    case Rejection::offload_invalid:
+      return "offload not applicable";
+    case Rejection::host_out_of_memory:
+      return "out of host memory";
     case Rejection::count_:
       break;
   }
@@ -96,6 +100,37 @@ Rejection check_framework(const ModelSpec& m, const ClusterProfile& c, const Pla
       return std::string("ZeRO-" + str(p.zero) +
                          " with pipeline parallelism is not supported by "
                          "Megatron-LM or DeepSpeed (use zero<=1 with pp>1)");
+    });
+  return Rejection::none;
+}
+
+/// What offload needs of the plan and the profile, whatever the framework: ZeRO's optimizer
+/// (the offloaded one is ZeRO's or Megatron's distributed optimizer), ZeRO-3 for parameters, a
+/// host block, and a stated NVMe bandwidth for NVMe.
+Rejection check_offload(const ClusterProfile& c, const Plan& p, std::string* reason) {
+  if (!p.offloads()) return Rejection::none;
+  auto no = [&](auto&& why) { return fail(Rejection::offload_invalid, reason, why); };
+  if (!c.host.present())
+    return no([&] {
+      return std::string("the profile ") + c.name +
+             " has no host block (host.memory_GiB, memory_bandwidth_GBps, link_GBps): offload is "
+             "not planned on it";
+    });
+  if ((p.offload_optimizer == OffloadDevice::nvme || p.offload_params == OffloadDevice::nvme) &&
+      c.host.nvme_Bps <= 0)
+    return no([&] {
+      return std::string("the profile ") + c.name +
+             " states no NVMe bandwidth (host.nvme_GBps): NVMe offload is not planned on it";
+    });
+  if (p.offload_optimizer != OffloadDevice::none && p.zero == 0)
+    return no([] {
+      return std::string(
+          "offload_optimizer needs zero>=1: the offloaded optimizer is ZeRO's (DeepSpeed) or the "
+          "distributed optimizer (Megatron-LM)");
+    });
+  if (p.offload_params != OffloadDevice::none && p.zero != 3)
+    return no([] {
+      return std::string("offload_params needs zero=3: only partitioned parameters are offloaded");
     });
   return Rejection::none;
 }
@@ -178,14 +213,22 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   if (p.sp && p.tp == 1)
     return fail(Rejection::sp_without_tp, reason,
                 [&] { return std::string("sequence parallelism needs tp > 1"); });
-  if (p.zero > 0 && p.weight_replicas() == 1)
+  // One replica shards nothing, but ZeRO's optimizer is what offloads: allowed with offload.
+  if (p.zero > 0 && p.weight_replicas() == 1 && !p.offloads())
     return fail(Rejection::zero_invalid, reason, [&] {
       return std::string("ZeRO shards over the data- and context-parallel ranks; dp x cp = 1");
     });
+  if (const Rejection r = check_offload(c, p, reason); r != Rejection::none) return r;
   return check_framework(m, c, p, o, reason);
 }
 
 std::string rejection_message(const Estimate& e) {
+  if (e.rejection == Rejection::host_out_of_memory)
+    return fmt(
+        "out of host memory: the offloaded state needs {:.0f} GiB per node of the {:.0f} GiB "
+        "a job may fill",
+        e.host_memory_bytes / (1024.0 * 1024 * 1024),
+        e.host_memory_limit_bytes / (1024.0 * 1024 * 1024));
   if (e.rejection != Rejection::out_of_memory) return e.reason;
   return fmt("out of memory: the plan needs {:.1f} GiB per GPU of {:.1f} GiB",
              e.memory_bytes / (1024.0 * 1024 * 1024),

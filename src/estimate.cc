@@ -5,6 +5,7 @@
 
 #include "planner/cost/communication.h"
 #include "planner/cost/data_parallel.h"
+#include "planner/cost/offload.h"
 #include "planner/cost/pipeline.h"
 #include "planner/units.h"
 
@@ -49,11 +50,11 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTime
 
 /// Step 4: memory of the most loaded stage, with the simulated peak of micro-batches in flight
 /// when there is one. False (and the estimate rejected) when it does not fit.
-bool fits(const Stages& st, const Plan& p, const SimResult* sim, Estimate& e) {
+bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradients, Estimate& e) {
   const InFlight closed_form(p);
   for (int s = 0; s < p.pp; ++s) {
     const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : closed_form.on(s);
-    const MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight);
+    const MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight, host_gradients);
     if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
   }
   if (e.memory_bytes <= e.memory_limit_bytes) return true;
@@ -61,7 +62,7 @@ bool fits(const Stages& st, const Plan& p, const SimResult* sim, Estimate& e) {
   return false;
 }
 
-/// Step 6: where the iteration's time goes. The idle time of the critical stage is split into
+/// Step 7: where the iteration's time goes. The idle time of the critical stage is split into
 /// transfers and bubble: the closed form serialises the transfers (m of them per stage) and
 /// charges the rest to fill and drain; the simulator overlaps them with other stages' work and
 /// measures how long the stage waited for an input in transfer, the rest being the bubble
@@ -86,7 +87,7 @@ Breakdown attribute(const StageTimes& tt, int mb, double pipe, const SimResult* 
 /// larger than this by orders of magnitude, and no output prints 1e-9 of the iteration.
 constexpr double kNoiseFraction = 1e-9;
 
-/// Step 7a: rounding noise (a bubble of 1.03e-13 s on one stage) set to 0, once, where every
+/// Step 8a: rounding noise (a bubble of 1.03e-13 s on one stage) set to 0, once, where every
 /// output (text, CSV, JSON, HTML, plots, compare) reads it.
 void clear_noise(Estimate& e) {
   const double tol = kNoiseFraction * e.iteration_time_s;
@@ -95,13 +96,13 @@ void clear_noise(Estimate& e) {
   };
   Breakdown& b = e.breakdown;
   for (double* v : {&b.compute_s, &b.tp_comm_s, &b.cp_comm_s, &b.pp_comm_s, &b.dp_comm_s,
-                    &b.bubble_s, &b.optimizer_s, &e.dp_comm_total_s})
+                    &b.bubble_s, &b.optimizer_s, &b.offload_s, &e.dp_comm_total_s})
     snap(*v);
   for (double& v : e.stage_idle_s) snap(v);
   for (double& v : e.stage_busy_s) snap(v);
 }
 
-/// Step 7: the figures a report ranks and prints.
+/// Step 8: the figures a report ranks and prints.
 void metrics(const ModelSpec& m, const ClusterProfile& c, const Plan& p, Estimate& e) {
   clear_noise(e);
   const Breakdown& b = e.breakdown;
@@ -115,7 +116,8 @@ void metrics(const ModelSpec& m, const ClusterProfile& c, const Plan& p, Estimat
 }
 
 /// One estimate, in steps over explicit values: structure -> stages -> pipeline timing ->
-/// memory -> DP cost -> attribution -> metrics. `ws` holds every step's storage.
+/// memory -> DP cost -> optimizer and offload -> attribution -> metrics. `ws` holds every step's
+/// storage.
 Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                   const EstimateOptions& o, const EstimateCache* cache, const Partition* part,
                   bool simulated, SimResult* sim_out, bool trace, Workspace& ws) {
@@ -149,7 +151,8 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   }
   const SimResult* simmed = simulated ? &sim : nullptr;
   // 4. Memory.
-  const bool fit = fits(st, p, simmed, e);
+  const bool ds = o.framework == Framework::deepspeed || o.framework == Framework::deepspeed_2021;
+  const bool fit = fits(st, p, simmed, ds, e);
   if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
   if (!fit) return e;
   StageTimes& tt = ws.times;
@@ -165,20 +168,33 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   for (const StageLoad& l : st.load) params_rank = std::max(params_rank, l.params);
   const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, decoder.compute,
                             st.blocks_per_stage[tt.critical], &ws.zero3);
-  // 6. Attribution.
-  const double optimizer =
-      optimizer_step_s(c.gpu, params_rank / (p.zero >= 1 ? p.weight_replicas() : 1));
-  e.breakdown = attribute(tt, mb, pipe, simmed, dp, optimizer);
+  // 6. The optimizer step, on the GPU or (offloaded) on the host, and the host memory it needs.
+  const double shard = params_rank / (p.zero >= 1 ? p.weight_replicas() : 1);
+  const OffloadCost off = offload_cost(c, p, o.framework, params_rank, shard, tt.fwd, tt.bwd,
+                                       optimizer_step_s(c.gpu, shard));
+  if (p.offloads()) {
+    e.host_memory_bytes = off.host_bytes * ranks_per_node(c, p);
+    e.host_memory_limit_bytes = c.host.memory_bytes * kHostMemoryUsableFraction;
+    e.offload_h2d_bytes = off.h2d_bytes, e.offload_d2h_bytes = off.d2h_bytes;
+    if (e.host_memory_bytes > e.host_memory_limit_bytes) {
+      e.rejection = Rejection::host_out_of_memory;
+      return e;
+    }
+  }
+  // 7. Attribution.
+  e.breakdown = attribute(tt, mb, pipe, simmed, dp, off.gpu_step_s);
+  e.breakdown.offload_s = off.exposed_s();
   e.dp_comm_total_s = dp.total;
-  e.iteration_time_s = pipe + e.breakdown.dp_comm_s + e.breakdown.optimizer_s;
-  e.closed_form_time_s = closed + e.breakdown.dp_comm_s + e.breakdown.optimizer_s;
+  const double after = e.breakdown.dp_comm_s + e.breakdown.optimizer_s + e.breakdown.offload_s;
+  e.iteration_time_s = pipe + after;
+  e.closed_form_time_s = closed + after;
   e.simulated = simulated;
   if (o.detail) e.layer_compute = decoder.compute, e.layer = decoder.times;
   if (simulated) {
     e.stage_busy_s = sim.busy_s, e.stage_idle_s = sim.idle_s, e.peak_in_flight = sim.peak_in_flight;
     if (sim_out) *sim_out = std::move(sim);
   }
-  // 7. Metrics.
+  // 8. Metrics.
   metrics(m, c, p, e);
   return e;
 }
@@ -227,14 +243,21 @@ bool finite_result(const Estimate& e) {
   const Breakdown& b = e.breakdown;
   const MemoryBreakdown& mem = e.memory;
   const LayerTimes& l = e.layer;
-  for (double v :
-       {e.iteration_time_s, e.tokens_per_s,       e.tflops_per_gpu,   e.mfu,
-        e.memory_bytes,     e.memory_limit_bytes, mem.weights,        mem.grads,
-        mem.optimizer,      mem.activations,      mem.reserve,        b.compute_s,
-        b.tp_comm_s,        b.cp_comm_s,          b.pp_comm_s,        b.dp_comm_s,
-        b.bubble_s,         b.optimizer_s,        l.fwd_compute_s,    l.bwd_compute_s,
-        l.fwd_comm_s,       l.bwd_comm_s,         e.bubble_fraction,  e.exposed_comm_fraction,
-        e.dp_comm_total_s,  e.closed_form_time_s, e.balanced_gain_pct})
+  for (double v : {e.iteration_time_s, e.tokens_per_s,
+                   e.tflops_per_gpu,   e.mfu,
+                   e.memory_bytes,     e.memory_limit_bytes,
+                   mem.weights,        mem.grads,
+                   mem.optimizer,      mem.activations,
+                   mem.reserve,        b.compute_s,
+                   b.tp_comm_s,        b.cp_comm_s,
+                   b.pp_comm_s,        b.dp_comm_s,
+                   b.bubble_s,         b.optimizer_s,
+                   b.offload_s,        l.fwd_compute_s,
+                   l.bwd_compute_s,    e.host_memory_bytes,
+                   l.fwd_comm_s,       l.bwd_comm_s,
+                   e.bubble_fraction,  e.exposed_comm_fraction,
+                   e.dp_comm_total_s,  e.closed_form_time_s,
+                   e.balanced_gain_pct})
     if (!std::isfinite(v)) return false;
   for (const auto* list : {&e.stage_busy_s, &e.stage_idle_s})
     for (double v : *list)

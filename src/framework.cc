@@ -76,6 +76,13 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
           "tp_comm_overlap=0 and overlap_param_gather=0",
           t);
     });
+  if (p.offloads())
+    return no(reason, [&] {
+      return fmt(
+          "{} is kept to predict the 2021 runs, which offloaded nothing; plan offload with "
+          "--framework megatron or deepspeed",
+          t);
+    });
   if (f == Framework::megatron_2021 && p.split != PipelineSplit::even)
     return no(reason, [&] {
       return fmt("{} splits the layers evenly over the stages; use split=even", t);
@@ -117,6 +124,28 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
           "parallelism (its documentation at {:.8} names no pipeline support); use zero<=1 or "
           "pp=1",
           p.zero, commit);
+    });
+  // Offload: the optimizer only, to host memory (--optimizer-cpu-offload), which
+  // validate_args (1883-1892) runs only with --use-precision-aware-optimizer, itself only with
+  // the distributed optimizer (megatron/core/optimizer/__init__.py 1057-1060).
+  if (p.offload_params != OffloadDevice::none)
+    return no(reason, [] {
+      return std::string(
+          "Megatron-LM offloads the optimizer, not the parameters (--optimizer-cpu-offload); use "
+          "offload_params=none or --framework deepspeed");
+    });
+  if (p.offload_optimizer == OffloadDevice::nvme)
+    return no(reason, [] {
+      return std::string(
+          "Megatron-LM offloads the optimizer to host memory only; use offload_optimizer=cpu or "
+          "--framework deepspeed for NVMe");
+    });
+  if (p.offload_optimizer != OffloadDevice::none && p.zero != 1)
+    return no(reason, [&] {
+      return fmt(
+          "Megatron-LM's --optimizer-cpu-offload needs --use-precision-aware-optimizer, which "
+          "needs the distributed optimizer (zero=1), got zero={}",
+          p.zero);
     });
   if (p.schedule == Schedule::gpipe && p.pp > 1)
     return no(reason, [] {
@@ -162,6 +191,19 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
           "DeepSpeed's pipeline engine refuses zero={} with pp={} (ZeRO-2 and ZeRO-3 are "
           "incompatible with pipeline parallelism); use zero<=1 or pp=1",
           p.zero, p.pp);
+    });
+  // deepspeed/runtime/zero/offload_config.py (configs/frameworks/deepspeed-config-keys.txt):
+  // NVMe offload of the optimizer only with ZeRO-3, and a partial ratio only with ZeRO-3.
+  if (p.offload_optimizer == OffloadDevice::nvme && p.zero != 3)
+    return no(reason, [&] {
+      return fmt("DeepSpeed offloads the optimizer to NVMe only with ZeRO-3, got zero={}", p.zero);
+    });
+  if (p.offload_optimizer != OffloadDevice::none && p.offload_pct < 100 && p.zero != 3)
+    return no(reason, [&] {
+      return fmt(
+          "DeepSpeed's offload_optimizer.ratio (offload_pct={}) applies to ZeRO-3 only, got "
+          "zero={}; use offload_pct=100",
+          p.offload_pct, p.zero);
     });
   if (p.vpp > 1 || p.schedule == Schedule::interleaved)
     return no(reason, [] {

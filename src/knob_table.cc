@@ -21,6 +21,11 @@ std::optional<bool> untri(int v) {
   return v == kUnset ? std::nullopt : std::optional<bool>(v != 0);
 }
 
+/// An offload device as a knob value: kUnset for none (so that plans without offload read as
+/// before), else its index.
+int device_knob(OffloadDevice d) { return d == OffloadDevice::none ? kUnset : int(d); }
+OffloadDevice knob_device(int v) { return v == kUnset ? OffloadDevice::none : OffloadDevice(v); }
+
 std::array<KnobDef, kNumKnobs> make_table() {
   using K = KnobId;
   const std::vector<std::string> bits = {"0", "1"};
@@ -156,6 +161,33 @@ std::array<KnobDef, kNumKnobs> make_table() {
        "TP collectives pipelined with their GEMMs (needs sp), 0,1 (default: the framework's stack)",
        bits, 0, 0, true, true, "tpo", 3, [](const Plan& p) { return tri(p.tp_comm_overlap); },
        [](Plan& p, int v) { p.tp_comm_overlap = untri(v); }},
+      {K::offload_optimizer, "offload_optimizer",
+       "optimizer states and step to none, cpu or nvme (default: none and cpu where a plan does "
+       "not fit without)",
+       words_of<OffloadDevice>(), 0, 0, true, true, "offl", -5,
+       [](const Plan& p) { return device_knob(p.offload_optimizer); },
+       [](Plan& p, int v) { p.offload_optimizer = knob_device(v); }},
+      {K::offload_params, "offload_params",
+       "ZeRO-3 parameters to none, cpu or nvme (default: none and cpu where a plan does not fit "
+       "without)",
+       words_of<OffloadDevice>(), 0, 0, true, true, "offp", -5,
+       [](const Plan& p) { return device_knob(p.offload_params); },
+       [](Plan& p, int v) { p.offload_params = knob_device(v); }},
+      {K::offload_pct,
+       "offload_pct",
+       "percent of the optimizer states offloaded, 1-100 (default 100)",
+       {},
+       1,
+       100,
+       true,
+       true,
+       "off%",
+       4,
+       [](const Plan& p) {
+         return p.offload_optimizer == OffloadDevice::none || p.offload_pct == 100 ? kUnset
+                                                                                   : p.offload_pct;
+       },
+       [](Plan& p, int v) { p.offload_pct = v == kUnset ? 100 : v; }},
   }};
   return t;
 }

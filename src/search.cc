@@ -34,6 +34,10 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   k[K::schedule] = {int(Schedule::one_f_one_b)};
   for (const KnobDef& d : knob_table())  // the execution knobs: the stack's own choice
     if (d.searched && d.optional) k[d.id] = {kUnset};
+  // Offload to host memory where a plan does not fit without it (the search skips an offload
+  // plan whose twin without offload fits: offload only adds time); all the states moved.
+  k[K::offload_optimizer] = {kUnset, int(OffloadDevice::cpu)};
+  k[K::offload_params] = {kUnset, int(OffloadDevice::cpu)};
   // Every split of the decoder layers: where pp does not divide them, and where shorter first
   // and last stages (the embedding's and the logits') beat the even split.
   if (m.encoders.empty())
@@ -92,7 +96,23 @@ std::vector<Schedule> schedules_for(int vpp, int pp, const std::vector<int>& all
 struct InnerKnobs {
   std::vector<const KnobDef*> knobs;
   std::vector<const std::vector<int>*> values;
-  long long combinations = 1;
+  long long combinations = 1;  ///< of the knobs but offload
+  /// Positions of the offload knobs: the table's last rows, so they turn fastest and each run
+  /// of them follows the same other knobs.
+  std::vector<size_t> offload;
+  /// Whether the positions `at` start a run of offload values (all at their first value).
+  bool offload_run_start(const std::vector<size_t>& at) const {
+    for (size_t i : offload)
+      if (at[i] != 0) return false;
+    return true;
+  }
+  /// A plan another position already gave: offload_pct moves nothing without offload_optimizer.
+  bool duplicate(const std::vector<size_t>& at, const Plan& p) const {
+    if (p.offload_optimizer != OffloadDevice::none) return false;
+    for (size_t i : offload)
+      if (knobs[i]->id == KnobId::offload_pct && at[i] != 0) return true;
+    return false;
+  }
 
   explicit InnerKnobs(const KnobSpace& k) {
     for (const KnobDef& d : knob_table()) {
@@ -107,9 +127,14 @@ struct InnerKnobs {
         case KnobId::schedule:
           continue;
         default:
+          const bool off = d.id == KnobId::offload_optimizer || d.id == KnobId::offload_params ||
+                           d.id == KnobId::offload_pct;
+          if (off) offload.push_back(knobs.size());
           knobs.push_back(&d);
           values.push_back(&k[d.id]);
-          combinations *= static_cast<long long>(k[d.id].size());
+          // Offload variants are estimated only where the plan without offload does not fit
+          // (Searcher::record), so they do not multiply the plans counted and bounded.
+          if (!off) combinations *= static_cast<long long>(k[d.id].size());
       }
     }
   }
@@ -317,12 +342,22 @@ class Searcher {
   }
 
   void record(const Plan& p) {
+    if (inner_.duplicate(at_, p)) return;
+    if (inner_.offload_run_start(at_)) twin_ = Rejection::none, twin_known_ = false;
+    // Offload is tried only where it can help: where the same plan without it is out of memory,
+    // or refused only because ZeRO has one replica to shard over (the offload's own optimizer).
+    if (p.offloads() && twin_known_ && twin_ != Rejection::out_of_memory &&
+        twin_ != Rejection::zero_invalid) {
+      if (twin_ == Rejection::none) ++r_.offload_dominated;  // it fits and is faster
+      return;
+    }
     ++r_.evaluated;
     work_.check();
     layer_costs(p);
     Estimate e = estimate(m_, c_, p, eo_, &cache_, &ws_);
     if (e.ok() || e.rejection == Rejection::out_of_memory) work_.estimate();
     ++r_.rejections[int(e.rejection)];
+    if (!p.offloads()) twin_ = e.rejection, twin_known_ = true;
     if (e.rejection == Rejection::out_of_memory) {
       r_.any_memory_rejection = true;
       if (r_.closest_infeasible.memory_bytes == 0 ||
@@ -358,6 +393,9 @@ class Searcher {
   std::vector<long long> plans_per_pp_;
   int blocks_ = 0;
   bool computed_ = false;
+  /// The current run of offload values: how its plan without offload fared.
+  Rejection twin_ = Rejection::none;
+  bool twin_known_ = false;
 };
 
 }  // namespace
@@ -399,6 +437,7 @@ SearchResult merge_results(const std::vector<SearchResult>& parts, const SearchO
     r.search_time_s += part.search_time_s;
     r.simulated += part.simulated;
     r.closed_form_only += part.closed_form_only;
+    r.offload_dominated += part.offload_dominated;
     r.max_closed_form_gap_pct = std::max(r.max_closed_form_gap_pct, part.max_closed_form_gap_pct);
     for (const PlotPoint& pt : part.feasible.points()) r.feasible.add(pt[0], pt[1]);
     for (const PlotPoint& pt : part.feasible.front()) r.feasible.add(pt[0], pt[1]);

@@ -67,8 +67,8 @@ TEST_CASE("suggest --format json carries the documented keys") {
   for (const char* k : {"iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu",
                         "memory_bytes_per_gpu", "train_days", "train_gpu_hours"})
     CHECK(p.contains(k));
-  for (const char* k :
-       {"compute_s", "tp_comm_s", "cp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s", "optimizer_s"})
+  for (const char* k : {"compute_s", "tp_comm_s", "cp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s",
+                        "optimizer_s", "offload_s"})
     CHECK(p["breakdown"].contains(k));
 }
 
@@ -79,7 +79,9 @@ TEST_CASE("suggest --format csv has a header and K rows") {
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
   // The columns: every knob of the knob table, the metrics, the framework and the plan string.
   CHECK(r.out.rfind("rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,dtype,attn,"
-                    "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,iteration_time_s,",
+                    "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,offload_optimizer,"
+                    "offload_params,"
+                    "offload_pct,iteration_time_s,",
                     0) == 0);
 }
 
@@ -142,11 +144,18 @@ TEST_CASE("a mixture-of-experts config is bad input for every command, never a d
 }
 
 TEST_CASE("a model that fits no plan says how far the closest is and what would help") {
-  const Run r = planner("suggest " + kModel + " " + kCluster + " --gpus 32 --global-batch 64");
+  const Run r =
+      planner("suggest " + kModel + " " + kCluster +
+              " --gpus 32 --global-batch 64 --offload-optimizer none --offload-params none");
   CHECK(r.rc == 2);
   CHECK(r.out.rfind("planner: error: no plan fits: ", 0) == 0);
   CHECK(r.out.find("the closest plan needs") != std::string::npos);
   CHECK(r.out.find("at least 37 GPUs of 80 GiB") != std::string::npos);
+  CHECK(r.out.find("offload_optimizer=cpu") != std::string::npos);  // a remedy, with its GiB
+  // With offload in the search (the default), GPT-3 175B plans on those 32 GPUs.
+  const Run off = planner("suggest " + kModel + " " + kCluster + " --gpus 32 --global-batch 64");
+  CHECK(off.rc == 0);
+  CHECK(off.out.find("offload_optimizer=cpu") != std::string::npos);
 }
 
 TEST_CASE("usage errors exit 2, --version exits 0") {
@@ -423,7 +432,7 @@ TEST_CASE("suggest --framework: the table says which framework; emit writes rank
   for (const auto& p : j["plans"])
     CHECK((p["framework"] == "megatron" || p["framework"] == "deepspeed"));
   const std::string csv = planner(s + " --framework deepspeed --format csv").out;
-  CHECK(csv.find(",optimizer_s,framework,plan\n") != std::string::npos);
+  CHECK(csv.find(",optimizer_s,offload_s,framework,plan\n") != std::string::npos);
   CHECK(csv.find(",deepspeed,\"tp=") != std::string::npos);
 
   check_error(s + " --framework megatron --emit deepspeed --out " + out,
@@ -439,4 +448,25 @@ TEST_CASE("suggest --framework: the table says which framework; emit writes rank
               "schedule=1f1b (model configs/models/llama3-70b.yaml, cluster "
               "hw_profiles/dgx-h100-80gb.yaml)");
   CHECK(!std::filesystem::exists(out));
+}
+
+TEST_CASE("advise: each cluster and framework's best plan, a recommendation, the source's rules") {
+  const Run r = planner(
+      "advise --model configs/models/llama3-8b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml "
+      "--cluster hw_profiles/dgx-h100-80gb.yaml --global-batch 512 --gpu-hour-usd 2 --format json");
+  REQUIRE(r.rc == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  CHECK(j["size_class"] == "1-10B");
+  REQUIRE(j["rows"].size() == 4);  // two clusters x megatron, deepspeed
+  for (const auto& row : j["rows"]) {
+    CHECK(row["gpus"] == 8);  // the source's one node for this size
+    CHECK(row["cost_usd"].get<double>() ==
+          doctest::Approx(2 * row["train_gpu_hours"].get<double>()));
+  }
+  CHECK(j["recommendation"]["cluster"] == "dgx-h100-80gb");  // fewer GPU-hours at one price
+  CHECK(j["recommendation"]["rule_check"].get<std::string>().find("planner") != std::string::npos);
+  CHECK(j["recommendation"]["hardware_check"].get<std::string>().find("A100 80GB") !=
+        std::string::npos);
+  const Run none = planner("advise --model configs/models/llama3-8b.yaml --global-batch 0");
+  CHECK(none.rc == 2);
 }

@@ -120,6 +120,22 @@ std::vector<Case> all_cases() {
       {"ds-tp-zero3", kLlama, kH100, "tp=8,pp=1,dp=8,mbs=1,gbs=128,zero=3,recompute=full,sp=1", D});
   v.push_back({"ds-fp16-zero2", l8, kH100,
                "tp=1,pp=1,dp=16,mbs=1,gbs=128,zero=2,recompute=selective,dtype=fp16", D});
+  // Offload (issue 17): the source's ZeRO-3 + CPU optimizer example, parameters too, a partial
+  // ratio, and Megatron-LM's HybridDeviceOptimizer on one GPU.
+  v.push_back({"ds-source-zero3-offload", small, kA100,
+               "tp=1,pp=1,dp=8,mbs=4,gbs=32,zero=3,dtype=fp16,offload_optimizer=cpu", D});
+  v.push_back({"ds-offload-params", l8, kH100,
+               "tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=3,recompute=full,offload_optimizer=cpu,"
+               "offload_params=cpu,offload_pct=50",
+               D});
+  v.push_back({"ds-offload-one-gpu", l8, kH100,
+               "tp=1,pp=1,dp=1,mbs=1,gbs=64,zero=2,recompute=full,offload_optimizer=cpu", D});
+  v.push_back({"megatron-offload-one-gpu", l8, kH100,
+               "tp=1,pp=1,dp=1,mbs=1,gbs=64,zero=1,recompute=full,offload_optimizer=cpu", M});
+  v.push_back({"megatron-offload-half", l8, kH100,
+               "tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,recompute=full,offload_optimizer=cpu,"
+               "offload_pct=50",
+               M});
   v.push_back({"ds-tf32", kGpt3, kA100,
                "tp=8,pp=16,dp=8,mbs=1,gbs=1536,recompute=full,sp=1,dtype=tf32", D});
   // Hugging Face configs with head_dim, QKV biases, per-head norms and sliding windows.
@@ -334,7 +350,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
       ++n;
     }
   }
-  CHECK(n == 2 * 13 + 11);  // two scripts per Megatron case, one launcher per DeepSpeed case
+  CHECK(n == 2 * 15 + 14);  // two scripts per Megatron case, one launcher per DeepSpeed case
   fs::remove_all(dir);
 }
 

@@ -48,7 +48,8 @@ TEST_CASE("an option or command typo names the nearest one, exit 2") {
               "commands)");
   check_error("frobnicate",
               "unknown command 'frobnicate', expected one of suggest, estimate, regress, "
-              "validate, emit, compare, profile, completion (planner --help lists the commands)");
+              "validate, emit, compare, advise, profile, completion (planner --help lists the "
+              "commands)");
   check_error("profile int --name x",
               "unknown command 'int', did you mean 'init'? (planner "
               "profile --help lists the commands)");
@@ -157,7 +158,8 @@ TEST_CASE("estimate of a plan over memory prints its breakdown, marked, then the
   const std::string error =
       "planner: error: option --plan: does not fit: needs 417.2 GiB per GPU of 80.0 GiB (the "
       "breakdown above is the plan with enough memory)\none change at a time:\n"
-      "  recompute=full   -> 391.2 GiB\n  sp=1             -> 396.3 GiB\n";
+      "  recompute=full               -> 391.2 GiB\n  sp=1                         -> 396.3 GiB\n"
+      "  offload_optimizer=cpu,zero=1 -> 161.2 GiB\n";
   CHECK(r.out.substr(r.out.size() - std::min(r.out.size(), error.size())) == error);
   const Run j = cli_run::shell("(" PLANNER_BINARY " estimate " + kGpt175 +
                                " --plan \"tp=8,pp=1,dp=1,gbs=8\" --format json 2>/dev/null)");

@@ -124,7 +124,7 @@ TEST_CASE("bad cluster profiles name the key") {
   CHECK(!c.legacy_software);
   CHECK(c.software == info(Framework::megatron).stack);
   CHECK(profile_error(replace(text, "network:\n", "software:\n  attention: flash\nnetwork:\n")) ==
-        "c.yaml:26: key 'software.overlap_grad_reduce': missing required key");
+        "c.yaml:31: key 'software.overlap_grad_reduce': missing required key");
 }
 
 TEST_CASE("a profile's legacy software block: the default execution choices, kernel rates kept") {
@@ -155,12 +155,12 @@ TEST_CASE("a profile's legacy software block: the default execution choices, ker
   CHECK(note ==
         "DeepSpeed runs without the profile's software.overlap_tp_comm: predicted without it");
   CHECK(profile_error(replace(legacy, "attention: unfused", "attention: fast")) ==
-        "c.yaml:23: key 'software.attention': expected flash or unfused, got 'fast'");
+        "c.yaml:28: key 'software.attention': expected flash or unfused, got 'fast'");
   CHECK(profile_error(replace(legacy, "zero3_collective_nics: 1", "zero3_collective_nics: maybe"))
             .find("key 'software.zero3_collective_nics'") != std::string::npos);
   // A kernel rate in both blocks is refused: one value per key.
   CHECK(profile_error(replace(legacy, "  gemm:", "  flash_efficiency: 0.5\n  gemm:")) ==
-        "c.yaml:25: key 'software.flash_efficiency': given twice, also as gpu.flash_efficiency; "
+        "c.yaml:30: key 'software.flash_efficiency': given twice, also as gpu.flash_efficiency; "
         "keep the gpu one");
 }
 

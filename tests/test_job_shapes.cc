@@ -168,8 +168,10 @@ TEST_CASE("any GPU count inside an NVLink domain, whole hosts beyond; nodes is o
   SearchOptions one;
   one.gpus = {1};
   one.global_batch = 8;
-  const SearchResult r1 = search(m, c, default_knobs(m, c, 1), one);
-  CHECK(r1.top.empty());
+  KnobSpace no_offload = default_knobs(m, c, 1);
+  no_offload[KnobId::offload_optimizer] = no_offload[KnobId::offload_params] = {kUnset};
+  const SearchResult r1 = search(m, c, no_offload, one);
+  CHECK(r1.top.empty());  // with offload it plans (test_offload.cc)
   CHECK(r1.any_memory_rejection);
   CHECK(r1.closest_infeasible.memory_bytes > 100.0 * (1 << 30));
   // A job larger than the profile's nodes is the user's to ask for.

@@ -50,10 +50,15 @@ TEST_CASE("every knob round-trips through the plan string, in the table's order"
       Plan p = parse_plan("tp=2,pp=2,dp=2,gbs=64", "--plan");
       if (k.id == KnobId::schedule && v == int(Schedule::interleaved)) p.vpp = 2;
       if (k.id == KnobId::vpp && v > 1) p.schedule = Schedule::interleaved;
+      if (k.id == KnobId::offload_pct) p.offload_optimizer = OffloadDevice::cpu;
       k.set(p, v);
       const Plan q = parse_plan(to_plan_string(p), "--plan");
-      // split=even is the default split, and left out of the string as unset.
-      const bool even = k.id == KnobId::split && v == int(PipelineSplit::even);
+      // split=even is the default split, no offload and offload_pct=100 the default offload, each
+      // left out of the string as unset.
+      const bool even = (k.id == KnobId::split && v == int(PipelineSplit::even)) ||
+                        ((k.id == KnobId::offload_optimizer || k.id == KnobId::offload_params) &&
+                         v == int(OffloadDevice::none)) ||
+                        (k.id == KnobId::offload_pct && v == 100);
       CHECK(k.get(q) == (even ? kUnset : v));
       CHECK(to_plan_string(q) == to_plan_string(p));
     }

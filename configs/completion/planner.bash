@@ -14,7 +14,7 @@ _planner_files() {
 _planner() {
   local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" sub="" i
   for ((i = 1; i < COMP_CWORD; i++)); do
-    case "${COMP_WORDS[i]}" in suggest|estimate|regress|validate|emit|compare|profile|init|completion) sub="${COMP_WORDS[i]}" ;; esac
+    case "${COMP_WORDS[i]}" in suggest|estimate|regress|validate|emit|compare|advise|profile|init|completion) sub="${COMP_WORDS[i]}" ;; esac
   done
   case "$sub" in
     suggest)
@@ -37,6 +37,9 @@ _planner() {
         --overlap-grad-reduce) _planner_words '0 1'; return ;;
         --overlap-param-gather) _planner_words '0 1'; return ;;
         --tp-comm-overlap) _planner_words '0 1'; return ;;
+        --offload-optimizer) _planner_words 'none cpu nvme'; return ;;
+        --offload-params) _planner_words 'none cpu nvme'; return ;;
+        --offload-pct) :; return ;;
         --attention) _planner_words 'flash unfused'; return ;;
         --trace) _planner_files 'json'; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
@@ -52,7 +55,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --split --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --split --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -124,7 +127,7 @@ _planner() {
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --plan) :; return ;;
-        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= split= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap='; compopt -o nospace 2>/dev/null; return ;;
+        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= split= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap= offload_optimizer= offload_params= offload_pct='; compopt -o nospace 2>/dev/null; return ;;
         --gpus) :; return ;;
         --nodes) :; return ;;
         --global-batch) :; return ;;
@@ -135,6 +138,22 @@ _planner() {
         --format) _planner_words 'table json'; return ;;
       esac
       if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --nodes --global-batch --dtype --seq-len --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;
+    advise)
+      case "$prev" in
+        --model) _planner_files 'yaml|yml|json'; return ;;
+        --cluster) _planner_files 'yaml|yml'; return ;;
+        --clusters) :; return ;;
+        --gpus) :; return ;;
+        --global-batch) :; return ;;
+        --train-tokens) :; return ;;
+        --deadline-days) :; return ;;
+        --budget-usd) :; return ;;
+        --gpu-hour-usd) :; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
+        --memory-limit-GiB) :; return ;;
+        --format) _planner_words 'text json'; return ;;
+      esac
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --clusters --gpus --global-batch --train-tokens --deadline-days --budget-usd --gpu-hour-usd --dtype --tp-across-nodes --memory-limit-GiB --format'; else _planner_words ''; fi ;;
     profile)
       case "$prev" in
       esac
@@ -168,7 +187,7 @@ _planner() {
       case "$prev" in
       esac
       if [[ $cur == -* ]]; then _planner_words '--help'; else _planner_words 'bash'; fi ;;
-    *) if [[ $cur == -* ]]; then _planner_words '--help --version --verbose --quiet'; else _planner_words 'suggest estimate regress validate emit compare profile completion'; fi ;;
+    *) if [[ $cur == -* ]]; then _planner_words '--help --version --verbose --quiet'; else _planner_words 'suggest estimate regress validate emit compare advise profile completion'; fi ;;
   esac
 }
 complete -F _planner planner

@@ -123,6 +123,33 @@ struct NetworkTier {
   std::array<CollectiveCost, kNumCollectives> cost;
 };
 
+/// Achieved host-link bandwidth over the datasheet's, for profiles that give only the link: H2D
+/// copies measured with nvbandwidth reach 26 of 32 GB/s on A100 (PCIe Gen4 x16) and 51 of 64 on
+/// H100 (Gen5 x16) (Azure AI benchmarking guide, shared/data/hardware-reference.md s.4), 0.81 and
+/// 0.80; the H200 calibration measured 55.4 of 64 (bench/calibration-h200/calibrate.log).
+inline constexpr double kHostLinkEfficiency = 0.80;
+
+/// The host side of a node, for offload (cost/offload.h): what a plan may move off the GPUs and
+/// how fast. A profile without a `host:` block plans no offload.
+struct Host {
+  double memory_bytes = 0;  ///< system memory per node (0: not stated, offload refused)
+  /// Peak DRAM bandwidth per node (sockets x channels x transfer rate): the CPU optimizer step
+  /// streams its states through it.
+  double memory_Bps = 0;
+  double link_Bps = 0;      ///< host link per GPU per direction, datasheet (PCIe Gen4 x16: 32)
+  double measured_Bps = 0;  ///< host link per GPU per direction, measured (0: link x efficiency)
+  double nvme_Bps = 0;      ///< NVMe read/write bandwidth per node (0: not stated, no NVMe offload)
+  bool present() const { return memory_bytes > 0 && memory_Bps > 0 && link_Bps > 0; }
+  /// Achieved bandwidth of one GPU's host link, each direction.
+  double achieved_link_Bps() const {
+    return measured_Bps > 0 ? measured_Bps : link_Bps * kHostLinkEfficiency;
+  }
+  bool operator==(const Host& o) const {
+    return memory_bytes == o.memory_bytes && memory_Bps == o.memory_Bps && link_Bps == o.link_Bps &&
+           measured_Bps == o.measured_Bps && nvme_Bps == o.nvme_Bps;
+  }
+};
+
 /// A kind of node and its network. The job's size is the user's (--gpus, --nodes): `nodes` is
 /// only the default.
 struct ClusterProfile {
@@ -145,6 +172,7 @@ struct ClusterProfile {
   /// A profile written before the hardware/software split may still carry a `software:` block:
   /// it then gives the default execution choices in place of the framework's.
   std::optional<SoftwareStack> legacy_software;
+  Host host;                ///< system memory, host link and NVMe (offload)
   double gpu_hour_usd = 0;  ///< optional price, for --objective cost reports
   std::map<std::string, std::string> provenance;
   /// The job size when none is given: the profile's nodes, else one NVLink domain.

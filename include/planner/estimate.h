@@ -30,6 +30,8 @@ enum class Rejection {
   dtype_unsupported,  ///< the GPU has no tensor-core peak for this precision
   schedule_invalid,   ///< the simulator found the schedule cannot run or complete
   out_of_memory,
+  offload_invalid,     ///< the offload asked for needs what the plan or the profile lacks
+  host_out_of_memory,  ///< the offloaded state does not fit in the node's host memory
   count_
 };
 inline constexpr int kNumRejections = static_cast<int>(Rejection::count_);
@@ -43,7 +45,8 @@ struct Breakdown {
   double pp_comm_s = 0;    ///< exposed stage-to-stage transfers
   double dp_comm_s = 0;    ///< exposed DP reduction and ZeRO gathers
   double bubble_s = 0;     ///< pipeline fill and drain
-  double optimizer_s = 0;  ///< optimizer step
+  double optimizer_s = 0;  ///< optimizer step on the GPU
+  double offload_s = 0;    ///< exposed host-link and NVMe transfers and the CPU optimizer step
 };
 
 struct Estimate {
@@ -57,6 +60,9 @@ struct Estimate {
   double memory_bytes = 0;  ///< most loaded stage
   double memory_limit_bytes = 0;
   MemoryBreakdown memory;
+  double host_memory_bytes = 0;  ///< offloaded state in one node's host memory (all its ranks)
+  double host_memory_limit_bytes = 0;  ///< what the job may fill (kHostMemoryUsableFraction)
+  double offload_h2d_bytes = 0, offload_d2h_bytes = 0;  ///< per rank and iteration
   Breakdown breakdown;
   LayerTimes layer;
   LayerCompute layer_compute;

@@ -31,6 +31,9 @@ enum class KnobId {
   overlap_grad_reduce,
   overlap_param_gather,
   tp_comm_overlap,
+  offload_optimizer,
+  offload_params,
+  offload_pct,
   count_
 };
 inline constexpr int kNumKnobs = static_cast<int>(KnobId::count_);

@@ -49,9 +49,11 @@ inline constexpr Range kCurveBytes{1, 1e15};        ///< message sizes of a busb
 inline constexpr Range kKHalf{0, 1e6};              ///< elements
 inline constexpr Range kGemmDim{1, 1e9};            ///< m, n, k, batch of a measured GEMM
 inline constexpr Range kGpuHourUsd{0, 1e6};
-inline constexpr int kSms = 100000;      ///< streaming multiprocessors
-inline constexpr int kTileDim = 4096;    ///< a GEMM tile's m or n
-inline constexpr int kAlignment = 4096;  ///< elements
+inline constexpr Range kHostMemoryGiB{1, 1 << 20};  ///< a node's system memory
+inline constexpr Range kHostGBps{0.1, 1e5};         ///< DRAM, host-link and NVMe bandwidth
+inline constexpr int kSms = 100000;                 ///< streaming multiprocessors
+inline constexpr int kTileDim = 4096;               ///< a GEMM tile's m or n
+inline constexpr int kAlignment = 4096;             ///< elements
 inline constexpr int kGpusPerNode = 1 << 16;
 inline constexpr long long kClusterGpus = 1 << 24;  ///< nodes x gpus_per_node
 inline constexpr int kNics = 4096;  ///< nics_per_node, a legacy software.zero3_collective_nics

@@ -34,7 +34,11 @@ inline constexpr std::array<EnumName<PipelineSplit>, 3> kSplitNames = {
      {PipelineSplit::short_ends, "short_ends"},
      {PipelineSplit::embed_loss, "embed_loss"}}};
 
+inline constexpr std::array<EnumName<OffloadDevice>, 3> kOffloadNames = {
+    {{OffloadDevice::none, "none"}, {OffloadDevice::cpu, "cpu"}, {OffloadDevice::nvme, "nvme"}}};
+
 constexpr const auto& names_of(Dtype) { return kDtypeNames; }
+constexpr const auto& names_of(OffloadDevice) { return kOffloadNames; }
 constexpr const auto& names_of(PipelineSplit) { return kSplitNames; }
 constexpr const auto& names_of(AttentionKernel) { return kAttentionNames; }
 constexpr const auto& names_of(Recompute) { return kRecomputeNames; }

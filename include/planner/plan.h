@@ -21,6 +21,9 @@ enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
 /// model chunk hold one decoder layer fewer (Megatron-Core --account-for-embedding/loss-in-
 /// pipeline-split; DeepSpeed partition_method type:transformer|embedding).
 enum class PipelineSplit { even, short_ends, embed_loss };
+/// Where offloaded state lives (cost/offload.h): on the GPU (none), in host memory over the host
+/// link (cpu), or on the node's NVMe drives through host memory (nvme; DeepSpeed ZeRO-Infinity).
+enum class OffloadDevice { none, cpu, nvme };
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 
@@ -44,6 +47,20 @@ struct Plan {
   /// whether it offers them: framework.h). DP gradient reduction beside the backward, ZeRO-1/2's
   /// parameter gather beside the next forward, TP collectives pipelined with their GEMMs.
   std::optional<bool> overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+  /// Offload: the optimizer's states and step (DeepSpeed offload_optimizer, Megatron-Core
+  /// --optimizer-cpu-offload), the parameters under ZeRO-3 (DeepSpeed offload_param), and the
+  /// percentage of this rank's optimizer states moved (Megatron --optimizer-offload-fraction,
+  /// DeepSpeed offload_optimizer.ratio).
+  OffloadDevice offload_optimizer = OffloadDevice::none;
+  OffloadDevice offload_params = OffloadDevice::none;
+  int offload_pct = 100;
+  bool offloads() const {
+    return offload_optimizer != OffloadDevice::none || offload_params != OffloadDevice::none;
+  }
+  /// The fraction of this rank's optimizer states (and their step) on the host.
+  double offloaded_fraction() const {
+    return offload_optimizer == OffloadDevice::none ? 0.0 : offload_pct / 100.0;
+  }
 
   /// Products in 64 bits: knob values are bounded (kMaxKnob) but their product is not.
   long long gpus() const { return 1LL * dp * tp * pp * cp; }

@@ -31,7 +31,8 @@ inline constexpr int kDenseVpp = 8;
 /// the layers (of the layers too for a model with encoders), cp 1, vpp 1..8 and every divisor of
 /// the blocks above 8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp 0/1, 1F1B (interleaved
 /// where vpp > 1), every split (even, short_ends, embed_loss) of a decoder-only model, the
-/// execution knobs left to the stack.
+/// execution knobs left to the stack, the optimizer and the ZeRO-3 parameters offloaded to host
+/// memory or not (an offload plan is tried only where its twin without offload does not fit).
 KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus);
 
 enum class Objective { time, cost };
@@ -55,6 +56,8 @@ struct SearchOptions {
 
 struct SearchResult {
   long long evaluated = 0;
+  /// Offload plans not estimated: the same plan without offload fits, and offload only adds time.
+  long long offload_dominated = 0;
   std::array<long long, kNumRejections> rejections{};
   std::vector<Estimate> top;    ///< best first, at most top_k
   Estimate closest_infeasible;  ///< smallest memory overshoot, when nothing fits

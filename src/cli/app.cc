@@ -90,6 +90,7 @@ int run(int argc, const char* const* argv) {
   add_validate(app, &rc);
   add_emit(app, &rc);
   add_compare(app, &rc);
+  add_advise(app, &rc);
   add_profile(app, &rc);
   add_completion(app, &rc);  // last: it lists the subcommands above
   try {

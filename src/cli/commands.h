@@ -38,6 +38,8 @@ void add_regress(CLI::App& app, int* rc);
 void add_validate(CLI::App& app, int* rc);
 void add_emit(CLI::App& app, int* rc);
 void add_compare(CLI::App& app, int* rc);
+/// `planner advise`: which cluster and framework, with the source's rules checked.
+void add_advise(CLI::App& app, int* rc);
 /// `planner profile init`: a cluster profile from datasheet facts.
 void add_profile(CLI::App& app, int* rc);
 /// `planner completion bash`: reads the subcommands and options of `app` when it runs.

@@ -55,6 +55,7 @@ const Metric kMetrics[] = {
     {"bubble s", "bubble_s", [](const Estimate& e) { return e.breakdown.bubble_s; }, "{:.4f}"},
     {"optimizer s", "optimizer_s", [](const Estimate& e) { return e.breakdown.optimizer_s; },
      "{:.4f}"},
+    {"offload s", "offload_s", [](const Estimate& e) { return e.breakdown.offload_s; }, "{:.4f}"},
 };
 
 /// Percent change of `v` against `base`; NaN when the baseline is zero and `v` is not.

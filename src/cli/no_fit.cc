@@ -41,6 +41,13 @@ std::string memory_remedies(const Inputs& in, const Plan& base,
   if (base.tp > 1 && !base.sp) p.sp = true, v.push_back({"sp=1", p});
   p = base;
   if (base.mbs > 1) p.mbs = base.mbs / 2, v.push_back({"mbs=" + std::to_string(p.mbs), p});
+  p = base;
+  if (base.offload_optimizer == OffloadDevice::none) {  // ZeRO's optimizer is what offloads
+    p.offload_optimizer = OffloadDevice::cpu, p.offload_pct = 100, p.zero = std::max(p.zero, 1);
+    v.push_back({"offload_optimizer=cpu" + std::string(base.zero == 0 ? ",zero=1" : ""), p});
+  }
+  size_t width = 16;
+  for (const Variant& x : v) width = std::max(width, x.what.size());
   std::string out;
   for (const Variant& x : v) {
     // A change the plan's framework cannot run is offered with one that can, or not at all.
@@ -50,7 +57,7 @@ std::string memory_remedies(const Inputs& in, const Plan& base,
       if (kCurrentFrameworks[i] != *framework)
         f = kCurrentFrameworks[i], bytes = peak_memory(in, x.plan, f);
     if (bytes <= 0) continue;
-    out += fmt("\n  {:<16} -> {:.1f} GiB", x.what, bytes / kGiB);
+    out += fmt("\n  {:<{}} -> {:.1f} GiB", x.what, width, bytes / kGiB);
     if (f != framework) out += std::string(" (with --framework ") + to_string(*f) + ")";
   }
   return out;
@@ -78,6 +85,9 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
             states / kGiB, std::ceil(states / e.memory_limit_bytes), e.memory_limit_bytes / kGiB);
     msg +=
         "\nor more GPUs (--gpus), GPUs with more memory, or wider knob ranges (--pp, --tp, --zero)";
+    if (!in.cluster.host.present())
+      msg += "; offload needs a host: block in the cluster profile, which " + in.cluster.name +
+             " lacks";
   }
   throw InputError("", 0, "", msg);
 }

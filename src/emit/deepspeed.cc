@@ -8,6 +8,7 @@
 #include "common.h"
 #include "planner/cost/zero3.h"
 #include "planner/io/json.h"
+#include "planner/names.h"
 
 namespace planner::emit {
 namespace detail {
@@ -23,6 +24,9 @@ constexpr auto kBucketElements = static_cast<long long>(kZero3ReduceBucketParams
 constexpr auto kStage3PrefetchBucket = static_cast<long long>(kZero3PrefetchParams);
 constexpr long long kStage3PersistenceThreshold = 100000;
 constexpr long long kStage3MaxLive = 1000000000;
+/// Where NVMe offload swaps: a placeholder for the node's local NVMe mount (the README says to
+/// set it; DeepSpeed's own examples use /local_nvme).
+constexpr const char* kNvmePath = "/local_nvme";
 
 bool uses_megatron(const Plan& p) { return p.tp > 1 || p.pp > 1; }
 
@@ -47,6 +51,22 @@ nlohmann::ordered_json zero_config(const ClusterProfile& c, const Plan& p) {
     z["stage3_max_reuse_distance"] = kStage3MaxLive;
     z["stage3_gather_16bit_weights_on_model_save"] = false;
   }
+  // Offload (zero/offload_config.py): pinned host buffers, as the cost model's link rate
+  // assumes; NVMe swaps pipelined with the CPU step (pipeline_read/write), as it assumes too.
+  auto offload = [&](OffloadDevice d) {
+    nlohmann::ordered_json o;
+    o["device"] = name_of(d);
+    o["pin_memory"] = true;
+    if (d == OffloadDevice::nvme) o["nvme_path"] = kNvmePath;
+    return o;
+  };
+  if (p.offload_optimizer != OffloadDevice::none) {
+    auto o = offload(p.offload_optimizer);
+    if (p.offload_optimizer == OffloadDevice::nvme) o["pipeline_read"] = o["pipeline_write"] = true;
+    if (p.offload_pct < 100) o["ratio"] = p.offload_pct / 100.0;
+    z["offload_optimizer"] = o;
+  }
+  if (p.offload_params != OffloadDevice::none) z["offload_param"] = offload(p.offload_params);
   return z;
 }
 

@@ -66,6 +66,15 @@ ArgGroup memory_group(const Plan& p) {
   if (p.zero == 1) {
     g.args.push_back(
         {"--use-distributed-optimizer", "", fmt("zero=1: optimizer states over {}", over)});
+    if (p.offload_optimizer == OffloadDevice::cpu) {  // the HybridDeviceOptimizer's flags
+      g.args.push_back(
+          {"--optimizer-cpu-offload", "",
+           fmt("{}% of this rank's optimizer states and step on the host", p.offload_pct)});
+      g.args.push_back({"--optimizer-offload-fraction", fmt("{:g}", p.offload_pct / 100.0), ""});
+      g.args.push_back({"--use-precision-aware-optimizer", "", "required by the offload"});
+      g.args.push_back({"--overlap-cpu-optimizer-d2h-h2d", "",
+                        "copies pipelined with the CPU step, as predicted"});
+    }
   } else if (p.zero >= 2) {  // Megatron FSDP v1 runs on the distributed optimizer (arguments.py)
     g.args.push_back({"--use-megatron-fsdp", "",
                       fmt("zero={}: Megatron FSDP shards {} over {}", p.zero,

@@ -283,9 +283,27 @@ void check_required(const YAML::Node& root, const std::string& file) {
                        missing.size(), missing.size() == 1 ? "" : "s", list));
 }
 
+/// The optional `host:` block: system memory, DRAM and host-link bandwidth, NVMe (offload).
+Host read_host(const YamlReader& r) {
+  r.check_keys(
+      {"memory_GiB", "memory_bandwidth_GBps", "link_GBps", "measured_link_GBps", "nvme_GBps"});
+  Host h;
+  h.memory_bytes = in_range(r, "memory_GiB", limits::kHostMemoryGiB) * kGiB;
+  h.memory_Bps = in_range(r, "memory_bandwidth_GBps", limits::kHostGBps) * kGB;
+  h.link_Bps = in_range(r, "link_GBps", limits::kHostGBps) * kGB;
+  if (r.has("measured_link_GBps")) {
+    h.measured_Bps = in_range(r, "measured_link_GBps", limits::kHostGBps) * kGB;
+    if (h.measured_Bps > h.link_Bps)
+      r.fail("measured_link_GBps", fmt("must not exceed link_GBps ({:g}), got {:g}",
+                                       h.link_Bps / kGB, h.measured_Bps / kGB));
+  }
+  if (r.has("nvme_GBps")) h.nvme_Bps = in_range(r, "nvme_GBps", limits::kHostGBps) * kGB;
+  return h;
+}
+
 ClusterProfile read_cluster(const YamlReader& r) {
   r.check_keys({"name", "gpus_per_node", "nvlink_domain", "nics_per_node", "nic_gbps", "nodes",
-                "gpu_hour_usd", "gpu", "software", "network", "provenance"});
+                "gpu_hour_usd", "gpu", "host", "software", "network", "provenance"});
   ClusterProfile c;
   c.file = r.file();
   c.name = r.get_string("name");
@@ -311,6 +329,7 @@ ClusterProfile read_cluster(const YamlReader& r) {
   }
   if (r.has("gpu_hour_usd")) c.gpu_hour_usd = in_range(r, "gpu_hour_usd", limits::kGpuHourUsd);
   c.gpu = read_gpu(r.child("gpu"));
+  if (r.has("host")) c.host = read_host(r.child("host"));
   read_rates_and_legacy(r, c);
   c.software = c.legacy_software.value_or(info(Framework::megatron).stack);
   const YamlReader net = r.child("network");

@@ -124,6 +124,15 @@ std::string cluster_yaml(const ClusterProfile& c, const std::vector<std::string>
   if (c.nodes > 0) o += fmt("nodes: {}\n", c.nodes);
   if (c.gpu_hour_usd > 0) o += "gpu_hour_usd: " + num(c.gpu_hour_usd) + "\n";
   write_gpu(o, c.gpu);
+  if (c.host.present()) {
+    const Host& h = c.host;
+    o += "host:\n";
+    o += "  memory_GiB: " + num(h.memory_bytes / kGiB) + "\n";
+    o += "  memory_bandwidth_GBps: " + num(h.memory_Bps / kGB) + "\n";
+    o += "  link_GBps: " + num(h.link_Bps / kGB) + "\n";
+    if (h.measured_Bps > 0) o += "  measured_link_GBps: " + num(h.measured_Bps / kGB) + "\n";
+    if (h.nvme_Bps > 0) o += "  nvme_GBps: " + num(h.nvme_Bps / kGB) + "\n";
+  }
   o += "network:\n";
   write_tier(o, "intra_node", c.intra);
   write_tier(o, "inter_node", c.inter);

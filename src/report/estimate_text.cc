@@ -93,6 +93,7 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   share(out, "DP communication", b.dp_comm_s, t);
   share(out, "pipeline bubble", b.bubble_s, t);
   share(out, "optimizer step", b.optimizer_s, t);
+  if (e.plan.offloads()) share(out, "offload (host)", b.offload_s, t);
   print_layer(out, e);
   const MemoryBreakdown& mem = e.memory;
   out << "\nmemory per GPU (most loaded stage)\n";
@@ -103,6 +104,12 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
        mem.reserve / kGiB);
   line(out, "  total {:.2f} GiB of {:.2f} GiB{}\n", e.memory_bytes / kGiB,
        e.memory_limit_bytes / kGiB, e.memory_bytes > e.memory_limit_bytes ? ": does not fit" : "");
+  if (e.plan.offloads())
+    line(out,
+         "  host memory per node {:.1f} GiB of {:.0f} GiB usable; per GPU and iteration {:.2f} GB "
+         "to the host, {:.2f} GB back\n",
+         e.host_memory_bytes / kGiB, e.host_memory_limit_bytes / kGiB, e.offload_d2h_bytes / kGB,
+         e.offload_h2d_bytes / kGB);
   out << "\ndiagnostics\n";
   for (const Diagnostic& d : diagnose(m, *ctx.cluster, e))
     out << "  [" << d.severity << "] " << d.message << "\n      -> " << d.remedy << "\n";

@@ -61,7 +61,13 @@ json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens,
               {"pp_comm_s", b.pp_comm_s},
               {"dp_comm_s", b.dp_comm_s},
               {"bubble_s", b.bubble_s},
-              {"optimizer_s", b.optimizer_s}}}};
+              {"optimizer_s", b.optimizer_s},
+              {"offload_s", b.offload_s}}}};
+  if (p.offloads())
+    j["offload"] = {{"host_memory_bytes_per_node", e.host_memory_bytes},
+                    {"host_memory_limit_bytes_per_node", e.host_memory_limit_bytes},
+                    {"h2d_bytes_per_gpu", e.offload_h2d_bytes},
+                    {"d2h_bytes_per_gpu", e.offload_d2h_bytes}};
   if (!e.partition.empty())
     j["partition"] = {{"stages", e.partition},
                       {"balanced", e.balanced},
@@ -119,6 +125,7 @@ json suggest_json(const RunContext& ctx, const SearchResult& r) {
           {"context", context_json(ctx)},
           {"plans_evaluated", r.evaluated},
           {"plans_ranked", r.rejections[int(Rejection::none)]},
+          {"plans_offload_skipped", r.offload_dominated},
           {"search_time_s", r.search_time_s},
           {"simulated_candidates", r.simulated},
           {"closed_form_only_candidates", r.closed_form_only},

@@ -83,15 +83,38 @@ struct MemoryBreakdown {
 /// Parameters held by one rank of the first (stage = 0) or last (stage = pp-1) stage, before ZeRO.
 double stage_params_per_rank(const ModelSpec& m, const Plan& p, int stage);
 
-/// Memory of one GPU holding `load` with `in_flight` micro-batches of activations. Inline: the
+/// DeepSpeed's reduce_bucket_size default (zero/config.py), 5e8 elements: ZeRO-2/3 reduce
+/// gradients in buckets of it, and with the optimizer offloaded copy each bucket to the host.
+inline constexpr double kDeepSpeedReduceBucketParams = 5e8;
+
+/// Gradient bytes on the GPU when DeepSpeed offloads the optimizer (ZeRO-Offload, Ren et al. 2021
+/// s.4): the offloaded part's fp32 gradients live on the host; the GPU keeps 16-bit gradients,
+/// all of them until the step under ZeRO-1, one reduce bucket at a time under ZeRO-2/3 (each is
+/// copied out once reduced); the part the GPU still steps keeps its fp32 gradients.
+inline double deepspeed_offload_grad_bytes(double params, const Plan& p) {
+  const double f = p.offloaded_fraction();
+  const double kept =
+      (1.0 - f) * params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
+  const double sixteen = p.zero >= 2 ? std::min(kDeepSpeedReduceBucketParams, params) : f * params;
+  return kept + 2.0 * sixteen;
+}
+
+/// Memory of one GPU holding `load` with `in_flight` micro-batches of activations; with
+/// `host_gradients`, DeepSpeed's offload keeps the offloaded gradients on the host. Inline: the
 /// memory check of every estimate calls it once per stage.
-inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double in_flight) {
+inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double in_flight,
+                                    bool host_gradients = false) {
   MemoryBreakdown mem;
   const double weight_bytes = weight_bytes_per_param(p.dtype);
-  mem.weights = load.params * weight_bytes / (p.zero >= 3 ? p.weight_replicas() : 1);
-  mem.grads = load.params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
-  mem.optimizer =
-      load.params * optimizer_bytes_per_param(p.dtype) / (p.zero >= 1 ? p.weight_replicas() : 1);
+  // Offloaded ZeRO-3 partitions live on the host: only the gathered working set stays.
+  mem.weights = p.offload_params != OffloadDevice::none
+                    ? 0.0
+                    : load.params * weight_bytes / (p.zero >= 3 ? p.weight_replicas() : 1);
+  mem.grads = host_gradients && p.offload_optimizer != OffloadDevice::none
+                  ? deepspeed_offload_grad_bytes(load.params, p)
+                  : load.params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
+  mem.optimizer = load.params * optimizer_bytes_per_param(p.dtype) /
+                  (p.zero >= 1 ? p.weight_replicas() : 1) * (1.0 - p.offloaded_fraction());
   if (p.zero >= 3) mem.weights += load.zero3_gather * weight_bytes;
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;
   const double used = mem.weights + mem.grads + mem.optimizer + mem.activations;

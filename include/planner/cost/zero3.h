@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "planner/cost/compute.h"
+#include "planner/cost/memory.h"
 #include "planner/plan.h"
 
 namespace planner {
@@ -12,7 +13,7 @@ namespace planner {
 inline constexpr double kZero3PrefetchParams = 5e7;
 /// DeepSpeed's reduce_bucket_size default (5e8 elements): gradients are reduce-scattered a bucket
 /// at a time, the bucket flushed when the next gradient would overflow it.
-inline constexpr double kZero3ReduceBucketParams = 5e8;
+inline constexpr double kZero3ReduceBucketParams = kDeepSpeedReduceBucketParams;
 
 /// One module of a ZeRO-3 pass: its compute, and the parameters it gathers before it runs and
 /// whose gradients it reduce-scatters after (backward only).
