@@ -219,6 +219,13 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
       return std::string("ZeRO shards over the data- and context-parallel ranks; dp x cp = 1");
     });
   if (const Rejection r = check_offload(c, p, reason); r != Rejection::none) return r;
+  // deepspeed/runtime/engine.py (_configure_basic_optimizer): "1bit-Adam is not compatible with
+  // ZeRO", likewise 0/1 Adam and 1-bit LAMB.
+  if (p.grad_compression != GradCompression::none && (p.zero != 0 || p.offloads()))
+    return fail(Rejection::zero_invalid, reason, [&] {
+      return std::string("grad_compression=") + name_of(p.grad_compression) +
+             " is not compatible with ZeRO or offload (DeepSpeed's engine refuses it); use zero=0";
+    });
   return check_framework(m, c, p, o, reason);
 }
 

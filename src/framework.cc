@@ -76,11 +76,11 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
           "tp_comm_overlap=0 and overlap_param_gather=0",
           t);
     });
-  if (p.offloads())
+  if (p.offloads() || p.grad_compression != GradCompression::none)
     return no(reason, [&] {
       return fmt(
-          "{} is kept to predict the 2021 runs, which offloaded nothing; plan offload with "
-          "--framework megatron or deepspeed",
+          "{} is kept to predict the 2021 runs, which offloaded and compressed nothing; plan "
+          "these with --framework megatron or deepspeed",
           t);
     });
   if (f == Framework::megatron_2021 && p.split != PipelineSplit::even)
@@ -128,6 +128,12 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
   // Offload: the optimizer only, to host memory (--optimizer-cpu-offload), which
   // validate_args (1883-1892) runs only with --use-precision-aware-optimizer, itself only with
   // the distributed optimizer (megatron/core/optimizer/__init__.py 1057-1060).
+  if (p.grad_compression != GradCompression::none)
+    return no(reason, [] {
+      return std::string(
+          "Megatron-LM has no compressed optimizer (1-bit Adam, 0/1 Adam and 1-bit LAMB are "
+          "DeepSpeed's); use grad_compression=none or --framework deepspeed");
+    });
   if (p.offload_params != OffloadDevice::none)
     return no(reason, [] {
       return std::string(
@@ -204,6 +210,16 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
           "DeepSpeed's offload_optimizer.ratio (offload_pct={}) applies to ZeRO-3 only, got "
           "zero={}; use offload_pct=100",
           p.offload_pct, p.zero);
+    });
+  // The compressed optimizers are built from ds_config's optimizer section, which DeepSpeed
+  // ignores when Megatron-DeepSpeed (tp > 1 or pp > 1) passes its own optimizer (engine.py,
+  // _configure_optimizer).
+  if (p.grad_compression != GradCompression::none && (p.tp > 1 || p.pp > 1))
+    return no(reason, [] {
+      return std::string(
+          "DeepSpeed builds its compressed optimizers from ds_config only without "
+          "Megatron-DeepSpeed, which passes its own optimizer; use tp=1 and pp=1 or "
+          "grad_compression=none");
     });
   if (p.vpp > 1 || p.schedule == Schedule::interleaved)
     return no(reason, [] {

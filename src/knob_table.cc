@@ -161,6 +161,16 @@ std::array<KnobDef, kNumKnobs> make_table() {
        "TP collectives pipelined with their GEMMs (needs sp), 0,1 (default: the framework's stack)",
        bits, 0, 0, true, true, "tpo", 3, [](const Plan& p) { return tri(p.tp_comm_overlap); },
        [](Plan& p, int v) { p.tp_comm_overlap = untri(v); }},
+      {K::grad_compression, "grad_compression",
+       "DeepSpeed's compressed optimizers none, onebit_adam, zero_one_adam, onebit_lamb (default "
+       "none; zero=0, tp=pp=1)",
+       words_of<GradCompression>(), 0, 0, true, true, "compress", -13,
+       [](const Plan& p) {
+         return p.grad_compression == GradCompression::none ? kUnset : int(p.grad_compression);
+       },
+       [](Plan& p, int v) {
+         p.grad_compression = v == kUnset ? GradCompression::none : GradCompression(v);
+       }},
       {K::offload_optimizer, "offload_optimizer",
        "optimizer states and step to none, cpu or nvme (default: none and cpu where a plan does "
        "not fit without)",

@@ -79,9 +79,8 @@ TEST_CASE("suggest --format csv has a header and K rows") {
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
   // The columns: every knob of the knob table, the metrics, the framework and the plan string.
   CHECK(r.out.rfind("rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,dtype,attn,"
-                    "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,offload_optimizer,"
-                    "offload_params,"
-                    "offload_pct,iteration_time_s,",
+                    "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,grad_compression,"
+                    "offload_optimizer,offload_params,offload_pct,iteration_time_s,",
                     0) == 0);
 }
 
@@ -469,4 +468,20 @@ TEST_CASE("advise: each cluster and framework's best plan, a recommendation, the
         std::string::npos);
   const Run none = planner("advise --model configs/models/llama3-8b.yaml --global-batch 0");
   CHECK(none.rc == 2);
+}
+
+TEST_CASE("estimate says when DeepSpeed's 1-bit Adam would pay, and emits it") {
+  const std::string base =
+      "estimate --model configs/models/gpt3-1.3b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml "
+      "--gpus 64 --dtype fp16 --framework deepspeed ";
+  const Run exposed = planner(base + "--plan \"tp=1,pp=1,mbs=1,gbs=64,overlap_grad_reduce=0\"");
+  REQUIRE(exposed.rc == 0);
+  CHECK(
+      exposed.out.find("[info] DP communication is 17% of the iteration: DeepSpeed's 1-bit Adam") !=
+      std::string::npos);
+  CHECK(exposed.out.find("grad_compression=onebit_adam") != std::string::npos);
+  // Hidden behind the backward, the reduction leaves nothing for compression to win.
+  const Run hidden = planner(base + "--plan \"tp=1,pp=1,mbs=1,gbs=64\"");
+  REQUIRE(hidden.rc == 0);
+  CHECK(hidden.out.find("1-bit Adam") == std::string::npos);
 }

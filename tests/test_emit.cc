@@ -136,6 +136,10 @@ std::vector<Case> all_cases() {
                "tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,recompute=full,offload_optimizer=cpu,"
                "offload_pct=50",
                M});
+  v.push_back({"ds-onebit-adam", small, kA100,
+               "tp=1,pp=1,dp=64,mbs=4,gbs=256,dtype=fp16,grad_compression=onebit_adam", D});
+  v.push_back({"ds-zero-one-adam", small, kA100,
+               "tp=1,pp=1,dp=64,mbs=4,gbs=256,dtype=fp16,grad_compression=zero_one_adam", D});
   v.push_back({"ds-tf32", kGpt3, kA100,
                "tp=8,pp=16,dp=8,mbs=1,gbs=1536,recompute=full,sp=1,dtype=tf32", D});
   // Hugging Face configs with head_dim, QKV biases, per-head norms and sliding windows.
@@ -350,7 +354,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
       ++n;
     }
   }
-  CHECK(n == 2 * 15 + 14);  // two scripts per Megatron case, one launcher per DeepSpeed case
+  CHECK(n == 2 * 15 + 16);  // two scripts per Megatron case, one launcher per DeepSpeed case
   fs::remove_all(dir);
 }
 

@@ -58,7 +58,8 @@ TEST_CASE("every knob round-trips through the plan string, in the table's order"
       const bool even = (k.id == KnobId::split && v == int(PipelineSplit::even)) ||
                         ((k.id == KnobId::offload_optimizer || k.id == KnobId::offload_params) &&
                          v == int(OffloadDevice::none)) ||
-                        (k.id == KnobId::offload_pct && v == 100);
+                        (k.id == KnobId::offload_pct && v == 100) ||
+                        (k.id == KnobId::grad_compression && v == int(GradCompression::none));
       CHECK(k.get(q) == (even ? kUnset : v));
       CHECK(to_plan_string(q) == to_plan_string(p));
     }

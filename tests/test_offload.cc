@@ -9,6 +9,7 @@
 
 #include "fixtures.h"
 #include "planner/cost/compute.h"
+#include "planner/cost/data_parallel.h"
 #include "planner/cost/memory.h"
 #include "planner/cost/offload.h"
 #include "planner/estimate.h"
@@ -247,4 +248,38 @@ TEST_CASE("offload: the source's example, GPT-3 XL with ZeRO-3 and the optimizer
   CHECK(e.breakdown.offload_s > 0);
   CHECK(e.host_memory_bytes ==
         doctest::Approx(m.total_params() * kHostOptimizerBytesPerParam).epsilon(0.01));
+}
+
+TEST_CASE("compression: DeepSpeed's 1-bit optimizers all-reduce signs after the warm-up") {
+  // Issue 17, item 2: the compressed round's all-to-all and all-gather of 1 bit an element,
+  // in the optimizer step, against the fp32 gradient all-reduce overlapped with the backward.
+  const ModelSpec& m = fixtures::model("gpt3-1.3b");
+  const ClusterProfile& c = fixtures::cluster("dgx-a100-80gb");
+  const std::string base = "tp=1,pp=1,dp=64,mbs=4,gbs=256,dtype=fp16";
+  const Estimate plain = estimate_for(Framework::deepspeed, m, c, base);
+  const Estimate onebit =
+      estimate_for(Framework::deepspeed, m, c, base + ",grad_compression=onebit_adam");
+  REQUIRE(plain.ok());
+  REQUIRE(onebit.ok());
+  CHECK(onebit.dp_comm_total_s < plain.dp_comm_total_s / 8);  // 1 bit against 16 on the wire
+  CHECK(onebit.breakdown.compute_s == doctest::Approx(plain.breakdown.compute_s));
+  const double params = m.total_params();
+  const double kernels = params * kCompressionKernelBytesPerParam / c.gpu.hbm_achieved_Bps() /
+                         c.gpu.sustained_efficiency;
+  CHECK(onebit.breakdown.dp_comm_s == doctest::Approx(onebit.dp_comm_total_s + kernels));
+  std::string why;
+  EstimateOptions o;
+  o.framework = Framework::deepspeed;
+  CHECK(check_plan(m, stack_for(Framework::deepspeed, c),
+                   plan(base + ",zero=1,grad_compression=onebit_adam"), o,
+                   &why) == Rejection::zero_invalid);
+  CHECK(why.find("not compatible with ZeRO") != std::string::npos);
+  CHECK(check_plan(m, stack_for(Framework::deepspeed, c),
+                   plan("tp=2,pp=1,dp=32,mbs=4,gbs=256,grad_compression=onebit_lamb"), o,
+                   &why) == Rejection::framework_refuses);
+  o.framework = Framework::megatron;
+  CHECK(check_plan(m, stack_for(Framework::megatron, c),
+                   plan(base + ",grad_compression=zero_one_adam"), o,
+                   &why) == Rejection::framework_refuses);
+  CHECK(why.find("DeepSpeed's") != std::string::npos);
 }

@@ -31,7 +31,8 @@ enum class KnobId {
   overlap_grad_reduce,
   overlap_param_gather,
   tp_comm_overlap,
-  offload_optimizer,
+  grad_compression,
+  offload_optimizer,  // the offload knobs last: the search's odometer turns them fastest
   offload_params,
   offload_pct,
   count_

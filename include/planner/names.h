@@ -37,7 +37,14 @@ inline constexpr std::array<EnumName<PipelineSplit>, 3> kSplitNames = {
 inline constexpr std::array<EnumName<OffloadDevice>, 3> kOffloadNames = {
     {{OffloadDevice::none, "none"}, {OffloadDevice::cpu, "cpu"}, {OffloadDevice::nvme, "nvme"}}};
 
+inline constexpr std::array<EnumName<GradCompression>, 4> kCompressionNames = {
+    {{GradCompression::none, "none"},
+     {GradCompression::onebit_adam, "onebit_adam"},
+     {GradCompression::zero_one_adam, "zero_one_adam"},
+     {GradCompression::onebit_lamb, "onebit_lamb"}}};
+
 constexpr const auto& names_of(Dtype) { return kDtypeNames; }
+constexpr const auto& names_of(GradCompression) { return kCompressionNames; }
 constexpr const auto& names_of(OffloadDevice) { return kOffloadNames; }
 constexpr const auto& names_of(PipelineSplit) { return kSplitNames; }
 constexpr const auto& names_of(AttentionKernel) { return kAttentionNames; }

@@ -24,6 +24,10 @@ enum class PipelineSplit { even, short_ends, embed_loss };
 /// Where offloaded state lives (cost/offload.h): on the GPU (none), in host memory over the host
 /// link (cpu), or on the node's NVMe drives through host memory (nvme; DeepSpeed ZeRO-Infinity).
 enum class OffloadDevice { none, cpu, nvme };
+/// Compressed data-parallel communication (cost/data_parallel.cc): DeepSpeed's 1-bit Adam,
+/// 0/1 Adam and 1-bit LAMB, which after an uncompressed warm-up of freeze_step steps all-reduce
+/// the momentum as 1-bit signs with error feedback (Tang et al. 2021, arXiv 2102.02888).
+enum class GradCompression { none, onebit_adam, zero_one_adam, onebit_lamb };
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 
@@ -54,6 +58,7 @@ struct Plan {
   OffloadDevice offload_optimizer = OffloadDevice::none;
   OffloadDevice offload_params = OffloadDevice::none;
   int offload_pct = 100;
+  GradCompression grad_compression = GradCompression::none;
   bool offloads() const {
     return offload_optimizer != OffloadDevice::none || offload_params != OffloadDevice::none;
   }

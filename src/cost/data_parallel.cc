@@ -79,7 +79,18 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   const SoftwareStack& sw = c.software;
   const Overlaps ov = overlaps_of(p, c);
   const double slow = c.gpu.overlap_compute_slowdown;
-  if (p.zero == 0) {
+  if (p.zero == 0 && p.grad_compression != GradCompression::none) {
+    // After the warm-up, the optimizer step's compressed all-reduce of the momentum (NCCL
+    // backend, deepspeed/runtime/comm/nccl.py compressed_allreduce): 1-bit signs all-to-all to
+    // the chunk owners, then the owners' recompressed chunks all-gathered; not overlapped with
+    // the backward (it runs in the step), plus the compression kernels.
+    const double bits = params_rank * kCompressedBitsPerParam / 8.0;
+    const double t = collective_time_s(c, Collective::alltoall, bits, dpg) +
+                     collective_time_s(c, Collective::allgather, bits, dpg);
+    d.total = t;
+    d.exposed = t + params_rank * kCompressionKernelBytesPerParam / c.gpu.hbm_achieved_Bps() /
+                        c.gpu.sustained_efficiency;
+  } else if (p.zero == 0) {
     const double ar = collective_time_s(c, Collective::allreduce, grad_bytes, dpg);
     d.total = ar;
     d.exposed = exposed_part(ar, bwd_window, bucket, ov.grad_reduce, slow);

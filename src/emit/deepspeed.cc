@@ -27,6 +27,9 @@ constexpr long long kStage3MaxLive = 1000000000;
 /// Where NVMe offload swaps: a placeholder for the node's local NVMe mount (the README says to
 /// set it; DeepSpeed's own examples use /local_nvme).
 constexpr const char* kNvmePath = "/local_nvme";
+/// freeze_step (1-bit Adam, 1-bit LAMB) and var_freeze_step (0/1 Adam): DeepSpeed's default, the
+/// uncompressed warm-up the prediction's compressed rounds follow.
+constexpr long long kCompressionFreezeSteps = 100000;
 
 bool uses_megatron(const Plan& p) { return p.tp > 1 || p.pp > 1; }
 
@@ -77,9 +80,20 @@ nlohmann::ordered_json zero_config(const ClusterProfile& c, const Plan& p) {
 /// config builds them: Megatron-DeepSpeed hands deepspeed.initialize its own optimizer and
 /// scheduler (megatron/training.py, setup_model_and_optimizer), and DeepSpeed then uses those and
 /// ignores these sections (runtime/engine.py, _configure_optimizer and _configure_lr_scheduler).
-void optimizer_config(nlohmann::ordered_json& j) {
+void optimizer_config(nlohmann::ordered_json& j, const Plan& p) {
   auto& o = j["optimizer"];
   o["type"] = "AdamW";
+  // The compressed optimizers (deepspeed/runtime/fp16/onebit/{adam,zoadam,lamb}.py): the warm-up
+  // at DeepSpeed's default length, NCCL's backend, which needs no CUDA-aware MPI.
+  if (p.grad_compression != GradCompression::none) {
+    const bool zo = p.grad_compression == GradCompression::zero_one_adam;
+    o["type"] = zo                                                   ? "ZeroOneAdam"
+                : p.grad_compression == GradCompression::onebit_lamb ? "OneBitLamb"
+                                                                     : "OneBitAdam";
+    o["params"][zo ? "var_freeze_step" : "freeze_step"] = kCompressionFreezeSteps;
+    o["params"]["cuda_aware"] = false;
+    o["params"]["comm_backend_name"] = "nccl";
+  }
   o["params"]["lr"] = kLearningRate;
   o["params"]["betas"] = {kAdamBeta1, kAdamBeta2};
   o["params"]["eps"] = kAdamEps;
@@ -112,7 +126,7 @@ std::string ds_config(const ClusterProfile& c, const Plan& p) {
     j["fp16"]["hysteresis"] = 2;
     j["fp16"]["min_loss_scale"] = 1;
   }
-  if (!uses_megatron(p)) optimizer_config(j);
+  if (!uses_megatron(p)) optimizer_config(j, p);
   j["zero_optimization"] = zero_config(c, p);
   if (p.recompute != Recompute::none) {
     // Checkpoints stay whole on every TP rank, as the memory model assumes (sequence

@@ -111,7 +111,7 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
          e.host_memory_bytes / kGiB, e.host_memory_limit_bytes / kGiB, e.offload_d2h_bytes / kGB,
          e.offload_h2d_bytes / kGB);
   out << "\ndiagnostics\n";
-  for (const Diagnostic& d : diagnose(m, *ctx.cluster, e))
+  for (const Diagnostic& d : ctx.diagnostics(e))
     out << "  [" << d.severity << "] " << d.message << "\n      -> " << d.remedy << "\n";
 }
 

@@ -134,7 +134,7 @@ std::string breakdown_table(const std::vector<Estimate>& plans) {
 std::string diagnostics_section(const RunContext& ctx, const Estimate& e) {
   std::string out = "<section id=\"diagnostics\">\n<h2>Diagnostics</h2>\n<p>of <code>--plan \"" +
                     html_escape(to_plan_string(e.plan)) + "\"</code></p>\n<ul>\n";
-  for (const Diagnostic& d : diagnose(*ctx.model, *ctx.cluster, e))
+  for (const Diagnostic& d : ctx.diagnostics(e))
     out += "<li class=\"" + html_escape(d.severity) + "\"><b>[" + html_escape(d.severity) + "] " +
            html_escape(d.id) + "</b>: " + html_escape(d.message) +
            "<br><span class=\"remedy\">&rarr; " + html_escape(d.remedy) + "</span></li>\n";

@@ -145,7 +145,7 @@ json estimate_json(const RunContext& ctx, const Estimate& e) {
                 {"fwd_comm_s", e.layer.fwd_comm_s},
                 {"bwd_comm_s", e.layer.bwd_comm_s}};
   json diags = json::array();
-  for (const Diagnostic& d : diagnose(*ctx.model, *ctx.cluster, e))
+  for (const Diagnostic& d : ctx.diagnostics(e))
     diags.push_back(
         {{"id", d.id}, {"severity", d.severity}, {"message", d.message}, {"remedy", d.remedy}});
   j["diagnostics"] = diags;

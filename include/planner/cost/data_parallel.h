@@ -11,6 +11,14 @@
 
 namespace planner {
 
+/// DeepSpeed's compressed optimizers after their warm-up: each element sent as one sign bit, a
+/// scale per chunk aside (Tang et al. 2021, s.4; deepspeed/runtime/comm/nccl.py).
+inline constexpr double kCompressedBitsPerParam = 1;
+/// The compression kernels' HBM traffic per element: the fp32 momentum and the worker's fp32
+/// error-feedback buffer read and written (16 B) [D: the update rule], the server side's on a
+/// 1/dp chunk neglected.
+inline constexpr double kCompressionKernelBytesPerParam = 16;
+
 struct DpCost {
   double exposed = 0;  ///< seconds on the critical path, after overlap
   double total = 0;    ///< seconds on the wire

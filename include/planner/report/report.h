@@ -30,6 +30,14 @@ struct RunContext {
   /// The accuracy bands (configs/accuracy/bands.csv) the reports print beside each time; none:
   /// no band is printed.
   const AccuracyBands* bands = nullptr;
+  /// Findings the command adds to diagnose()'s (estimate: whether compression would pay).
+  std::vector<Diagnostic> extra;
+  /// diagnose()'s findings for `e`, then `extra`.
+  std::vector<Diagnostic> diagnostics(const Estimate& e) const {
+    std::vector<Diagnostic> d = diagnose(*model, *cluster, e);
+    d.insert(d.end(), extra.begin(), extra.end());
+    return d;
+  }
   /// The band of a plan on this cluster in its precision, or nullptr.
   const AccuracyBand* band(const Plan& p) const {
     return bands && cluster ? band_for(*bands, cluster->gpu.name, to_string(p.dtype)) : nullptr;
