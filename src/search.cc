@@ -36,8 +36,10 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
     if (d.searched && d.optional) k[d.id] = {kUnset};
   // Offload to host memory where a plan does not fit without it (the search skips an offload
   // plan whose twin without offload fits: offload only adds time); all the states moved.
-  k[K::offload_optimizer] = {kUnset, int(OffloadDevice::cpu)};
-  k[K::offload_params] = {kUnset, int(OffloadDevice::cpu)};
+  if (c.host.present()) {
+    k[K::offload_optimizer] = {kUnset, int(OffloadDevice::cpu)};
+    k[K::offload_params] = {kUnset, int(OffloadDevice::cpu)};
+  }
   // Every split of the decoder layers: where pp does not divide them, and where shorter first
   // and last stages (the embedding's and the logits') beat the even split.
   if (m.encoders.empty())
@@ -155,7 +157,7 @@ struct InnerKnobs {
 /// Runs the closed form's best candidates through the simulator (even and balanced partitions)
 /// and keeps the top_k by simulated time.
 void rerank_simulated(const ModelSpec& m, const ClusterProfile& c, const SearchOptions& o,
-                      SearchResult& r) {
+                      bool offload, SearchResult& r) {
   std::vector<Estimate> refined;
   double tasks = 0;  // simulated so far; candidates beyond the budget keep their closed form
   for (const Estimate& e : r.top) {
@@ -167,7 +169,14 @@ void rerank_simulated(const ModelSpec& m, const ClusterProfile& c, const SearchO
       continue;
     }
     Estimate s = refine(m, c, e.plan, o.estimate);
-    if (!s.ok()) continue;  // the simulated peak of micro-batches in flight may not fit
+    // The simulated peak of micro-batches in flight may not fit where the closed form's did; the
+    // search skipped this plan's offload variants because it fitted, so try the optimizer's.
+    if (s.rejection == Rejection::out_of_memory && offload && !p.offloads() && p.zero >= 1) {
+      Plan q = p;
+      q.offload_optimizer = OffloadDevice::cpu;
+      s = refine(m, c, q, o.estimate);
+    }
+    if (!s.ok()) continue;
     r.max_closed_form_gap_pct =
         std::max(r.max_closed_form_gap_pct,
                  100.0 * std::abs(s.closed_form_time_s - s.iteration_time_s) / s.iteration_time_s);
@@ -316,7 +325,9 @@ class Searcher {
   /// The ranked result: the simulator's re-ranking, then the full detail of what is kept.
   SearchResult finish() {
     r_.top = top_.sorted();
-    if (o_.simulate_candidates > 0) rerank_simulated(m_, c_, o_, r_);
+    const std::vector<int>& off = k_[KnobId::offload_optimizer];
+    const bool offload = std::find(off.begin(), off.end(), int(OffloadDevice::cpu)) != off.end();
+    if (o_.simulate_candidates > 0) rerank_simulated(m_, c_, o_, offload, r_);
     for (Estimate& e : r_.top)  // the closed form's detail for those the simulator did not time
       if (!e.simulated) e = estimate(m_, c_, e.plan, o_.estimate);
     if (r_.any_memory_rejection)

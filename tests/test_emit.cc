@@ -130,6 +130,8 @@ std::vector<Case> all_cases() {
                D});
   v.push_back({"ds-offload-one-gpu", l8, kH100,
                "tp=1,pp=1,dp=1,mbs=1,gbs=64,zero=2,recompute=full,offload_optimizer=cpu", D});
+  v.push_back({"ds-mds-offload", l8, kH100,
+               "tp=2,pp=1,dp=4,mbs=1,gbs=64,zero=1,recompute=full,offload_optimizer=cpu", D});
   v.push_back({"megatron-offload-one-gpu", l8, kH100,
                "tp=1,pp=1,dp=1,mbs=1,gbs=64,zero=1,recompute=full,offload_optimizer=cpu", M});
   v.push_back({"megatron-offload-half", l8, kH100,
@@ -354,7 +356,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
       ++n;
     }
   }
-  CHECK(n == 2 * 15 + 16);  // two scripts per Megatron case, one launcher per DeepSpeed case
+  CHECK(n == 2 * 15 + 17);  // two scripts per Megatron case, one launcher per DeepSpeed case
   fs::remove_all(dir);
 }
 
@@ -669,4 +671,17 @@ TEST_CASE("ds_config.json: an optimizer and scheduler where DeepSpeed builds the
   CHECK(!k.contains("optimizer"));
   CHECK(!k.contains("scheduler"));
   CHECK(mds[1].contents.find("# It has no optimizer or scheduler") != std::string::npos);
+}
+
+TEST_CASE("Megatron-DeepSpeed with the optimizer offloaded builds DeepSpeedCPUAdam") {
+  // A client optimizer other than DeepSpeedCPUAdam is refused by ZeRO-Offload
+  // (zero_force_ds_cpu_optimizer): --cpu-optimizer makes Megatron-DeepSpeed build that one.
+  const Case c{"ds-mds-offload", "configs/models/llama3-8b.yaml", kH100,
+               "tp=2,pp=1,dp=4,mbs=1,gbs=64,zero=1,recompute=full,offload_optimizer=cpu",
+               emit::Framework::deepspeed};
+  bool seen = false;
+  for (const auto& f : emitted(c))
+    if (f.name == "deepspeed_launch.sh")
+      seen = f.contents.find("--cpu-optimizer") != std::string::npos;
+  CHECK(seen);
 }

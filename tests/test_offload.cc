@@ -101,6 +101,16 @@ TEST_CASE("offload: DeepSpeed moves 16-bit gradients every micro-batch beside it
     CHECK(o.h2d_bytes == doctest::Approx(shard * 2));
     CHECK(o.transfer_s == doctest::Approx(8 * std::max(0.0, d2h - bwd) + shard * 2 / link));
   }
+  // ZeRO-1 reduces at the accumulation boundary only: one copy, behind the last backward.
+  const Plan z1 = plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,offload_optimizer=cpu");
+  const OffloadCost once = offload_cost(c, z1, Framework::deepspeed, 8e9, shard, 0.05, 0.01, 0.0);
+  CHECK(once.d2h_bytes == doctest::Approx(shard * 2));
+  CHECK(once.transfer_s == doctest::Approx(std::max(0.0, d2h - 0.01) + shard * 2 / link));
+  // tf32 keeps 4-byte weights and gradients: twice the bytes.
+  const OffloadCost wide =
+      offload_cost(c, plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=2,dtype=tf32,offload_optimizer=cpu"),
+                   Framework::deepspeed, 8e9, shard, 0.05, 0.01, 0.0);
+  CHECK(wide.d2h_bytes == doctest::Approx(8 * shard * 4));
   // ZeRO-3 parameters on the host: fetched for forward, backward and the recomputation of each
   // micro-batch, hidden behind it when the link keeps up; no copy back after the step.
   const Plan q = plan(

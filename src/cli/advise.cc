@@ -24,6 +24,9 @@ namespace {
 /// Training tokens per parameter when --train-tokens is not given: the compute-optimal ratio of
 /// Hoffmann et al. 2022 (Chinchilla), about 20.
 constexpr double kTokensPerParam = 20;
+/// --train-tokens above this (a thousand times any published run) is refused: days and dollars
+/// stay finite.
+constexpr double kMaxTrainTokens = 1e16;
 
 /// The source's hardware guidance (s.5.2), in its own units: 10-100亿 (1-10 billion) parameters on
 /// one node of 8 A100 80GB with pure data parallelism and gradient accumulation; 100-1000亿
@@ -64,6 +67,8 @@ KnobSpace rule_knobs(Rule r, const ModelSpec& m, const ClusterProfile& c, int gp
   if (r == Rule::three_d) {
     std::erase(k[KnobId::tp], 1);
     std::erase(k[KnobId::pp], 1);
+    for (int d = 2; d <= gpus; ++d)  // DP too: every dp > 1 the GPU count allows
+      if (gpus % d == 0) k[KnobId::dp].push_back(d);
   }
   return k;
 }
@@ -140,11 +145,19 @@ Row answer(const AdviseArgs& a, const ModelSpec& m, const std::string& file,
     o.dtype = dt;
     o.estimate = estimate_options(a);
     o.estimate.framework = f;
-    const SearchResult r = search(m, stack, default_knobs(m, stack, g), o);
-    if (!r.top.empty()) candidates.push_back(r.top.front());
+    try {
+      const SearchResult r = search(m, stack, default_knobs(m, stack, g), o);
+      if (!r.top.empty()) candidates.push_back(r.top.front());
+    } catch (const InputError& e) {  // a search over its limits: said in the row, not fatal
+      row.why_none = e.what();
+    }
   }
   if (candidates.empty()) {
-    row.why_none = "no plan fits on " + std::to_string(counts.back()) + " GPUs or fewer";
+    if (row.why_none.empty()) {
+      std::string list;
+      for (int g : counts) list += (list.empty() ? "" : ", ") + std::to_string(g);
+      row.why_none = "no plan fits on " + list + " GPUs";
+    }
     return row;
   }
   auto hours = [&](const Estimate& e) { return tokens / e.tokens_per_s * e.plan.gpus() / 3600.0; };
@@ -167,7 +180,8 @@ Row answer(const AdviseArgs& a, const ModelSpec& m, const std::string& file,
 }
 
 /// The recommended row: meeting the deadline and the budget, cheapest (by dollars where every
-/// candidate has a price, else by GPU-hours), ties to the faster.
+/// candidate has a price, else by GPU-hours), the first of equals in the table's order. A row
+/// without a price cannot be held to --budget-usd: it is kept, and its cost printed as "-".
 const Row* recommend(const std::vector<Row>& rows) {
   bool priced = true;
   for (const Row& r : rows)
@@ -204,9 +218,13 @@ RuleCheck check_rule(const AdviseArgs& a, const ModelSpec& m, const Row& row, Dt
   o.dtype = dt;
   o.estimate = estimate_options(a);
   o.estimate.framework = row.framework;
-  SearchResult r = search(m, stack, rule_knobs(rc.rule, m, stack, rc.gpus), o);
-  if (rc.rule == Rule::three_d)
-    std::erase_if(r.top, [](const Estimate& e) { return e.plan.dp <= 1; });
+  SearchResult r;
+  try {
+    r = search(m, stack, rule_knobs(rc.rule, m, stack, rc.gpus), o);
+  } catch (const InputError& e) {
+    rc.verdict = std::string("the rule's plans could not be searched: ") + e.what();
+    return rc;
+  }
   if (r.top.empty()) {
     rc.verdict = fmt("the planner finds no plan of that shape that fits on {} GPUs of {}", rc.gpus,
                      row.cluster.name);
@@ -255,7 +273,8 @@ std::string hardware_verdict(const std::vector<Row>& rows, const Row& pick, Rule
         r.cluster.gpu.hbm_bytes > 60 * kGiB && (!a100 || r.days < a100->days))
       a100 = &r;
   if (!a100) return "";
-  if (a100 == &pick) return "the source's A100 80GB node is also the planner's pick";
+  if (a100->cluster_file == pick.cluster_file)
+    return "the source's A100 80GB node is also the planner's pick";
   return fmt(
       "on the source's 8 x A100 80GB ({}) the best plan takes {:.1f} days and {:.0f} "
       "GPU-hours, {:.1f}x the pick's",
@@ -359,6 +378,9 @@ int run_advise(const AdviseArgs& a) {
   const ModelSpec& m = in.model;
   const double tokens = a.train_tokens.empty() ? kTokensPerParam * m.total_params()
                                                : io::parse_count(a.train_tokens, "--train-tokens");
+  if (!(tokens > 0) || tokens > kMaxTrainTokens)
+    throw InputError("", 0, "--train-tokens",
+                     fmt("must be a positive count of at most {:.0e} tokens", kMaxTrainTokens));
   const Dtype dt = parse_dtype(a.dtype);
   std::vector<Row> rows;
   for (size_t i = 0; i < files.size(); ++i) {

@@ -40,13 +40,16 @@ OffloadCost offload_cost(const ClusterProfile& c, const Plan& p, std::optional<F
     }
     o.host_bytes += moved * (opt_nvme ? 4.0 : kHostOptimizerBytesPerParam);  // NVMe: the grads
   }
-  const double w16 = 2.0;  // 16-bit weights and gradients on the wire (DeepSpeed)
+  const double w16 = weight_bytes_per_param(p.dtype);  // DeepSpeed's model weights and gradients
   if (ds) {
-    // Gradients to the host every micro-batch, beside its backward; parameters back after the
-    // step (none when ZeRO-3 parameters live on the host: the step updates them in place).
-    const double d2h_mb = moved * w16;
-    o.d2h_bytes = mb * d2h_mb;
-    o.transfer_s += mb * std::max(0.0, d2h_mb / link - bwd_s);
+    // Gradients to the host beside the backward: every micro-batch under ZeRO-2/3 (reduced and
+    // accumulated on the host), once at the accumulation boundary under ZeRO-1 (reduced only
+    // then, behind the last backward); parameters back after the step (none when ZeRO-3
+    // parameters live on the host: the step updates them in place).
+    const double d2h_copy = moved * w16;
+    const int copies = p.zero >= 2 ? mb : 1;
+    o.d2h_bytes = copies * d2h_copy;
+    o.transfer_s += copies * std::max(0.0, d2h_copy / link - bwd_s);
     if (p.offload_params == OffloadDevice::none) {
       o.h2d_bytes = moved * w16;
       o.transfer_s += o.h2d_bytes / link;

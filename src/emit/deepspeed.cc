@@ -200,6 +200,10 @@ ArgGroup mds_memory_group(const Plan& p) {
   if (p.recompute != Recompute::none)
     g.args.push_back({"--deepspeed-activation-checkpointing", "", ""});
   g.args.push_back({"--zero-stage", std::to_string(p.zero), "= zero_optimization.stage"});
+  // Megatron-DeepSpeed hands DeepSpeed its own optimizer, which ZeRO-Offload refuses unless it
+  // is DeepSpeedCPUAdam (zero_force_ds_cpu_optimizer): --cpu-optimizer builds that one.
+  if (p.offload_optimizer != OffloadDevice::none)
+    g.args.push_back({"--cpu-optimizer", "", "DeepSpeedCPUAdam, as the offload requires"});
   return g;
 }
 

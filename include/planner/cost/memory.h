@@ -90,13 +90,14 @@ inline constexpr double kDeepSpeedReduceBucketParams = 5e8;
 /// Gradient bytes on the GPU when DeepSpeed offloads the optimizer (ZeRO-Offload, Ren et al. 2021
 /// s.4): the offloaded part's fp32 gradients live on the host; the GPU keeps 16-bit gradients,
 /// all of them until the step under ZeRO-1, one reduce bucket at a time under ZeRO-2/3 (each is
-/// copied out once reduced); the part the GPU still steps keeps its fp32 gradients.
+/// copied out once reduced; 4-byte under tf32); the part the GPU still steps keeps its fp32
+/// gradients.
 inline double deepspeed_offload_grad_bytes(double params, const Plan& p) {
   const double f = p.offloaded_fraction();
   const double kept =
       (1.0 - f) * params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
   const double sixteen = p.zero >= 2 ? std::min(kDeepSpeedReduceBucketParams, params) : f * params;
-  return kept + 2.0 * sixteen;
+  return kept + weight_bytes_per_param(p.dtype) * sixteen;
 }
 
 /// Memory of one GPU holding `load` with `in_flight` micro-batches of activations; with

@@ -8,9 +8,10 @@
 ///   parameters copied back; with --overlap-cpu-optimizer-d2h-h2d the three run pipelined over
 ///   the parameter groups, so the slowest paces them.
 ///   DeepSpeed ZeRO-Offload and ZeRO-Infinity (Ren et al. 2021, arXiv 2101.06840, s.4; Rajbhandari
-///   et al. 2021, arXiv 2104.07857): 16-bit gradients copied to the host every micro-batch beside
-///   its backward (gradient accumulation runs on the CPU), DeepSpeedCPUAdam on the host, the
-///   16-bit parameters copied back; offloaded ZeRO-3 parameters fetched over the link for each
+///   et al. 2021, arXiv 2104.07857): the model's gradients (16-bit; 4-byte under tf32) copied to
+///   the host beside the backward, every micro-batch under ZeRO-2/3 (accumulation runs on the
+///   CPU), once at the accumulation boundary under ZeRO-1, DeepSpeedCPUAdam on the host, the
+///   parameters copied back; offloaded ZeRO-3 parameters fetched over the link for each
 ///   forward, backward and recomputation, prefetched beside the compute.
 #include <algorithm>
 #include <optional>
