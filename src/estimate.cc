@@ -151,8 +151,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   }
   const SimResult* simmed = simulated ? &sim : nullptr;
   // 4. Memory.
-  const bool ds = o.framework == Framework::deepspeed || o.framework == Framework::deepspeed_2021;
-  const bool fit = fits(st, p, simmed, ds, e);
+  const bool fit = fits(st, p, simmed, deepspeed_offload(o.framework), e);
   if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
   if (!fit) return e;
   StageTimes& tt = ws.times;

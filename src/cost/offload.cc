@@ -5,13 +5,6 @@
 #include "planner/cost/memory.h"
 
 namespace planner {
-namespace {
-
-bool deepspeed_rules(std::optional<Framework> f) {
-  return f && (*f == Framework::deepspeed || *f == Framework::deepspeed_2021);
-}
-
-}  // namespace
 
 OffloadCost offload_cost(const ClusterProfile& c, const Plan& p, std::optional<Framework> f,
                          double params_rank, double shard, double fwd_s, double bwd_s,
@@ -25,7 +18,7 @@ OffloadCost offload_cost(const ClusterProfile& c, const Plan& p, std::optional<F
   const double link = h.achieved_link_Bps();
   const double nvme = h.nvme_Bps / ranks;  // the node's drives, shared by its ranks
   const int mb = p.microbatches();
-  const bool ds = deepspeed_rules(f);
+  const bool ds = deepspeed_offload(f);
   const double moved = frac * shard;  // parameters whose step runs on the host
   const bool opt_nvme = p.offload_optimizer == OffloadDevice::nvme;
 

@@ -42,6 +42,12 @@ inline constexpr double kHostOptimizerBytesPerParam = 16;
 /// optimizer swap: the fp32 master weight and moments read in and written back (2 x 12).
 inline constexpr double kNvmeOptimizerBytesPerParam = 24;
 
+/// Whether DeepSpeed's offload rules apply (its gradients leave the GPU; ZeRO-Offload's copies):
+/// DeepSpeed at either version. Megatron-LM's, and the library's without a framework, otherwise.
+inline bool deepspeed_offload(std::optional<Framework> f) {
+  return f == Framework::deepspeed || f == Framework::deepspeed_2021;
+}
+
 /// What offload costs one rank per iteration.
 struct OffloadCost {
   double transfer_s = 0;  ///< exposed host-link and NVMe time
