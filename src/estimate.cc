@@ -184,6 +184,10 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   e.breakdown = attribute(tt, mb, pipe, simmed, dp, off.gpu_step_s);
   e.breakdown.offload_s = off.exposed_s();
   e.dp_comm_total_s = dp.total;
+  if (p.zero == 0 && p.weight_replicas() > 1) {
+    e.dp_allreduce = dp_allreduce_algorithm(c, p, params_rank);
+    e.dp_bucket_bytes = params_rank * grad_wire_bytes(p.dtype) / dp_buckets(p, params_rank);
+  }
   const double after = e.breakdown.dp_comm_s + e.breakdown.optimizer_s + e.breakdown.offload_s;
   e.iteration_time_s = pipe + after;
   e.closed_form_time_s = closed + after;

@@ -9,6 +9,7 @@
 
 #include "planner/block.h"
 #include "planner/cost/communication.h"
+#include "planner/cost/data_parallel.h"
 #include "planner/cost/memory.h"
 #include "planner/cost/stages.h"
 #include "planner/cost/zero3.h"
@@ -221,9 +222,11 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
     out.push_back(w);
   };
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
-  if (ranks > 1 && p.zero == 0) {
-    add("dp_grad_allreduce", Collective::allreduce, grad_bytes, ranks, dpg, Pass::backward_weight,
-        ov.grad_reduce);
+  if (ranks > 1 && p.zero == 0) {  // one all-reduce per gradient bucket (dp_buckets)
+    const int buckets = dp_buckets(p, params_rank);
+    add("dp_grad_allreduce", Collective::allreduce, grad_bytes / buckets, ranks, dpg,
+        Pass::backward_weight, ov.grad_reduce);
+    out.back().count = buckets;
   } else if (ranks > 1 && p.zero <= 2) {  // and after the optimizer step, the updated weights
     add("dp_grad_reduce_scatter", Collective::reduce_scatter, grad_bytes, ranks, dpg,
         Pass::backward_weight, ov.grad_reduce);

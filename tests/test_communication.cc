@@ -52,10 +52,10 @@ TEST_CASE("inside a node: alpha + S f / busbw") {
 
 TEST_CASE("across nodes: the slower of NVLink and the group's NICs sets the pace") {
   const ClusterProfile c = toy();
-  // 8 ranks per node on 4 nodes: NICs give 8 x 25 = 200 = NVLink. allreduce over 32 ranks:
-  // 20 us + 2 log2(4) x 5 us hops + 1e9 x 2 x 31/32 / 200e9.
+  // 8 ranks per node on 4 nodes: NICs give 8 x 25 = 200 = NVLink. allreduce over 32 ranks, a
+  // ring: 20 us + 2 (4 - 1) x 5 us hops + 1e9 x 2 x 31/32 / 200e9.
   CHECK(collective_time_s(c, Collective::allreduce, 1e9, {32, 8, 4}) ==
-        doctest::Approx(20e-6 + 4 * 5e-6 + 1e9 * 2 * 31 / 32 / 200e9));
+        doctest::Approx(20e-6 + 6 * 5e-6 + 1e9 * 2 * 31 / 32 / 200e9));
   // One rank per node: a single NIC, 25 GB/s; allgather ring has nodes-1 = 3 hops.
   CHECK(collective_time_s(c, Collective::allgather, 1e9, {4, 1, 4}) ==
         doctest::Approx(20e-6 + 3 * 5e-6 + 1e9 * 0.75 / 25e9));
@@ -84,7 +84,9 @@ TEST_CASE("a collective's latency part: the tier's latency plus a hop per node s
   const ClusterProfile c = toy();
   const GroupLayout ring = group_layout(32, 1, 8);  // 4 nodes of 8
   CHECK(collective_latency_s(c, Collective::allgather, ring) == doctest::Approx(20e-6 + 3 * 5e-6));
-  CHECK(collective_latency_s(c, Collective::allreduce, ring) == doctest::Approx(20e-6 + 4 * 5e-6));
+  CHECK(collective_latency_s(c, Collective::allreduce, ring) == doctest::Approx(20e-6 + 6 * 5e-6));
+  CHECK(collective_latency_s(c, Collective::allreduce, ring, AllreduceAlgorithm::tree) ==
+        doctest::Approx(20e-6 + 4 * 5e-6));
   CHECK(collective_latency_s(c, Collective::allgather, group_layout(8, 1, 8)) ==
         doctest::Approx(10e-6));
   CHECK(collective_latency_s(c, Collective::allgather, group_layout(1, 1, 8)) == 0);
@@ -93,4 +95,31 @@ TEST_CASE("a collective's latency part: the tier's latency plus a hop per node s
   CHECK(collective_time_s(c, Collective::allgather, bytes, ring) -
             collective_latency_s(c, Collective::allgather, ring) ==
         doctest::Approx(bytes * 31.0 / 32 / (8 * 25e9)));
+}
+
+TEST_CASE("all-reduce across nodes: NCCL's ring or tree, whichever is faster") {
+  const ClusterProfile c = toy();
+  // One rank per node on 64 nodes (25 GB/s each). Ring: 20 us + 2 x 63 hops x 5 us = 650 us of
+  // latency; tree: 20 us + 2 log2(64) x 5 us = 80 us, its bandwidth term 64/63/0.92 of the ring's.
+  const GroupLayout g = group_layout(64, 8, 8);
+  REQUIRE(g.nodes == 64);
+  const double ring_bw = 1e6 * 2 * 63 / 64 / 25e9;  // 1 MB: 78.75 us on the wire
+  const double ring = allreduce_time_s(c, 1e6, g, AllreduceAlgorithm::ring);
+  const double tree = allreduce_time_s(c, 1e6, g, AllreduceAlgorithm::tree);
+  CHECK(ring == doctest::Approx(650e-6 + ring_bw));
+  CHECK(tree == doctest::Approx(80e-6 + ring_bw * 64 / 63 / kNcclTreeBandwidthFactor));
+  CHECK(allreduce_algorithm(c, 1e6, g) == AllreduceAlgorithm::tree);
+  CHECK(collective_time_s(c, Collective::allreduce, 1e6, g) == doctest::Approx(tree));
+  // 4 GB: the wire dominates and the ring's full bandwidth wins.
+  CHECK(allreduce_algorithm(c, 4e9, g) == AllreduceAlgorithm::ring);
+  CHECK(collective_time_s(c, Collective::allreduce, 4e9, g) ==
+        doctest::Approx(allreduce_time_s(c, 4e9, g, AllreduceAlgorithm::ring)));
+  // The crossover: latency saved (570 us) = tree's extra wire time, S x 2 x 63/64 / 25e9 x
+  // (64 / (63 x 0.92) - 1).
+  const double extra_per_byte = 2.0 * 63 / 64 / 25e9 * (64.0 / (63 * kNcclTreeBandwidthFactor) - 1);
+  const double crossover = 570e-6 / extra_per_byte;
+  CHECK(allreduce_algorithm(c, 0.99 * crossover, g) == AllreduceAlgorithm::tree);
+  CHECK(allreduce_algorithm(c, 1.01 * crossover, g) == AllreduceAlgorithm::ring);
+  // Inside one node there is one measured figure: ring.
+  CHECK(allreduce_algorithm(c, 1e3, group_layout(8, 1, 8)) == AllreduceAlgorithm::ring);
 }

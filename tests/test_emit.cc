@@ -685,3 +685,29 @@ TEST_CASE("Megatron-DeepSpeed with the optimizer offloaded builds DeepSpeedCPUAd
       seen = f.contents.find("--cpu-optimizer") != std::string::npos;
   CHECK(seen);
 }
+
+TEST_CASE("NCCL_ALGO pins the all-reduce to the tree only where the prediction used it") {
+  // GPT-3 1.3B, tp=8 on 1,024 H100s: two ~330 MB buckets over 128 nodes, where the tree's 14
+  // network steps beat the ring's 254 (estimate's DP line says "NCCL tree across 128 nodes").
+  const std::string model = "configs/models/gpt3-1.3b.yaml";
+  const Case tree{"tree", model, kH100, "tp=8,pp=1,dp=128,mbs=4,gbs=4096,zero=0",
+                  emit::Framework::megatron};
+  const emit::EmitRequest r = request(tree.framework, tree.model, tree.cluster, tree.plan);
+  REQUIRE(r.estimate.dp_allreduce == AllreduceAlgorithm::tree);
+  CHECK(r.estimate.dp_bucket_bytes * 2 ==
+        doctest::Approx(1.3e9 / 8 * 4).epsilon(0.05));  // 2 buckets
+  for (emit::Framework f : {emit::Framework::megatron, emit::Framework::deepspeed}) {
+    const Case c{"tree", model, kH100, tree.plan, f};
+    bool seen = false;
+    for (const auto& file : emitted(c))
+      seen = seen || file.contents.find("export NCCL_ALGO=${NCCL_ALGO:-allreduce:tree}\n") !=
+                         std::string::npos;
+    CHECK(seen);
+  }
+  // On 2 nodes the ring's 2 steps are the tree's: no pin; nor under ZeRO-1 (reduce-scatter).
+  for (const std::string& plan :
+       {"tp=8,pp=1,dp=2,mbs=4,gbs=64,zero=0", "tp=8,pp=1,dp=128,mbs=4,gbs=4096,zero=1"}) {
+    const Case c{"ring", model, kH100, plan, emit::Framework::megatron};
+    for (const auto& file : emitted(c)) CHECK(file.contents.find("NCCL_ALGO") == std::string::npos);
+  }
+}

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "planner/cluster.h"
+#include "planner/cost/communication.h"
 #include "planner/cost/compute.h"
 #include "planner/cost/memory.h"
 #include "planner/cost/simulate.h"
@@ -68,7 +69,11 @@ struct Estimate {
   LayerCompute layer_compute;
   double bubble_fraction = 0;  ///< bubble / iteration
   double exposed_comm_fraction = 0;
-  double dp_comm_total_s = 0;     ///< DP traffic before overlap (for diagnostics)
+  double dp_comm_total_s = 0;  ///< DP traffic before overlap (for diagnostics)
+  /// zero=0 with dp x cp > 1: NCCL's algorithm for one gradient bucket's all-reduce, and the
+  /// bucket's bytes (dp_allreduce_algorithm); ring and 0 otherwise.
+  AllreduceAlgorithm dp_allreduce = AllreduceAlgorithm::ring;
+  double dp_bucket_bytes = 0;
   bool simulated = false;         ///< timed by the event-driven simulator, not the closed form
   double closed_form_time_s = 0;  ///< the closed form's iteration time (even partition)
   std::vector<int> partition;     ///< blocks (layers) per pipeline stage

@@ -66,36 +66,77 @@ double latency_s(const NetworkTier& tier, Collective c, int steps) {
 
 }  // namespace
 
-double collective_latency_s(const ClusterProfile& cl, Collective coll, const GroupLayout& g) {
+const char* to_string(AllreduceAlgorithm a) {
+  return a == AllreduceAlgorithm::tree ? "tree" : "ring";
+}
+
+double collective_latency_s(const ClusterProfile& cl, Collective coll, const GroupLayout& g,
+                            AllreduceAlgorithm a) {
   if (g.ranks <= 1) return 0.0;
   if (g.nodes <= 1) return latency_s(cl.intra, coll, 0);
   int steps = 0;
   if (coll == Collective::allreduce)
-    steps = 2 * static_cast<int>(std::ceil(std::log2(double(g.nodes))));
+    steps = a == AllreduceAlgorithm::tree
+                ? 2 * static_cast<int>(std::ceil(std::log2(double(g.nodes))))
+                : 2 * (g.nodes - 1);
   else if (coll != Collective::sendrecv)
     steps = g.nodes - 1;
   return latency_s(cl.inter, coll, steps);
+}
+
+namespace {
+
+/// The bandwidth part of one collective across domains: the ring's slowest link sets the pace,
+/// NVLink inside the domain or the NIC bandwidth of the group's ranks in one domain (each GPU's
+/// share of its host's NICs), whichever is slower.
+double across_domains_bandwidth_s(const ClusterProfile& cl, Collective coll, double bytes,
+                                  const GroupLayout& g) {
+  const int ci = static_cast<int>(coll);
+  const double bw = std::min(tier_busbw_Bps(cl.intra.cost[ci], bytes),
+                             g.ranks_per_node * cl.inter_share() *
+                                 tier_busbw_Bps(cl.inter.cost[ci], bytes / g.ranks_per_node));
+  return bytes * bus_factor(coll, g.ranks) / bw;
+}
+
+}  // namespace
+
+double allreduce_time_s(const ClusterProfile& cl, double bytes, const GroupLayout& g,
+                        AllreduceAlgorithm a) {
+  if (g.ranks <= 1 || bytes <= 0) return 0.0;
+  if (g.nodes <= 1) return collective_time_s(cl, Collective::allreduce, bytes, g);
+  // The tree moves 2 S per rank at 0.92 of the bus bandwidth; the ring 2 S (n - 1) / n at all of
+  // it.
+  const double ring_bw_s = across_domains_bandwidth_s(cl, Collective::allreduce, bytes, g);
+  const double bw_s = a == AllreduceAlgorithm::ring
+                          ? ring_bw_s
+                          : ring_bw_s * g.ranks / double(g.ranks - 1) / kNcclTreeBandwidthFactor;
+  return collective_latency_s(cl, Collective::allreduce, g, a) + bw_s;
+}
+
+AllreduceAlgorithm allreduce_algorithm(const ClusterProfile& cl, double bytes,
+                                       const GroupLayout& g) {
+  if (g.nodes <= 1 || g.ranks <= 1 || bytes <= 0) return AllreduceAlgorithm::ring;
+  return allreduce_time_s(cl, bytes, g, AllreduceAlgorithm::tree) <
+                 allreduce_time_s(cl, bytes, g, AllreduceAlgorithm::ring)
+             ? AllreduceAlgorithm::tree
+             : AllreduceAlgorithm::ring;
 }
 
 double collective_time_s(const ClusterProfile& cl, Collective coll, double bytes,
                          const GroupLayout& g) {
   if (g.ranks <= 1 || bytes <= 0) return 0.0;
   const int ci = static_cast<int>(coll);
-  const double traffic = bytes * bus_factor(coll, g.ranks);
-  const CollectiveCost& intra = cl.intra.cost[ci];
-  const double lat = collective_latency_s(cl, coll, g);
   if (g.nodes <= 1) {
+    const CollectiveCost& intra = cl.intra.cost[ci];
+    const double traffic = bytes * bus_factor(coll, g.ranks);
+    const double lat = collective_latency_s(cl, coll, g);
     const double bw = tier_busbw_Bps(intra, bytes);
     return intra.curve.empty() ? lat + traffic / bw : std::max(lat, traffic / bw);
   }
-  // Across domains the ring's slowest link sets the pace: NVLink inside the domain, or the NIC
-  // bandwidth of the group's ranks in one domain (each GPU's share of its host's NICs), whichever
-  // is slower.
-  const CollectiveCost& inter = cl.inter.cost[ci];
-  const double bw =
-      std::min(tier_busbw_Bps(intra, bytes), g.ranks_per_node * cl.inter_share() *
-                                                 tier_busbw_Bps(inter, bytes / g.ranks_per_node));
-  return lat + traffic / bw;
+  if (coll == Collective::allreduce)
+    return std::min(allreduce_time_s(cl, bytes, g, AllreduceAlgorithm::ring),
+                    allreduce_time_s(cl, bytes, g, AllreduceAlgorithm::tree));
+  return collective_latency_s(cl, coll, g) + across_domains_bandwidth_s(cl, coll, bytes, g);
 }
 
 double exposed_after_overlap(double t, double window, double tail_fraction, double slowdown) {

@@ -1,6 +1,7 @@
 #include "planner/cost/data_parallel.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "planner/cost/communication.h"
@@ -9,10 +10,6 @@
 
 namespace planner {
 namespace {
-
-/// Megatron-LM DistributedDataParallelConfig.bucket_size: max(40M, 1M x dp) parameters per
-/// gradient bucket; the last bucket's reduction cannot hide behind backward work.
-double ddp_bucket_params(int dp) { return std::max(40e6, 1e6 * dp); }
 
 /// Overlapped (`overlap`) or fully exposed collective of `t` seconds beside `window` of compute.
 double exposed_part(double t, double window, double tail_fraction, bool overlap, double slowdown) {
@@ -73,7 +70,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                std::vector<double>* scratch) {
   DpCost d;
   const GroupLayout dpg = dp_group(p, c);
-  const double bucket = std::min(1.0, ddp_bucket_params(int(p.weight_replicas())) / params_rank);
+  const double bucket = dp_bucket_fraction(p, params_rank);
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
   const double param_bytes = params_rank * weight_bytes_per_param(p.dtype);
   const SoftwareStack& sw = c.software;
@@ -91,7 +88,10 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     d.exposed = t + params_rank * kCompressionKernelBytesPerParam / c.gpu.hbm_achieved_Bps() /
                         c.gpu.sustained_efficiency;
   } else if (p.zero == 0) {
-    const double ar = collective_time_s(c, Collective::allreduce, grad_bytes, dpg);
+    // One all-reduce per gradient bucket, each on the faster of NCCL's ring and tree at that size.
+    const int buckets = dp_buckets(p, params_rank);
+    const double ar =
+        buckets * collective_time_s(c, Collective::allreduce, grad_bytes / buckets, dpg);
     d.total = ar;
     d.exposed = exposed_part(ar, bwd_window, bucket, ov.grad_reduce, slow);
   } else if (p.zero <= 2) {
@@ -124,6 +124,24 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     d.exposed += t;
   }
   return d;
+}
+
+double ddp_bucket_params(long long replicas) { return std::max(40e6, 1e6 * double(replicas)); }
+
+double dp_bucket_fraction(const Plan& p, double params_rank) {
+  return params_rank > 0 ? std::min(1.0, ddp_bucket_params(p.weight_replicas()) / params_rank)
+                         : 1.0;
+}
+
+int dp_buckets(const Plan& p, double params_rank) {
+  return std::max(
+      1, static_cast<int>(std::ceil(params_rank / ddp_bucket_params(p.weight_replicas()))));
+}
+
+AllreduceAlgorithm dp_allreduce_algorithm(const ClusterProfile& c, const Plan& p,
+                                          double params_rank) {
+  const double bytes = params_rank * grad_wire_bytes(p.dtype) / dp_buckets(p, params_rank);
+  return allreduce_algorithm(c, bytes, dp_group(p, c));
 }
 
 }  // namespace planner

@@ -5,6 +5,7 @@
 #include <cstdarg>
 #include <cstdio>
 
+#include "planner/cost/communication.h"
 #include "planner/error.h"
 #include "planner/units.h"
 
@@ -41,8 +42,8 @@ std::string shell_array(const std::string& name, const std::vector<ArgGroup>& gr
   return out + ")\n";
 }
 
-std::vector<EnvVar> nccl_env() {
-  return {
+std::vector<EnvVar> nccl_env(const ClusterProfile& c, const Estimate& e) {
+  std::vector<EnvVar> v = {
       {"NCCL_DEBUG",
        "WARN",
        {"NCCL_DEBUG=WARN reports only problems. Set INFO to debug a hang or a slow collective: it",
@@ -55,6 +56,21 @@ std::vector<EnvVar> nccl_env() {
         "2.2."},
        false},
   };
+  if (e.dp_allreduce == AllreduceAlgorithm::tree)
+    v.push_back(
+        {"NCCL_ALGO",
+         "allreduce:tree",
+         {fmt("The gradient all-reduce ({:.0f} MB buckets over {} nodes) was predicted on NCCL's "
+              "double",
+              e.dp_bucket_bytes / 1e6, dp_group(e.plan, c).nodes),
+          "binary tree: at this size and node count its 2 log2(nodes) network steps beat the "
+          "ring's",
+          "2 (nodes - 1). NCCL's tuner often picks the tree itself; this pins all-reduces to it "
+          "(the",
+          "per-collective syntax needs NCCL 2.24 or later; all-gathers and reduce-scatters "
+          "keep theirs)."},
+         true});
+  return v;
 }
 
 std::string env_block(const ClusterProfile& c, const std::vector<EnvVar>& vars) {

@@ -32,8 +32,10 @@ struct EnvVar {
   bool user_may_override = false;  ///< export NAME=${NAME:-value}
 };
 
-/// The NCCL and PyTorch variables every launcher sets (NCCL_DEBUG, async error handling).
-std::vector<EnvVar> nccl_env();
+/// The NCCL and PyTorch variables every launcher sets (NCCL_DEBUG, async error handling), and
+/// NCCL_ALGO=allreduce:tree where the estimate's gradient all-reduce runs on NCCL's tree
+/// (Estimate::dp_allreduce).
+std::vector<EnvVar> nccl_env(const ClusterProfile& c, const Estimate& e);
 /// The commented environment block: interface/HCA placeholders, affinity note, then `vars`.
 std::string env_block(const ClusterProfile& c, const std::vector<EnvVar>& vars);
 

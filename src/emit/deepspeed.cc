@@ -141,8 +141,9 @@ std::string ds_config(const ClusterProfile& c, const Plan& p) {
   return io::dump_json(j, 2) + "\n";
 }
 
-std::vector<EnvVar> deepspeed_env(const Plan& p) {
-  std::vector<EnvVar> v = nccl_env();
+std::vector<EnvVar> deepspeed_env(const EmitRequest& r) {
+  const Plan& p = r.plan;
+  std::vector<EnvVar> v = nccl_env(r.cluster, r.estimate);
   if (p.sp)
     v.push_back(
         {"CUDA_DEVICE_MAX_CONNECTIONS",
@@ -166,9 +167,9 @@ bool forwarded_by_runner(const std::string& name) {
   return false;
 }
 
-std::string deepspeed_env_file(const Plan& p) {
+std::string deepspeed_env_file(const EmitRequest& r) {
   std::string out;
-  for (const EnvVar& v : deepspeed_env(p))
+  for (const EnvVar& v : deepspeed_env(r))
     if (!forwarded_by_runner(v.name)) out += v.name + "=" + v.value + "\n";
   return out;
 }
@@ -339,7 +340,7 @@ std::string launch_script(const EmitRequest& r, const std::string& config_sha) {
   else
     s += ": \"${TRAIN_SCRIPT:?set TRAIN_SCRIPT to a script that calls deepspeed.initialize with "
          "its parsed arguments}\"\n\n";
-  s += env_block(r.cluster, deepspeed_env(p)) + "\n" + launcher_lines(r.cluster, p) + "\n";
+  s += env_block(r.cluster, deepspeed_env(r)) + "\n" + launcher_lines(r.cluster, p) + "\n";
   if (!uses_megatron(p)) {
     s += fmt(
         "# ds_config.json's optimizer (AdamW, lr {:g}) and scheduler (WarmupDecayLR: {} warm-up\n"
@@ -397,7 +398,7 @@ std::vector<EmittedFile> emit_deepspeed(const EmitRequest& r) {
       {"deepspeed_launch.sh", detail::launch_script(r, sha256_hex(config)), true}};
   if (detail::nodes_of(r.plan, r.cluster) > 1) {
     files.push_back({"hostfile", detail::hostfile(r), false});
-    files.push_back({".deepspeed_env", detail::deepspeed_env_file(r.plan), false});
+    files.push_back({".deepspeed_env", detail::deepspeed_env_file(r), false});
   }
   return files;
 }

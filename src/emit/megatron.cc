@@ -211,7 +211,7 @@ ArgGroup model_group(const EmitRequest& r) {
 }
 
 std::vector<EnvVar> megatron_env(const EmitRequest& r) {
-  std::vector<EnvVar> v = nccl_env();
+  std::vector<EnvVar> v = nccl_env(r.cluster, r.estimate);
   if (r.plan.tp > 1 || r.plan.cp > 1)
     v.push_back(
         {"CUDA_DEVICE_MAX_CONNECTIONS",

@@ -1,5 +1,6 @@
 #include <ostream>
 
+#include "planner/cost/communication.h"
 #include "planner/format.h"
 #include "planner/report/report.h"
 #include "planner/units.h"
@@ -91,6 +92,9 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   if (e.plan.cp > 1) share(out, "CP communication", b.cp_comm_s, t);
   share(out, "PP communication", b.pp_comm_s, t);
   share(out, "DP communication", b.dp_comm_s, t);
+  if (e.dp_bucket_bytes > 0 && dp_group(e.plan, *ctx.cluster).nodes > 1)
+    line(out, "    all-reduce per {:.0f} MB gradient bucket: NCCL {} across {} nodes\n",
+         e.dp_bucket_bytes / 1e6, to_string(e.dp_allreduce), dp_group(e.plan, *ctx.cluster).nodes);
   share(out, "pipeline bubble", b.bubble_s, t);
   share(out, "optimizer step", b.optimizer_s, t);
   if (e.plan.offloads()) share(out, "offload (host)", b.offload_s, t);

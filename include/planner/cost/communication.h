@@ -33,18 +33,39 @@ GroupLayout pp_pair(const Plan& p, const ClusterProfile& c);
 /// interpolation of the measured curve; the asymptote outside it).
 double tier_busbw_Bps(const CollectiveCost& cost, double bytes);
 
+/// NCCL's all-reduce algorithms (NVIDIA/nccl src/graph/tuning.cc, shared/data/hardware-reference.md
+/// s.5). Across NVLink domains a ring takes 2(nodes - 1) network steps, each paying the inter-node
+/// hop latency, at the ring's bus bandwidth; the double binary tree takes 2 log2(nodes) steps, at
+/// half the bus bandwidth as algorithm bandwidth (algbw = 0.5 busBw against the ring's
+/// n / (2(n - 1)) busBw) capped at kNcclTreeBandwidthFactor of it. Tree wins at small messages on
+/// many nodes, the ring at large ones. Inside one domain both are the tier's measured figure.
+enum class AllreduceAlgorithm { ring, tree };
+const char* to_string(AllreduceAlgorithm a);
+/// NCCL tuning.cc, Tree all-reduce: busBw = min(0.92 x busBw, per-channel caps); the per-channel
+/// caps are not modelled (no channel counts in the profiles).
+inline constexpr double kNcclTreeBandwidthFactor = 0.92;
+
+/// The faster all-reduce algorithm for `bytes` over `g` under this model (NCCL's own tuner
+/// compares the same two; ring inside one domain, where the model has one measured figure).
+AllreduceAlgorithm allreduce_algorithm(const ClusterProfile& c, double bytes, const GroupLayout& g);
+/// One all-reduce of `bytes` over `g` with algorithm `a`.
+double allreduce_time_s(const ClusterProfile& c, double bytes, const GroupLayout& g,
+                        AllreduceAlgorithm a);
+
 /// Time of one collective over `bytes` (the nccl-tests size S: the full buffer for allreduce,
 /// the gathered output for allgather, the input for reduce-scatter). Inside a node: alpha + S
 /// f(n) / busbw. Across domains: a ring whose bottleneck is min(NVLink busbw, ranks_per_node x
 /// each GPU's share of the NIC busbw (ClusterProfile::inter_share)), i.e. the hierarchical
-/// reading of nccl-tests numbers.
+/// reading of nccl-tests numbers. An all-reduce across domains takes the faster of NCCL's ring and
+/// tree (allreduce_algorithm).
 double collective_time_s(const ClusterProfile& c, Collective coll, double bytes,
                          const GroupLayout& g);
 
 /// The latency (alpha) part of collective_time_s: the tier's measured latency, plus a hop per
-/// extra node step of a ring (allgather, reduce-scatter, all-to-all) or tree (allreduce) across
-/// nodes.
-double collective_latency_s(const ClusterProfile& c, Collective coll, const GroupLayout& g);
+/// extra node step of a ring (allgather, reduce-scatter, all-to-all: nodes - 1; all-reduce:
+/// 2(nodes - 1)) or of the all-reduce's tree (2 log2(nodes)) across nodes.
+double collective_latency_s(const ClusterProfile& c, Collective coll, const GroupLayout& g,
+                            AllreduceAlgorithm a = AllreduceAlgorithm::ring);
 
 /// Exposed part of a collective of `t` seconds that overlaps `window` seconds of compute, chunk
 /// by chunk: the last chunk (`tail_fraction` of t) cannot overlap. While the rest runs beside the

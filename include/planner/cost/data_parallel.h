@@ -5,6 +5,7 @@
 /// module-by-module gathers and reduce-scatters (zero3.h); the tied embedding's all-reduce between
 /// the first and the last pipeline stage.
 #include "planner/cluster.h"
+#include "planner/cost/communication.h"
 #include "planner/cost/compute.h"
 #include "planner/model.h"
 #include "planner/plan.h"
@@ -18,6 +19,20 @@ inline constexpr double kCompressedBitsPerParam = 1;
 /// error-feedback buffer read and written (16 B) [D: the update rule], the server side's on a
 /// 1/dp chunk neglected.
 inline constexpr double kCompressionKernelBytesPerParam = 16;
+
+/// Megatron-LM DistributedDataParallelConfig.bucket_size: max(40M, 1M x dp) parameters per
+/// gradient bucket (dp: the replicas, dp x cp).
+double ddp_bucket_params(long long replicas);
+/// One bucket's share of a rank's `params_rank` parameters (1 when they fit in one bucket): the
+/// last bucket's reduction cannot hide behind backward work.
+double dp_bucket_fraction(const Plan& p, double params_rank);
+/// The gradient all-reduces of one iteration under zero=0: ceil(params / bucket) buckets of equal
+/// size.
+int dp_buckets(const Plan& p, double params_rank);
+/// The algorithm of the plan's gradient all-reduce (zero=0) per bucket: NCCL's ring or tree,
+/// whichever the model finds faster at the bucket's size over the dp x cp group.
+AllreduceAlgorithm dp_allreduce_algorithm(const ClusterProfile& c, const Plan& p,
+                                          double params_rank);
 
 struct DpCost {
   double exposed = 0;  ///< seconds on the critical path, after overlap
