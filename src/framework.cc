@@ -83,6 +83,9 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
           "these with --framework megatron or deepspeed",
           t);
     });
+  if (p.order != RankOrder::tp_cp_dp_pp)
+    return no(reason,
+              [&] { return fmt("{} lays ranks out TP, DP, PP only; use order=tp-cp-dp-pp", t); });
   if (f == Framework::megatron_2021 && p.split != PipelineSplit::even)
     return no(reason, [&] {
       return fmt("{} splits the layers evenly over the stages; use split=even", t);
@@ -124,6 +127,23 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
           "parallelism (its documentation at {:.8} names no pipeline support); use zero<=1 or "
           "pp=1",
           p.zero, commit);
+    });
+  // --use-tp-pp-dp-mapping: ModelParallelConfig.use_tp_pp_dp_mapping at d98e8a64 ("Make sure EP
+  // and CP aren't used with this option enabled"; initialize_model_parallel's order 'tp-pp-dp'),
+  // and Megatron-Bridge's Megatron FSDP guide: not supported with Megatron FSDP.
+  if (p.order == RankOrder::tp_pp_dp && p.cp > 1)
+    return no(reason, [&] {
+      return fmt(
+          "Megatron-LM's --use-tp-pp-dp-mapping (order=tp-pp-dp) runs without context "
+          "parallelism (its order has no cp), got cp={}; use cp=1 or order=tp-cp-dp-pp",
+          p.cp);
+    });
+  if (p.order == RankOrder::tp_pp_dp && p.zero >= 2)
+    return no(reason, [&] {
+      return fmt(
+          "Megatron-LM's --use-tp-pp-dp-mapping (order=tp-pp-dp) is not supported with Megatron "
+          "FSDP (zero={}); use zero<=1 or order=tp-cp-dp-pp",
+          p.zero);
     });
   // Offload: the optimizer only, to host memory (--optimizer-cpu-offload), which
   // validate_args (1883-1892) runs only with --use-precision-aware-optimizer, itself only with
@@ -241,6 +261,14 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
           "DeepSpeed's pipeline engine runs its own 1F1B schedule, not '{}'; use "
           "schedule=1f1b",
           to_string(p.schedule));
+    });
+  // Megatron-DeepSpeed builds DeepSpeed's PipeModelDataParallelTopology (runtime/pipe/
+  // topology.py: axes pipe, data, model, the last innermost): TP, then DP, then the stages.
+  if (p.order != RankOrder::tp_cp_dp_pp)
+    return no(reason, [] {
+      return std::string(
+          "Megatron-DeepSpeed's PipeModelDataParallelTopology lays ranks out TP, DP, PP (the "
+          "pipeline outermost); use order=tp-cp-dp-pp");
     });
   if (p.cp > 1)
     return no(reason, [] {

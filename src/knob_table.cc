@@ -140,6 +140,12 @@ std::array<KnobDef, kNumKnobs> make_table() {
        words_of<PipelineSplit>(), 0, 0, true, true, "split", -10,
        [](const Plan& p) { return p.split == PipelineSplit::even ? kUnset : int(p.split); },
        [](Plan& p, int v) { p.split = v == kUnset ? PipelineSplit::even : PipelineSplit(v); }},
+      {K::order, "order",
+       "rank order, innermost first: tp-cp-dp-pp (default) or tp-pp-dp (Megatron-LM's "
+       "--use-tp-pp-dp-mapping: the pipeline inside a node; the search tries both)",
+       words_of<RankOrder>(), 0, 0, true, true, "order", -11,
+       [](const Plan& p) { return p.order == RankOrder::tp_cp_dp_pp ? kUnset : int(p.order); },
+       [](Plan& p, int v) { p.order = v == kUnset ? RankOrder::tp_cp_dp_pp : RankOrder(v); }},
       {K::dtype, "dtype", "bf16 (default), fp16, fp8, tf32", words_of<Dtype>(), 0, 0, false, false,
        "", 0, [](const Plan& p) { return int(p.dtype); },
        [](Plan& p, int v) { p.dtype = Dtype(v); }},

@@ -48,6 +48,8 @@ KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl,
                     std::optional<Framework> fw) {
   KnobSpace k = default_knobs(c.model, cl, c.num_gpus);
   k[KnobId::split] = {row_split(c, fw)};
+  // No published run names its rank order: Megatron-LM's and DeepSpeed's default.
+  k[KnobId::order] = {kUnset};
   for (const KnobDef& d : knob_table())  // what the row fixes; the search chooses the rest
     if (const std::optional<int> v = c.knob(d.id)) k[d.id] = {*v};
   return k;

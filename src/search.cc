@@ -5,6 +5,7 @@
 #include <cmath>
 #include <queue>
 
+#include "planner/cost/communication.h"
 #include "planner/error.h"
 #include "planner/format.h"
 #include "planner/limits.h"
@@ -44,6 +45,8 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   // and last stages (the embedding's and the logits') beat the even split.
   if (m.encoders.empty())
     k[K::split] = {kUnset, int(PipelineSplit::short_ends), int(PipelineSplit::embed_loss)};
+  // Both rank orders: the pipeline inside a node pays where TP leaves room in it.
+  k[K::order] = {kUnset, int(RankOrder::tp_pp_dp)};
   return k;
 }
 
@@ -135,8 +138,9 @@ struct InnerKnobs {
           knobs.push_back(&d);
           values.push_back(&k[d.id]);
           // Offload variants are estimated only where the plan without offload does not fit
-          // (Searcher::record), so they do not multiply the plans counted and bounded.
-          if (!off) combinations *= static_cast<long long>(k[d.id].size());
+          // (Searcher::record), and rank-order variants only where the order moves a group, so
+          // neither multiplies the plans counted and bounded.
+          if (!off && d.id != KnobId::order) combinations *= static_cast<long long>(k[d.id].size());
       }
     }
   }
@@ -354,6 +358,8 @@ class Searcher {
 
   void record(const Plan& p) {
     if (inner_.duplicate(at_, p)) return;
+    // The other rank order is another plan only where it moves the DP group or a stage pair.
+    if (p.order != RankOrder::tp_cp_dp_pp && !rank_order_matters(p, c_)) return;
     if (inner_.offload_run_start(at_)) twin_ = Rejection::none, twin_known_ = false;
     // Offload is tried only where it can help: where the same plan without it is out of memory,
     // or refused only because ZeRO has one replica to shard over (the offload's own optimizer).

@@ -78,10 +78,11 @@ TEST_CASE("suggest --format csv has a header and K rows") {
   REQUIRE(r.rc == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
   // The columns: every knob of the knob table, the metrics, the framework and the plan string.
-  CHECK(r.out.rfind("rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,dtype,attn,"
-                    "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,grad_compression,"
-                    "offload_optimizer,offload_params,offload_pct,iteration_time_s,",
-                    0) == 0);
+  CHECK(
+      r.out.rfind("rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,order,dtype,attn,"
+                  "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,grad_compression,"
+                  "offload_optimizer,offload_params,offload_pct,iteration_time_s,",
+                  0) == 0);
 }
 
 TEST_CASE("estimate --format json has model_params, layer and diagnostics") {

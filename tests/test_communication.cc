@@ -123,3 +123,33 @@ TEST_CASE("all-reduce across nodes: NCCL's ring or tree, whichever is faster") {
   // Inside one node there is one measured figure: ring.
   CHECK(allreduce_algorithm(c, 1e3, group_layout(8, 1, 8)) == AllreduceAlgorithm::ring);
 }
+
+TEST_CASE("rank order tp-pp-dp: the stages inside a node, the DP group across nodes") {
+  // tp=1, pp=4, dp=16 on 8-GPU nodes (64 GPUs). Megatron's default tp-cp-dp-pp puts the 16 DP
+  // ranks 2 nodes wide and every stage pair 16 ranks apart, across nodes; tp-pp-dp puts each
+  // pipeline inside a node (stride 1) and the DP ranks 4 apart, 2 to a node over 8 nodes.
+  Plan p;
+  p.tp = 1, p.pp = 4, p.dp = 16;
+  const ClusterProfile c = toy();
+  const GroupLayout dp = dp_group(p, c), pp = pp_pair(p, c);
+  CHECK((dp.ranks == 16 && dp.ranks_per_node == 8 && dp.nodes == 2));
+  CHECK((pp.ranks == 2 && pp.nodes == 2));
+  CHECK(rank_order_matters(p, c));
+  p.order = RankOrder::tp_pp_dp;
+  const GroupLayout dp2 = dp_group(p, c), pp2 = pp_pair(p, c);
+  CHECK((dp2.ranks == 16 && dp2.ranks_per_node == 2 && dp2.nodes == 8));
+  CHECK((pp2.ranks == 2 && pp2.ranks_per_node == 2 && pp2.nodes == 1));
+  CHECK(rank_order_matters(p, c));
+  // With tp=8 a stage fills a node either way: the order changes nothing.
+  p.tp = 8, p.dp = 2;
+  CHECK(!rank_order_matters(p, c));
+  // Nor without a pipeline or without data parallelism.
+  p.tp = 1, p.pp = 1, p.dp = 64;
+  CHECK(!rank_order_matters(p, c));
+  p.pp = 8, p.dp = 1;
+  CHECK(!rank_order_matters(p, c));
+  // The nested layout: cp=2 beside tp=2, dp=4 past pp=2 (stride 8): 2 per node on 4 nodes.
+  const GroupLayout n = nested_group_layout(2, 2, 4, 8, 8);
+  CHECK((n.ranks == 8 && n.ranks_per_node == 2 && n.nodes == 4));
+  CHECK(nested_group_layout(2, 1, 4, 2, 8).ranks_per_node == 8);  // blocks of 2, 4 to a node
+}

@@ -711,3 +711,21 @@ TEST_CASE("NCCL_ALGO pins the all-reduce to the tree only where the prediction u
     for (const auto& file : emitted(c)) CHECK(file.contents.find("NCCL_ALGO") == std::string::npos);
   }
 }
+
+TEST_CASE("order=tp-pp-dp is written as Megatron-LM's --use-tp-pp-dp-mapping, a listed flag") {
+  const Case c{"order", "configs/models/llama3-8b.yaml", kH100,
+               "tp=2,pp=4,dp=8,mbs=1,gbs=128,zero=1,order=tp-pp-dp", emit::Framework::megatron};
+  const std::set<std::string> listed = name_list("megatron-core-args.txt");
+  REQUIRE(listed.count("--use-tp-pp-dp-mapping") == 1);
+  bool seen = false;
+  for (const auto& f : emitted(c))
+    seen = seen || f.contents.find("--use-tp-pp-dp-mapping") != std::string::npos;
+  CHECK(seen);
+  const Case plain{"order", c.model, kH100, "tp=2,pp=4,dp=8,mbs=1,gbs=128,zero=1",
+                   emit::Framework::megatron};
+  for (const auto& f : emitted(plain))
+    CHECK(f.contents.find("--use-tp-pp-dp-mapping") == std::string::npos);
+  // DeepSpeed's topology has the pipeline outermost: refused, with the reason.
+  CHECK_THROWS_WITH_AS(emitted({"order", c.model, kH100, c.plan, emit::Framework::deepspeed}),
+                       doctest::Contains("PipeModelDataParallelTopology"), InputError);
+}

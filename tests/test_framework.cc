@@ -204,3 +204,46 @@ TEST_CASE("--framework all: the frameworks' plans ranked together, each naming i
   // DeepSpeed's best (zero=2, no TP overlap) is slower than Megatron-LM's on this job.
   CHECK(ds.top.front().iteration_time_s > mg.top.front().iteration_time_s);
 }
+
+TEST_CASE("rank order tp-pp-dp: Megatron-LM's --use-tp-pp-dp-mapping, without CP or FSDP") {
+  const ModelSpec& m = llama70();
+  const ClusterProfile& c = h100();
+  CHECK(!why_not(Framework::megatron, m, c, plan("tp=2,pp=4,dp=8,gbs=128,zero=1,order=tp-pp-dp")));
+  CHECK(why_not(Framework::megatron, m, c, plan("tp=2,pp=4,cp=2,dp=4,gbs=128,order=tp-pp-dp"))
+            ->find("without context parallelism") != std::string::npos);
+  CHECK(why_not(Framework::megatron, m, c, plan("tp=8,pp=1,dp=8,gbs=128,zero=3,order=tp-pp-dp"))
+            ->find("not supported with Megatron FSDP") != std::string::npos);
+  CHECK(why_not(Framework::deepspeed, m, c, plan("tp=2,pp=4,dp=8,gbs=128,zero=1,order=tp-pp-dp"))
+            ->find("PipeModelDataParallelTopology") != std::string::npos);
+  CHECK(why_not(Framework::megatron_2021, m, c,
+                plan("tp=2,pp=4,dp=8,gbs=128,recompute=full,attn=unfused,order=tp-pp-dp"))
+            ->find("order=tp-cp-dp-pp") != std::string::npos);
+}
+
+TEST_CASE("the search tries the pipeline inside a node where TP leaves room for it") {
+  // Llama 3 8B on 64 H100s: plans with tp < 8 and pp > 1 are tried in both orders, each where
+  // the order moves a group; the ranked plans name the order they were predicted in.
+  SearchOptions o;
+  o.gpus = {64};
+  o.global_batch = 512;
+  o.top_k = 2000;
+  o.simulate_candidates = 0;
+  o.estimate.framework = Framework::megatron;
+  ClusterProfile c = h100();
+  c.software = execution_stack(Framework::megatron, c);
+  const ModelSpec m = fixtures::model("llama3-8b");
+  KnobSpace k = default_knobs(m, c, 64);
+  k[KnobId::pp] = {4};
+  k[KnobId::tp] = {1, 2, 8};
+  const SearchResult r = search(m, c, k, o);
+  int mapped = 0;
+  for (const Estimate& e : r.top) {
+    if (e.plan.order != RankOrder::tp_pp_dp) continue;
+    ++mapped;
+    CHECK(e.plan.tp < 8);  // tp=8 fills the node: both orders are the same plan
+    CHECK(e.plan.cp == 1);
+    CHECK(e.plan.zero <= 1);
+    CHECK(to_plan_string(e.plan).find("order=tp-pp-dp") != std::string::npos);
+  }
+  CHECK(mapped > 0);
+}

@@ -53,9 +53,10 @@ TEST_CASE("every knob round-trips through the plan string, in the table's order"
       if (k.id == KnobId::offload_pct) p.offload_optimizer = OffloadDevice::cpu;
       k.set(p, v);
       const Plan q = parse_plan(to_plan_string(p), "--plan");
-      // split=even is the default split, no offload and offload_pct=100 the default offload, each
-      // left out of the string as unset.
+      // split=even is the default split, order=tp-cp-dp-pp the default order, no offload and
+      // offload_pct=100 the default offload, each left out of the string as unset.
       const bool even = (k.id == KnobId::split && v == int(PipelineSplit::even)) ||
+                        (k.id == KnobId::order && v == int(RankOrder::tp_cp_dp_pp)) ||
                         ((k.id == KnobId::offload_optimizer || k.id == KnobId::offload_params) &&
                          v == int(OffloadDevice::none)) ||
                         (k.id == KnobId::offload_pct && v == 100) ||

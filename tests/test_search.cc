@@ -127,8 +127,9 @@ TEST_CASE("the rejections counted in bulk are those of checking every plan one b
     KnobSpace k = default_knobs(*m, a100(), 256);
     k[KnobId::cp] = {1, 2, 3};
     k[KnobId::schedule] = {int(Schedule::one_f_one_b), int(Schedule::gpipe), int(Schedule::zb_h1)};
-    // Offload variants are estimated only where their twin is out of memory, not in bulk.
-    k[KnobId::offload_optimizer] = k[KnobId::offload_params] = {kUnset};
+    // Offload variants are estimated only where their twin is out of memory, rank-order variants
+    // only where the order moves a group: neither in bulk.
+    k[KnobId::offload_optimizer] = k[KnobId::offload_params] = k[KnobId::order] = {kUnset};
     SearchOptions o;
     o.gpus = {128, 256};
     o.global_batch = 768;

@@ -34,6 +34,7 @@ _planner() {
         --sp) _planner_words '0 1'; return ;;
         --schedule) _planner_words 'gpipe 1f1b interleaved zb-h1'; return ;;
         --split) _planner_words 'even short_ends embed_loss'; return ;;
+        --order) _planner_words 'tp-cp-dp-pp tp-pp-dp'; return ;;
         --overlap-grad-reduce) _planner_words '0 1'; return ;;
         --overlap-param-gather) _planner_words '0 1'; return ;;
         --tp-comm-overlap) _planner_words '0 1'; return ;;
@@ -56,7 +57,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --split --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --grad-compression --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --vpp --mbs --zero --recompute --sp --schedule --split --order --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --grad-compression --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -128,7 +129,7 @@ _planner() {
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --plan) :; return ;;
-        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= split= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap= grad_compression= offload_optimizer= offload_params= offload_pct='; compopt -o nospace 2>/dev/null; return ;;
+        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= vpp= mbs= gbs= zero= recompute= sp= schedule= split= order= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap= grad_compression= offload_optimizer= offload_params= offload_pct='; compopt -o nospace 2>/dev/null; return ;;
         --gpus) :; return ;;
         --nodes) :; return ;;
         --global-batch) :; return ;;

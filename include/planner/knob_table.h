@@ -26,6 +26,7 @@ enum class KnobId {
   sp,
   schedule,
   split,
+  order,
   dtype,
   attn,
   overlap_grad_reduce,

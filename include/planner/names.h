@@ -34,6 +34,9 @@ inline constexpr std::array<EnumName<PipelineSplit>, 3> kSplitNames = {
      {PipelineSplit::short_ends, "short_ends"},
      {PipelineSplit::embed_loss, "embed_loss"}}};
 
+inline constexpr std::array<EnumName<RankOrder>, 2> kRankOrderNames = {
+    {{RankOrder::tp_cp_dp_pp, "tp-cp-dp-pp"}, {RankOrder::tp_pp_dp, "tp-pp-dp"}}};
+
 inline constexpr std::array<EnumName<OffloadDevice>, 3> kOffloadNames = {
     {{OffloadDevice::none, "none"}, {OffloadDevice::cpu, "cpu"}, {OffloadDevice::nvme, "nvme"}}};
 
@@ -47,6 +50,7 @@ constexpr const auto& names_of(Dtype) { return kDtypeNames; }
 constexpr const auto& names_of(GradCompression) { return kCompressionNames; }
 constexpr const auto& names_of(OffloadDevice) { return kOffloadNames; }
 constexpr const auto& names_of(PipelineSplit) { return kSplitNames; }
+constexpr const auto& names_of(RankOrder) { return kRankOrderNames; }
 constexpr const auto& names_of(AttentionKernel) { return kAttentionNames; }
 constexpr const auto& names_of(Recompute) { return kRecomputeNames; }
 constexpr const auto& names_of(Schedule) { return kScheduleNames; }

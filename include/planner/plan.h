@@ -21,6 +21,12 @@ enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
 /// model chunk hold one decoder layer fewer (Megatron-Core --account-for-embedding/loss-in-
 /// pipeline-split; DeepSpeed partition_method type:transformer|embedding).
 enum class PipelineSplit { even, short_ends, embed_loss };
+/// How the global ranks are laid out, innermost first (Megatron-Core's parallel_state order):
+/// `tp_cp_dp_pp`, Megatron's default (pipeline stages outermost, so a stage pair crosses nodes
+/// whenever tp x cp x dp fills one); `tp_pp_dp`, --use-tp-pp-dp-mapping (its order string at
+/// d98e8a64: "tp-pp-dp"; ModelParallelConfig: "Make sure EP and CP aren't used"), which puts the
+/// pipeline inside the node and data parallelism across nodes, for models too small for TP.
+enum class RankOrder { tp_cp_dp_pp, tp_pp_dp };
 /// Where offloaded state lives (cost/offload.h): on the GPU (none), in host memory over the host
 /// link (cpu), or on the node's NVMe drives through host memory (nvme; DeepSpeed ZeRO-Infinity).
 enum class OffloadDevice { none, cpu, nvme };
@@ -45,6 +51,7 @@ struct Plan {
   bool sp = false;
   Schedule schedule = Schedule::one_f_one_b;
   PipelineSplit split = PipelineSplit::even;
+  RankOrder order = RankOrder::tp_cp_dp_pp;
   Dtype dtype = Dtype::bf16;
   std::optional<AttentionKernel> attention;  ///< overrides the stack's when set
   /// Execution choices that override the profile's defaults when set (the framework decides

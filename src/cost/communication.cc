@@ -30,6 +30,23 @@ GroupLayout group_layout(int size, int stride, int domain_gpus) {
   return g;
 }
 
+GroupLayout nested_group_layout(int inner, int inner_stride, int outer, int outer_stride,
+                                int domain_gpus) {
+  assert(inner >= 1 && outer >= 1 && inner_stride >= 1 && domain_gpus >= 1);
+  assert(outer == 1 || double(outer_stride) >= double(inner) * inner_stride);
+  if (outer == 1) return group_layout(inner, inner_stride, domain_gpus);
+  const int per_block = group_layout(inner, inner_stride, domain_gpus).ranks_per_node;
+  // Blocks of the inner group that start inside the first domain (all of their members there
+  // when the block fits, as with power-of-two sizes).
+  const long long blocks =
+      outer_stride >= domain_gpus ? 1 : std::min<long long>(outer, domain_gpus / outer_stride);
+  GroupLayout g;
+  g.ranks = inner * outer;
+  g.ranks_per_node = static_cast<int>(std::min<long long>(g.ranks, blocks * per_block));
+  g.nodes = (g.ranks + g.ranks_per_node - 1) / g.ranks_per_node;
+  return g;
+}
+
 GroupLayout tp_group(const Plan& p, const ClusterProfile& c) {
   return group_layout(p.tp, 1, c.nvlink_domain);
 }
@@ -37,10 +54,24 @@ GroupLayout cp_group(const Plan& p, const ClusterProfile& c) {
   return group_layout(p.cp, p.tp, c.nvlink_domain);
 }
 GroupLayout dp_group(const Plan& p, const ClusterProfile& c) {
+  if (p.order == RankOrder::tp_pp_dp)  // the cp ranks beside TP, the dp ranks past the stages
+    return nested_group_layout(p.cp, p.tp, p.dp, p.tp * p.cp * p.pp, c.nvlink_domain);
   return group_layout(p.dp * p.cp, p.tp, c.nvlink_domain);
 }
 GroupLayout pp_pair(const Plan& p, const ClusterProfile& c) {
-  return p.pp > 1 ? group_layout(2, p.tp * p.cp * p.dp, c.nvlink_domain) : GroupLayout{};
+  if (p.pp <= 1) return GroupLayout{};
+  return group_layout(2, p.order == RankOrder::tp_pp_dp ? p.tp * p.cp : p.tp * p.cp * p.dp,
+                      c.nvlink_domain);
+}
+
+bool rank_order_matters(const Plan& p, const ClusterProfile& c) {
+  if (p.pp <= 1 || p.weight_replicas() <= 1) return false;
+  Plan q = p;
+  q.order = p.order == RankOrder::tp_pp_dp ? RankOrder::tp_cp_dp_pp : RankOrder::tp_pp_dp;
+  auto same = [](const GroupLayout& a, const GroupLayout& b) {
+    return a.ranks == b.ranks && a.ranks_per_node == b.ranks_per_node && a.nodes == b.nodes;
+  };
+  return !same(dp_group(p, c), dp_group(q, c)) || !same(pp_pair(p, c), pp_pair(q, c));
 }
 
 double tier_busbw_Bps(const CollectiveCost& cost, double bytes) {

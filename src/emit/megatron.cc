@@ -40,6 +40,10 @@ ArgGroup parallel_group(const ModelSpec& m, const Plan& p, const StageSplit& spl
                   : "1F1B without interleaving: P2P not overlapped (validate_args turns "
                     "overlap_p2p_comm off)");
   if (p.sp) g.args.push_back({"--sequence-parallel", "", "needs CUDA_DEVICE_MAX_CONNECTIONS=1"});
+  if (p.order == RankOrder::tp_pp_dp)
+    g.args.push_back({"--use-tp-pp-dp-mapping", "",
+                      "order=tp-pp-dp: the pipeline stages beside TP inside a node, data "
+                      "parallelism across nodes"});
   return g;
 }
 

@@ -20,14 +20,23 @@ struct GroupLayout {
 /// domains of `domain_gpus` GPUs.
 GroupLayout group_layout(int size, int stride, int domain_gpus);
 
-/// Rank order TP innermost, then CP, then DP, then PP (Megatron-LM's default), on the cluster's
-/// NVLink domains.
+/// A group of `inner` ranks `inner_stride` apart, repeated `outer` times `outer_stride` apart
+/// (outer_stride >= inner x inner_stride): its members in the first NVLink domain set
+/// ranks_per_node.
+GroupLayout nested_group_layout(int inner, int inner_stride, int outer, int outer_stride,
+                                int domain_gpus);
+
+/// The plan's rank order (Plan::order): TP innermost, then CP, then DP, then PP (Megatron-LM's
+/// default), or TP, CP, PP, DP (--use-tp-pp-dp-mapping), on the cluster's NVLink domains.
 GroupLayout tp_group(const Plan& p, const ClusterProfile& c);
 GroupLayout cp_group(const Plan& p, const ClusterProfile& c);
 /// The gradient-reduction and ZeRO group: the dp x cp ranks that hold the same weights.
 GroupLayout dp_group(const Plan& p, const ClusterProfile& c);
 /// Two neighbouring pipeline stages (a send/recv pair).
 GroupLayout pp_pair(const Plan& p, const ClusterProfile& c);
+/// Whether the plan's groups sit differently under the other rank order (false: both orders
+/// are the same plan, e.g. pp = 1, dp x cp = 1, or tp x cp filling the NVLink domain).
+bool rank_order_matters(const Plan& p, const ClusterProfile& c);
 
 /// Achieved bus bandwidth of a tier for a collective at a message size (log-linear
 /// interpolation of the measured curve; the asymptote outside it).
