@@ -52,6 +52,7 @@ KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl,
   k[KnobId::order] = {kUnset};
   for (const KnobDef& d : knob_table())  // what the row fixes; the search chooses the rest
     if (const std::optional<int> v = c.knob(d.id)) k[d.id] = {*v};
+  if (c.knob(KnobId::mbs)) k.mbs_divisors_only = false;
   return k;
 }
 

@@ -28,7 +28,8 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   for (int v = kDenseVpp + 1; v <= blocks; ++v)
     if (blocks % v == 0) k[K::vpp].push_back(v);
   k.vpp_whole_chunks_only = true;
-  k[K::mbs] = {1, 2, 4, 8, 16};
+  for (int b = 1; b <= kMaxDefaultMicroBatch; ++b) k[K::mbs].push_back(b);
+  k.mbs_divisors_only = true;
   k[K::zero] = {0, 1, 2, 3};
   k[K::recompute] = {int(Recompute::none), int(Recompute::selective), int(Recompute::full)};
   k[K::sp] = {0, 1};
@@ -51,6 +52,20 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
 }
 
 namespace {
+
+/// The micro-batch sizes the cells loop over: a given list as given; the default list less the
+/// sizes that divide no local batch (a local batch gbs / dp divides gbs, so its divisors do too),
+/// and over several GPU counts only its powers of two up to kMaxRangeMicroBatch.
+std::vector<int> searched_mbs(const KnobSpace& k, const SearchOptions& o) {
+  if (!k.mbs_divisors_only) return k[KnobId::mbs];
+  std::vector<int> out;
+  for (int b : k[KnobId::mbs]) {
+    const bool power_of_two = (b & (b - 1)) == 0;
+    if (o.gpus.size() > 1 && (!power_of_two || b > kMaxRangeMicroBatch)) continue;
+    if (b > 0 && o.global_batch % b == 0) out.push_back(b);
+  }
+  return out;
+}
 
 double score(const Estimate& e, Objective o) {
   return o == Objective::cost ? e.iteration_time_s * e.plan.gpus() : e.iteration_time_s;
@@ -229,7 +244,7 @@ std::vector<long long> inner_plans(const KnobSpace& k, int blocks) {
 void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
   using K = KnobId;
   const double cells = double(o.gpus.size()) * k[K::tp].size() * k[K::cp].size() *
-                       k[K::mbs].size() * k[K::sp].size() * k[K::pp].size();
+                       searched_mbs(k, o).size() * k[K::sp].size() * k[K::pp].size();
   if (cells > limits::kSearchCells)
     throw InputError(
         "", 0, "",
@@ -310,6 +325,12 @@ class Searcher {
       p.gbs = o_.global_batch, p.dtype = o_.dtype, p.attention = o_.attention;
       const long long model_parallel = 1LL * tp * cp * p.pp;
       p.dp = static_cast<int>(gpus / model_parallel);
+      // The default micro-batch list is the local batch's divisors: other values are not plans.
+      // Where the layout does not match the GPU count there is no local batch: its plans are
+      // counted once, as mbs=1's.
+      if (k_.mbs_divisors_only &&
+          (model_parallel * p.dp == gpus ? o_.global_batch % (1LL * mbs * p.dp) != 0 : mbs != 1))
+        continue;
       const std::vector<int>& dps = k_[KnobId::dp];
       const bool divides = model_parallel * p.dp == gpus &&
                            (dps.empty() || std::find(dps.begin(), dps.end(), p.dp) != dps.end());
@@ -422,13 +443,14 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
   const auto start = std::chrono::steady_clock::now();
   Searcher s(m, c, k, o);
   using K = KnobId;
-  const double cells = double(o.gpus.size() * k[K::tp].size() * k[K::cp].size() * k[K::mbs].size() *
-                              k[K::sp].size());
+  const std::vector<int> mbs_values = searched_mbs(k, o);
+  const double cells = double(o.gpus.size() * k[K::tp].size() * k[K::cp].size() *
+                              mbs_values.size() * k[K::sp].size());
   double done = 0;
   for (int gpus : o.gpus)
     for (int tp : k[K::tp])
       for (int cp : k[K::cp])
-        for (int mbs : k[K::mbs])
+        for (int mbs : mbs_values)
           for (int sp : k[K::sp]) {
             if (o.progress) o.progress(done / cells);
             done += 1;

@@ -249,10 +249,16 @@ TEST_CASE("--distinct leaves out plans that differ only in vpp and are within 0.
         CHECK(plans[j]["iteration_time_s"].get<double>() >
               plans[i]["iteration_time_s"].get<double>() * 1.005);
       }
-  // Without it, rank 2 is rank 1 at another vpp within 0.5% (README: vpp 24 and 12, 0.4%); the
+  // Without it, rank 1 at another vpp is listed within 0.5% (README: vpp 24 and 12, 0.4%); the
   // best plan stays first.
   REQUIRE(all["plans"].size() == 10);
-  CHECK(key(all["plans"][0]) == key(all["plans"][1]));
+  int twins = 0;
+  for (size_t j = 1; j < all["plans"].size(); ++j)
+    if (key(all["plans"][j]) == key(all["plans"][0]) &&
+        all["plans"][j]["iteration_time_s"].get<double>() <
+            all["plans"][0]["iteration_time_s"].get<double>() * 1.005)
+      ++twins;
+  CHECK(twins > 0);
   CHECK(plans[0]["plan_string"] == all["plans"][0]["plan_string"]);
   CHECK(key(plans[1]) != key(plans[0]));
   const Run table = planner("suggest " + kGpt175 +

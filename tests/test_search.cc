@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <numeric>
+#include <set>
 
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
@@ -130,6 +131,9 @@ TEST_CASE("the rejections counted in bulk are those of checking every plan one b
     // Offload variants are estimated only where their twin is out of memory, rank-order variants
     // only where the order moves a group: neither in bulk.
     k[KnobId::offload_optimizer] = k[KnobId::offload_params] = k[KnobId::order] = {kUnset};
+    // A given micro-batch list (mbs=3 divides no local batch of 768 here), every value counted.
+    k[KnobId::mbs] = {1, 2, 3, 4, 8, 16};
+    k.mbs_divisors_only = false;
     SearchOptions o;
     o.gpus = {128, 256};
     o.global_batch = 768;
@@ -207,4 +211,31 @@ TEST_CASE("the cell costs the search memoises give every plan of the cell its ow
     }
     CHECK(ranked > 0);
   }
+}
+
+TEST_CASE("default micro-batch sizes: every divisor of the local batch up to 64, nothing else") {
+  // GPT-3 175B on 96 GPUs, global batch 1,536: dp = 96 / (tp pp cp), local batch 1536 / dp.
+  SearchOptions o;
+  o.gpus = {96};
+  o.global_batch = 1536;
+  o.top_k = 5000;
+  o.simulate_candidates = 0;
+  KnobSpace k = default_knobs(gpt175(), a100(), 96);
+  REQUIRE(k.mbs_divisors_only);
+  REQUIRE(k[KnobId::mbs].size() == size_t(kMaxDefaultMicroBatch));
+  k[KnobId::tp] = {8};
+  k[KnobId::pp] = {12};  // dp = 1: a local batch of 1,536, divisors 1, 2, 3, 4, 6, 8, ..., 48, 64
+  const SearchResult r = search(gpt175(), a100(), k, o);
+  CHECK(r.rejections[int(Rejection::batch_not_divisible)] == 0);
+  std::set<int> seen;
+  for (const Estimate& e : r.top) {
+    CHECK(1536 % (e.plan.mbs * e.plan.dp) == 0);
+    seen.insert(e.plan.mbs);
+  }
+  CHECK(seen.count(3) == 1);  // not in the old 1, 2, 4, 8, 16
+  CHECK(seen.count(5) == 0);
+  // A given list is tried as given: its non-divisors are counted as rejections.
+  k[KnobId::mbs] = {5};
+  k.mbs_divisors_only = false;
+  CHECK(search(gpt175(), a100(), k, o).rejections[int(Rejection::batch_not_divisible)] > 0);
 }

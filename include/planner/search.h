@@ -21,7 +21,20 @@ struct KnobSpace {
   /// vpp values above kDenseVpp are tried only where every chunk gets the same whole number of
   /// blocks (set by default_knobs for its extra values; a user's --vpp list is tried as given).
   bool vpp_whole_chunks_only = false;
+  /// mbs values are tried only where they divide the plan's local batch gbs / dp (set by
+  /// default_knobs, whose list is 1..kMaxDefaultMicroBatch; a user's --mbs list is tried as
+  /// given, and its non-divisors counted as rejections).
+  bool mbs_divisors_only = false;
 };
+
+/// The default micro-batch sizes: every divisor of the local batch up to this many sequences.
+/// A search bound, not a cost constant: past 64 sequences (131,072 tokens at 2,048) a micro-batch's
+/// GEMMs are already at their largest-shape efficiency and only its activations grow.
+inline constexpr int kMaxDefaultMicroBatch = 64;
+/// Over a range of GPU counts, the default micro-batch sizes are the powers of two up to 16 that
+/// divide the local batch (the list before every divisor was searched): the search's bound on
+/// plans estimated in full (limits::kSearchEstimates) holds for --gpus 8-2048 with it.
+inline constexpr int kMaxRangeMicroBatch = 16;
 
 /// vpp values up to this are searched with uneven chunks allowed; larger ones only where every
 /// chunk gets the same whole number of blocks.
@@ -29,10 +42,11 @@ inline constexpr int kDenseVpp = 8;
 
 /// Defaults: tp 1..the NVLink domain (at most the GPUs), pp every divisor of the GPU count up to
 /// the layers (of the layers too for a model with encoders), cp 1, vpp 1..8 and every divisor of
-/// the blocks above 8, mbs 1,2,4,8,16, zero 0..3, every recompute, sp 0/1, 1F1B (interleaved
-/// where vpp > 1), every split (even, short_ends, embed_loss) of a decoder-only model, the
-/// execution knobs left to the stack, the optimizer and the ZeRO-3 parameters offloaded to host
-/// memory or not (an offload plan is tried only where its twin without offload does not fit).
+/// the blocks above 8, mbs every divisor of the local batch up to 64, zero 0..3, every recompute,
+/// sp 0/1, 1F1B (interleaved where vpp > 1), every split (even, short_ends, embed_loss) of a
+/// decoder-only model, the execution knobs left to the stack, the optimizer and the ZeRO-3
+/// parameters offloaded to host memory or not (an offload plan is tried only where its twin without
+/// offload does not fit), both rank orders (the second only where it moves a group).
 KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus);
 
 enum class Objective { time, cost };

@@ -61,6 +61,7 @@ KnobSpace knobs_from(const SuggestArgs& a, const Inputs& in, int gpus) {
     }
   }
   if (given(K::vpp)) k.vpp_whole_chunks_only = false;
+  if (given(K::mbs)) k.mbs_divisors_only = false;
   const std::vector<int>& sched = k[K::schedule];
   if (given(K::schedule) && !given(K::vpp) &&
       std::find(sched.begin(), sched.end(), int(Schedule::interleaved)) == sched.end())
