@@ -461,6 +461,16 @@ SearchResult search(const ModelSpec& m, const ClusterProfile& c, const KnobSpace
   return r;
 }
 
+bool widen_tp_across_nodes(const ModelSpec& m, const ClusterProfile& c, KnobSpace& k,
+                           SearchOptions& o) {
+  std::vector<int>& tps = k[KnobId::tp];
+  const size_t before = tps.size();
+  for (long long t = 2LL * c.nvlink_domain; t <= m.heads; t *= 2)
+    if (std::find(tps.begin(), tps.end(), int(t)) == tps.end()) tps.push_back(int(t));
+  o.estimate.tp_across_nodes = true;
+  return tps.size() > before;
+}
+
 SearchResult merge_results(const std::vector<SearchResult>& parts, const SearchOptions& o) {
   SearchResult r;
   r.feasible = PlotSample(o.plot_points);
@@ -481,6 +491,7 @@ SearchResult merge_results(const std::vector<SearchResult>& parts, const SearchO
     for (const PlotPoint& pt : part.feasible.points()) r.feasible.add(pt[0], pt[1]);
     for (const PlotPoint& pt : part.feasible.front()) r.feasible.add(pt[0], pt[1]);
     r.frameworks.insert(r.frameworks.end(), part.frameworks.begin(), part.frameworks.end());
+    r.tp_across_nodes_after = std::max(r.tp_across_nodes_after, part.tp_across_nodes_after);
   }
   std::stable_sort(r.top.begin(), r.top.end(), [&](const Estimate& a, const Estimate& b) {
     return score(a, o.objective) < score(b, o.objective);

@@ -486,3 +486,29 @@ TEST_CASE("estimate says when DeepSpeed's 1-bit Adam would pay, and emits it") {
   REQUIRE(hidden.rc == 0);
   CHECK(hidden.out.find("1-bit Adam") == std::string::npos);
 }
+
+TEST_CASE("suggest searches TP across nodes where nothing runs inside one NVLink domain") {
+  // One layer of hidden 49,152 and a global batch of one sequence: on 16 GPUs no plan with tp <= 8
+  // uses them all (pp <= 1 layer, dp <= 1 sequence), so tp=16 across two nodes is searched.
+  const std::string dir = cli_run::scratch("wide");
+  std::ofstream(dir + "/wide.yaml") << "name: wide\nlayers: 1\nhidden: 49152\nheads: 128\n"
+                                       "ffn: 196608\nswiglu: false\nvocab: 50257\nseq_len: 2048\n";
+  const std::string base = "suggest --model " + dir +
+                           "/wide.yaml --cluster hw_profiles/dgx-a100-80gb.yaml --gpus 16 "
+                           "--global-batch 1 --top 1";
+  const Run r = planner(base);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("# TP across nodes searched too: no plan ran with TP inside one NVLink domain "
+                   "of 8 GPUs\n") != std::string::npos);
+  CHECK(r.out.find("--plan \"tp=16,pp=1,dp=1,") != std::string::npos);
+  const auto j = nlohmann::json::parse(planner(base + " --format json").out);
+  CHECK(j["tp_across_nodes_searched"] == true);
+  // A TP list the user gave is searched as given: nothing runs.
+  CHECK(planner(base + " --tp 1-8").rc == 2);
+  // Where a plan runs inside a node, the search stays there.
+  const auto inside =
+      nlohmann::json::parse(planner("suggest " + kModel + " " + kCluster +
+                                    " --gpus 64 --global-batch 64 --top 1 --format json")
+                                .out);
+  CHECK(inside["tp_across_nodes_searched"] == false);
+}

@@ -84,7 +84,17 @@ struct SearchResult {
   double max_closed_form_gap_pct = 0;  ///< largest |closed form - simulated| among them
   PlotSample feasible;  ///< closed-form points of the ranked plans, when plot_points > 0
   std::vector<Framework> frameworks;  ///< searched for (SearchOptions::estimate.framework)
+  /// suggest ranked no plan with TP inside an NVLink domain and searched again with TP
+  /// groups across domains (widen_tp_across_nodes): the domain's size; 0 when it did not.
+  int tp_across_nodes_after = 0;
 };
+
+/// Adds the TP sizes beyond one NVLink domain (2x, 4x, ... the domain, up to the model's heads)
+/// to `k` and allows them in `o`; false when there are none. For a model that fits in no plan with
+/// TP inside a node, as a second search (suggest does this unless --tp or --tp-across-nodes is
+/// given).
+bool widen_tp_across_nodes(const ModelSpec& m, const ClusterProfile& c, KnobSpace& k,
+                           SearchOptions& o);
 
 /// Every plan of the knob space for the framework o.estimate.framework (the cluster's execution
 /// stack should be that framework's: execution_stack), ranked.

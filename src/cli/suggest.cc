@@ -197,16 +197,29 @@ int run_suggest(const SuggestArgs& a) {
   so.plot_points = a.extra.wants_points() ? kPlotPoints : 0;
   ProgressBar bar("planner: searching");
   const std::function<void(double)> progress = bar.callback();
-  std::vector<SearchResult> parts;
-  for (size_t i = 0; i < frameworks.size(); ++i) {
-    // Each framework on its own execution stack, its refusals pruning the search.
-    SearchOptions fo = so;
-    fo.estimate.framework = frameworks[i];
-    if (progress)
-      fo.progress = [&, i](double f) { progress((double(i) + f) / double(frameworks.size())); };
-    parts.push_back(search(in.model, cluster_for(in.cluster, frameworks[i]), knobs, fo));
+  auto search_all = [&] {
+    std::vector<SearchResult> parts;
+    for (size_t i = 0; i < frameworks.size(); ++i) {
+      // Each framework on its own execution stack, its refusals pruning the search.
+      SearchOptions fo = so;
+      fo.estimate.framework = frameworks[i];
+      if (progress)
+        fo.progress = [&, i](double f) { progress((double(i) + f) / double(frameworks.size())); };
+      parts.push_back(search(in.model, cluster_for(in.cluster, frameworks[i]), knobs, fo));
+    }
+    return parts.size() == 1 ? parts.front() : merge_results(parts, so);
+  };
+  SearchResult r = search_all();
+  // Nothing runs with TP inside an NVLink domain (no plan fits in memory, or none can use the
+  // GPUs): the model needs wider TP groups, so search them too (unless the user chose the TP
+  // sizes or already allowed them).
+  if (r.top.empty() && !a.tp_across_nodes &&
+      a.knobs[int(KnobId::tp)].empty() && widen_tp_across_nodes(in.model, in.cluster, knobs, so)) {
+    const SearchResult narrow = r;
+    r = search_all();
+    r.tp_across_nodes_after = in.cluster.nvlink_domain;
+    if (r.top.empty()) r = narrow;  // the no-fit remedies of the narrower search
   }
-  SearchResult r = parts.size() == 1 ? parts.front() : merge_results(parts, so);
   bar.finish();
   int collapsed = 0;
   if (a.distinct) r.top = distinct_plans(r.top, a.top, &collapsed);

@@ -126,6 +126,7 @@ json suggest_json(const RunContext& ctx, const SearchResult& r) {
           {"plans_evaluated", r.evaluated},
           {"plans_ranked", r.rejections[int(Rejection::none)]},
           {"plans_offload_skipped", r.offload_dominated},
+          {"tp_across_nodes_searched", r.tp_across_nodes_after > 0},
           {"search_time_s", r.search_time_s},
           {"simulated_candidates", r.simulated},
           {"closed_form_only_candidates", r.closed_form_only},

@@ -138,6 +138,11 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
   print_context(out, ctx, r.top.empty() ? Plan{} : r.top.front().plan);
   if (!r.frameworks.empty()) out << frameworks_line(r.frameworks, true);
   out << fmt("# {} in {:.3f} s\n", counts_line(r), r.search_time_s);
+  if (r.tp_across_nodes_after > 0)
+    out << fmt(
+        "# TP across nodes searched too: no plan ran with TP inside one NVLink domain of {} "
+        "GPUs\n",
+        r.tp_across_nodes_after);
   if (r.simulated > 0)
     out << fmt(
         "# best {} re-ranked by the pipeline simulator ({}); closed form within {:.1f}% "
