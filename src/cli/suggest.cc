@@ -213,8 +213,8 @@ int run_suggest(const SuggestArgs& a) {
   // Nothing runs with TP inside an NVLink domain (no plan fits in memory, or none can use the
   // GPUs): the model needs wider TP groups, so search them too (unless the user chose the TP
   // sizes or already allowed them).
-  if (r.top.empty() && !a.tp_across_nodes &&
-      a.knobs[int(KnobId::tp)].empty() && widen_tp_across_nodes(in.model, in.cluster, knobs, so)) {
+  if (r.top.empty() && !a.tp_across_nodes && a.knobs[int(KnobId::tp)].empty() &&
+      widen_tp_across_nodes(in.model, in.cluster, knobs, so)) {
     const SearchResult narrow = r;
     r = search_all();
     r.tp_across_nodes_after = in.cluster.nvlink_domain;
