@@ -294,6 +294,76 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
   return false;
 }
 
+/// torchtitan at b5bcd76c (configs/frameworks/torchtitan-config-fields.txt; the files named are
+/// under torchtitan/ at that commit).
+bool refuses_torchtitan(const Plan& p, std::string* reason) {
+  // ParallelismConfig: data_parallel_replicate_degree (DDP) and data_parallel_shard_degree
+  // (FSDP2's fully_shard: parameters, gradients and optimizer states sharded together).
+  if (p.zero == 1 || p.zero == 2)
+    return no(reason, [&] {
+      return fmt(
+          "torchtitan replicates (DDP, zero=0) or fully shards parameters, gradients and "
+          "optimizer states together (FSDP2, zero=3); it has no zero={}",
+          p.zero);
+    });
+  if (p.dtype == Dtype::fp16 || p.dtype == Dtype::tf32)
+    return no(reason, [&] {
+      return fmt(
+          "torchtitan trains in bf16 mixed precision (training.mixed_precision_param) or float8 "
+          "linears (Float8LinearConverter), not {}; use dtype=bf16 or fp8",
+          to_string(p.dtype));
+    });
+  // activation_checkpoint.py: SelectiveAC saves the outputs of compute and communication ops
+  // and recomputes every second matmul, not the attention core that recompute=selective prices.
+  if (p.recompute == Recompute::selective)
+    return no(reason, [] {
+      return std::string(
+          "torchtitan's SelectiveAC recomputes every second matmul and keeps the attention "
+          "outputs, not the attention core that recompute=selective prices; use recompute=none "
+          "or full (FullAC)");
+    });
+  if (p.attention == AttentionKernel::unfused)
+    return no(reason, [] {
+      return std::string(
+          "torchtitan's language models run FlexAttention or varlen attention "
+          "(models/common/config_utils.py); use attn=flash");
+    });
+  if (p.schedule == Schedule::zb_h1 && p.pp > 1)
+    return no(reason, [] {
+      return std::string(
+          "torchtitan's zero-bubble schedules are PyTorch's looped InterleavedZeroBubble and "
+          "ZBVZeroBubble, not ZB-H1; use schedule=1f1b, gpipe or interleaved");
+    });
+  if (p.order != RankOrder::tp_cp_dp_pp)
+    return no(reason, [] {
+      return std::string(
+          "torchtitan's device mesh puts pp outermost, then dp, cp and tp (ParallelDims); use "
+          "order=tp-cp-dp-pp");
+    });
+  if (p.offloads())
+    return no(reason, [] {
+      return std::string(
+          "torchtitan's training.enable_cpu_offload moves FSDP2's parameters, gradients and "
+          "optimizer states together, which the planner does not price; use offload_optimizer="
+          "none and offload_params=none");
+    });
+  if (p.grad_compression != GradCompression::none)
+    return no(reason, [] {
+      return std::string(
+          "torchtitan has no compressed optimizer (1-bit Adam, 0/1 Adam and 1-bit LAMB are "
+          "DeepSpeed's); use grad_compression=none");
+    });
+  if (p.tp_comm_overlap.value_or(false) && p.tp < 2)
+    return no(reason, [] { return std::string("async TP (tp_comm_overlap=1) needs tp > 1"); });
+  if (p.overlap_param_gather.value_or(false) && p.zero != 3)
+    return no(reason, [] {
+      return std::string(
+          "torchtitan prefetches parameter gathers under FSDP2 only (zero=3); use "
+          "overlap_param_gather=0");
+    });
+  return false;
+}
+
 }  // namespace
 
 const char* to_string(Framework f) { return info(f).name; }
@@ -334,7 +404,9 @@ bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Pla
              std::string* reason) {
   if (refuses_common(m, c, p, reason)) return true;
   if (is_2021(f) && refuses_2021(f, p, reason)) return true;
-  if (is_megatron(f) ? refuses_megatron(f, c, p, reason) : refuses_deepspeed(p, reason))
+  if (f == Framework::torchtitan ? refuses_torchtitan(p, reason)
+      : is_megatron(f)           ? refuses_megatron(f, c, p, reason)
+                                 : refuses_deepspeed(p, reason))
     return true;
   if (p.split == PipelineSplit::even || !m.encoders.empty()) return false;
   const std::optional<std::string> why = why_not_split(f, m, p, stage_split(m, p));
@@ -360,6 +432,23 @@ StageSplit stage_split(const ModelSpec& m, const Plan& p) {
 std::optional<std::string> why_not_split(Framework f, const ModelSpec& m, const Plan& p,
                                          const StageSplit& s) {
   if (s.even()) return std::nullopt;
+  // torchtitan weighs the embedding and the output as layers of their own
+  // (parallelism.pipeline_parallel_first/last_stage_less_layers, distributed/pipeline_parallel.py
+  // generate_llm_fqn_per_model_part): the plan's embed_loss split when the layers they make
+  // divide into whole stages; not first and last stage counts.
+  if (f == Framework::torchtitan) {
+    if (s.first_stage_layers > 0 || s.last_stage_layers > 0)
+      return std::string(
+          "torchtitan weighs the embedding and the output as one layer each (split=embed_loss), "
+          "it takes no first and last stage layer counts");
+    const int counted = m.layers + int(s.account_for_embedding) + int(s.account_for_loss);
+    if (counted % (p.pp * std::max(p.vpp, 1)) != 0)
+      return fmt(
+          "torchtitan's split counts {} layers (the embedding and the output as one each), which "
+          "do not divide into pp x vpp = {} equal stages",
+          counted, p.pp * std::max(p.vpp, 1));
+    return std::nullopt;
+  }
   if (f != Framework::megatron)
     return fmt("{} splits the layers evenly over the pipeline stages only", info(f).title);
   if (s.first_stage_layers < 0 || s.last_stage_layers < 0)

@@ -264,9 +264,10 @@ TEST_CASE("emit refuses what the framework cannot run, and writes nothing") {
           " --plan \"tp=8,pp=8,dp=16,gbs=1536,zero=2\" --framework deepspeed --out " + out,
       "option --plan: DeepSpeed's pipeline engine refuses zero=2 with pp=8 (ZeRO-2 and ZeRO-3 are "
       "incompatible with pipeline parallelism); use zero<=1 or pp=1");
-  check_error("emit " + kModel + " " + kCluster +
-                  " --plan \"tp=8,pp=8,dp=16,gbs=1536\" --framework jax --out " + out,
-              "option --framework: unknown framework 'jax' (expected megatron or deepspeed)");
+  check_error(
+      "emit " + kModel + " " + kCluster +
+          " --plan \"tp=8,pp=8,dp=16,gbs=1536\" --framework jax --out " + out,
+      "option --framework: unknown framework 'jax' (expected megatron, deepspeed or torchtitan)");
   const Run oom = planner("emit " + kModel + " " + kCluster +
                           " --plan \"tp=8,pp=1,dp=1,gbs=8\" --framework megatron --out " + out);
   CHECK(oom.rc == 2);
@@ -347,9 +348,10 @@ TEST_CASE("suggest --emit writes the top plan's DeepSpeed files") {
   check_error(search + " --emit megatron",
               "option --out: required with --emit (the directory for the files)");
   check_error(search + " --out " + out,
-              "option --emit: required with --out (megatron or deepspeed)");
-  check_error(search + " --emit jax --out " + out,
-              "option --emit: unknown framework 'jax' (expected megatron or deepspeed)");
+              "option --emit: required with --out (megatron, deepspeed or torchtitan)");
+  check_error(
+      search + " --emit jax --out " + out,
+      "option --emit: unknown framework 'jax' (expected megatron, deepspeed or torchtitan)");
   std::filesystem::remove_all(out);
 }
 
@@ -428,9 +430,10 @@ TEST_CASE("suggest --framework: the table says which framework; emit writes rank
   CHECK(all.out.find(" megatron   --plan ") != std::string::npos);
   CHECK(all.out.find(" deepspeed  --plan ") != std::string::npos);
   const nlohmann::json j = nlohmann::json::parse(planner(s + " --framework all --format json").out);
-  CHECK(j["frameworks"] == nlohmann::json::array({"megatron", "deepspeed"}));
+  CHECK(j["frameworks"] == nlohmann::json::array({"megatron", "deepspeed", "torchtitan"}));
   for (const auto& p : j["plans"])
-    CHECK((p["framework"] == "megatron" || p["framework"] == "deepspeed"));
+    CHECK((p["framework"] == "megatron" || p["framework"] == "deepspeed" ||
+           p["framework"] == "torchtitan"));
   const std::string csv = planner(s + " --framework deepspeed --format csv").out;
   CHECK(csv.find(",optimizer_s,offload_s,framework,plan\n") != std::string::npos);
   CHECK(csv.find(",deepspeed,\"tp=") != std::string::npos);
@@ -440,7 +443,7 @@ TEST_CASE("suggest --framework: the table says which framework; emit writes rank
               "needs --framework deepspeed or all");
   check_error(s + " --framework jax",
               "option --framework: unknown framework 'jax' (expected megatron, deepspeed, "
-              "megatron-2021 or deepspeed-2021, or all)");
+              "torchtitan, megatron-2021 or deepspeed-2021, or all)");
   check_error("estimate " + std::string("--model configs/models/llama3-70b.yaml --cluster "
                                         "hw_profiles/dgx-h100-80gb.yaml --plan "
                                         "tp=8,pp=2,dp=4,gbs=128,schedule=gpipe"),
@@ -457,7 +460,7 @@ TEST_CASE("advise: each cluster and framework's best plan, a recommendation, the
   REQUIRE(r.rc == 0);
   const auto j = nlohmann::json::parse(r.out);
   CHECK(j["size_class"] == "1-10B");
-  REQUIRE(j["rows"].size() == 4);  // two clusters x megatron, deepspeed
+  REQUIRE(j["rows"].size() == 6);  // two clusters x megatron, deepspeed, torchtitan
   for (const auto& row : j["rows"]) {
     CHECK(row["gpus"] == 8);  // the source's one node for this size
     CHECK(row["cost_usd"].get<double>() ==

@@ -60,8 +60,9 @@ TEST_CASE("each framework's refusals, with the reason it gives") {
   CHECK(why_not(Framework::megatron, m, c, plan("tp=8,pp=8,dp=1,gbs=128,schedule=zb-h1")) ==
         "Megatron-LM at commit d98e8a64 has no 'zb-h1' schedule");
   // The reason is built only when asked for; the answer is the same.
-  for (Framework f : kFrameworks)
-    CHECK(refuses(f, m, c, plan("tp=8,pp=2,dp=4,gbs=128,zero=3"), nullptr));
+  for (Framework f : kFrameworks)  // torchtitan runs FSDP2 (zero=3) with a pipeline
+    CHECK(refuses(f, m, c, plan("tp=8,pp=2,dp=4,gbs=128,zero=3"), nullptr) ==
+          (f != Framework::torchtitan));
 }
 
 TEST_CASE("uneven stage splits: Megatron-LM's TransformerConfig rules, nobody else's") {
@@ -164,11 +165,11 @@ TEST_CASE("the 2021 stacks refuse what did not exist yet, and write no launch fi
   CHECK(parse_framework("megatron-2021", "--framework") == Framework::megatron_2021);
   CHECK_THROWS_WITH(
       parse_framework("megatron-2021", "--emit", true),
-      "option --emit: no launch files for Megatron-LM 2021: they are written for megatron "
-      "or deepspeed");
+      "option --emit: no launch files for Megatron-LM 2021: they are written for megatron, "
+      "deepspeed or torchtitan");
   CHECK_THROWS_WITH(parse_framework("jax", "--framework"),
                     "option --framework: unknown framework 'jax' (expected megatron, deepspeed, "
-                    "megatron-2021 or deepspeed-2021)");
+                    "torchtitan, megatron-2021 or deepspeed-2021)");
 }
 
 TEST_CASE("the search ranks only plans the framework runs, on its even split") {

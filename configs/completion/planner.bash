@@ -49,9 +49,9 @@ _planner() {
         --objective) _planner_words 'time cost'; return ;;
         --train-tokens) :; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021 all'; return ;;
+        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021 all'; return ;;
         --format) _planner_words 'table json csv'; return ;;
-        --emit) _planner_words 'megatron deepspeed'; return ;;
+        --emit) _planner_words 'megatron deepspeed torchtitan'; return ;;
         --out) _planner_dirs; return ;;
         --seq-len) :; return ;;
         --plot) _planner_files 'svg'; return ;;
@@ -68,7 +68,7 @@ _planner() {
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021'; return ;;
+        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021'; return ;;
         --train-tokens) :; return ;;
         --format) _planner_words 'text json'; return ;;
         --trace) _planner_files 'json'; return ;;
@@ -88,7 +88,7 @@ _planner() {
         --cv-tolerance) :; return ;;
         --write-bands) _planner_files 'csv'; return ;;
         --explain) :; return ;;
-        --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021'; return ;;
+        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021'; return ;;
       esac
       if [[ $cur == -* ]]; then _planner_words '--help --cases --profiles --tolerance --allow-unsupported --format --cv --cv-tolerance --write-bands --explain --framework'; else _planner_words ''; fi ;;
     validate)
@@ -119,7 +119,7 @@ _planner() {
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed'; return ;;
+        --framework) _planner_words 'megatron deepspeed torchtitan'; return ;;
         --out) _planner_dirs; return ;;
         --seq-len) :; return ;;
       esac
@@ -136,7 +136,7 @@ _planner() {
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --seq-len) :; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed megatron-2021 deepspeed-2021'; return ;;
+        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021'; return ;;
         --format) _planner_words 'table json'; return ;;
       esac
       if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --nodes --global-batch --dtype --seq-len --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;

@@ -38,7 +38,8 @@ struct EmitRequest {
 
 /// Throws InputError (option --plan) when the framework cannot run `p` as planned (why_not in
 /// framework.h, the function the search prunes with) or the launch files cannot express it (a
-/// model with encoders: pretrain_gpt.py trains a decoder). Pure; call it before estimating.
+/// model with encoders: pretrain_gpt.py trains a decoder; for torchtitan, a model none of its
+/// Llama 3 flavours has the shape of). Pure; call it before estimating.
 void check_expressible(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p);
 
 /// The files to write, in a fixed order. Checks check_expressible() first.
@@ -48,6 +49,13 @@ std::vector<EmittedFile> emit_megatron(const EmitRequest& r);
 /// DeepSpeed: ds_config.json, a launcher script (Megatron-DeepSpeed when tp > 1 or pp > 1),
 /// a hostfile template and the .deepspeed_env the multi-node runner forwards.
 std::vector<EmittedFile> emit_deepspeed(const EmitRequest& r);
+
+/// torchtitan: a recipe module (planner_recipe.py, a function returning the plan's Trainer.Config
+/// derived from torchtitan's Llama 3 recipe of the model's flavour) and a torchrun launcher.
+std::vector<EmittedFile> emit_torchtitan(const EmitRequest& r);
+/// The torchtitan Llama 3 flavour ("8B", "70B", "405B") whose shape `m` has, or nullptr: its
+/// recipes build their models from torchtitan's own registry.
+const char* torchtitan_flavour(const ModelSpec& m);
 
 /// One command-line flag and its value ("" for a store_true flag).
 using FlagValue = std::pair<std::string, std::string>;

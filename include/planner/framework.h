@@ -13,14 +13,17 @@
 
 namespace planner {
 
-/// A framework at one version. The first two are what the launch files target; the 2021 ones are
-/// the stacks the A100 runs of Narayanan et al. 2021 measured (Megatron-LM for PTD-P, DeepSpeed
-/// for its ZeRO-3 comparison), kept so those runs are predicted on what they ran.
-enum class Framework { megatron, deepspeed, megatron_2021, deepspeed_2021 };
+/// A framework at one version. Megatron-LM, DeepSpeed and torchtitan (PyTorch-native training)
+/// are what the launch files target; the 2021 ones are the stacks the A100 runs of Narayanan et
+/// al. 2021 measured (Megatron-LM for PTD-P, DeepSpeed for its ZeRO-3 comparison), kept so those
+/// runs are predicted on what they ran.
+enum class Framework { megatron, deepspeed, megatron_2021, deepspeed_2021, torchtitan };
 inline constexpr std::array kFrameworks = {Framework::megatron, Framework::deepspeed,
-                                           Framework::megatron_2021, Framework::deepspeed_2021};
+                                           Framework::torchtitan, Framework::megatron_2021,
+                                           Framework::deepspeed_2021};
 /// What `--framework all` ranks and what launch files are written for.
-inline constexpr std::array kCurrentFrameworks = {Framework::megatron, Framework::deepspeed};
+inline constexpr std::array kCurrentFrameworks = {Framework::megatron, Framework::deepspeed,
+                                                  Framework::torchtitan};
 
 /// Megatron-Core with Transformer Engine as the Megatron-LM README's 2024 H100 table ran it:
 /// fused (cuDNN flash) attention, --overlap-grad-reduce, --overlap-param-gather and
@@ -52,6 +55,18 @@ inline constexpr SoftwareStack kStack2021{.attention = AttentionKernel::unfused,
                                           .causal_attention_skip = true,
                                           .zero3_collective_nics = 1};
 
+/// torchtitan (pytorch/torchtitan at b5bcd76c) as its recipes run: FSDP2's reduce-scatter beside
+/// the backward and its prefetched all-gather beside the forward (fully_shard), DDP's bucketed
+/// all-reduce under pure replication; FlexAttention (model_registry's default attn_backend "flex",
+/// a fused flash-style kernel); TP collectives exposed unless async TP is chosen
+/// (compile.enable_async_tensor_parallel, which needs torch.compile: the tp_comm_overlap knob).
+inline constexpr SoftwareStack kTorchtitanStack{.attention = AttentionKernel::flash,
+                                                .overlap_grad_reduce = true,
+                                                .overlap_param_gather = true,
+                                                .overlap_tp_comm = false,
+                                                .causal_attention_skip = true,
+                                                .zero3_collective_nics = 8};
+
 /// What the planner knows of one framework at one version.
 struct FrameworkInfo {
   Framework id;
@@ -72,7 +87,7 @@ struct FrameworkInfo {
   SoftwareStack stack;  ///< its default execution choices
 };
 
-inline constexpr std::array<FrameworkInfo, 4> kFrameworkInfo = {{
+inline constexpr std::array<FrameworkInfo, 5> kFrameworkInfo = {{
     {Framework::megatron, "megatron", "Megatron-LM", "d98e8a64", false, true, true, true,
      kMegatronStack},
     {Framework::deepspeed, "deepspeed", "DeepSpeed", "f1feb887", false, false, false, true,
@@ -81,6 +96,8 @@ inline constexpr std::array<FrameworkInfo, 4> kFrameworkInfo = {{
      "as Narayanan et al. 2021 ran it", false, false, false, false, kStack2021},
     {Framework::deepspeed_2021, "deepspeed-2021", "DeepSpeed 2021",
      "as Narayanan et al. 2021 ran it", false, false, false, false, kStack2021},
+    {Framework::torchtitan, "torchtitan", "torchtitan", "b5bcd76c", false, true, true, true,
+     kTorchtitanStack},
 }};
 constexpr const FrameworkInfo& info(Framework f) { return kFrameworkInfo[static_cast<int>(f)]; }
 /// Megatron-LM at either version, DeepSpeed at either: the family decides the refusals' wording.

@@ -242,25 +242,32 @@ RuleCheck check_rule(const AdviseArgs& a, const ModelSpec& m, const Row& row, Dt
   return rc;
 }
 
-/// The source's decision tree (s.5.3 of shared/source) against the two frameworks' best times on
-/// the recommended cluster.
+/// The source's decision tree (s.5.3 of shared/source) against the frameworks' best times on the
+/// recommended cluster: Megatron-LM's "peak performance" checked against DeepSpeed and torchtitan.
 std::string framework_verdict(const std::vector<Row>& rows, const Row& pick) {
-  const Row *mg = nullptr, *ds = nullptr;
+  const Row* best[kFrameworkInfo.size()] = {};
   for (const Row& r : rows)
-    if (r.cluster_file == pick.cluster_file && r.best)
-      (r.framework == Framework::megatron ? mg : ds) = &r;
+    if (r.cluster_file == pick.cluster_file && r.best) best[int(r.framework)] = &r;
   std::string out =
       "the source's decision tree: peak performance -> Megatron-LM; ease of use -> DeepSpeed; "
-      "flexibility -> PyTorch-native distributed (torchtitan, not modelled yet); otherwise "
-      "Horovod or ColossalAI (not modelled)";
-  if (!mg || !ds) return out + "; only one framework fits here, so the tree is not checked";
-  const double gain = 100.0 * (ds->best->iteration_time_s / mg->best->iteration_time_s - 1.0);
-  return out + (gain >= 0 ? fmt("; here Megatron-LM is {:.1f}% faster than DeepSpeed, as its "
-                                "'peak performance' branch says",
-                                gain)
-                          : fmt("; here DeepSpeed is {:.1f}% faster than Megatron-LM, against "
-                                "the tree's 'peak performance' branch",
-                                -gain));
+      "flexibility -> PyTorch-native distributed (torchtitan); otherwise Horovod or ColossalAI "
+      "(not modelled)";
+  const Row* mg = best[int(Framework::megatron)];
+  if (!mg) return out + "; Megatron-LM fits no plan here, so the tree is not checked";
+  int compared = 0;
+  for (Framework f : {Framework::deepspeed, Framework::torchtitan}) {
+    const Row* other = best[int(f)];
+    if (!other) continue;
+    ++compared;
+    const double gain = 100.0 * (other->best->iteration_time_s / mg->best->iteration_time_s - 1);
+    out += gain >= 0 ? fmt("; Megatron-LM is {:.1f}% faster than {}, as its 'peak performance' "
+                           "branch says",
+                           gain, info(f).title)
+                     : fmt("; {} is {:.1f}% faster than Megatron-LM, against the tree's 'peak "
+                           "performance' branch",
+                           info(f).title, -gain);
+  }
+  return compared ? out : out + "; only Megatron-LM fits here, so the tree is not checked";
 }
 
 /// The source's hardware for the 1-10B class (one node of 8 A100 80GB) against the pick, where

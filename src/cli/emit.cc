@@ -58,11 +58,11 @@ void emit_top_plan(const Inputs& in, const SearchResult& r, const std::string& f
 
 void add_emit(CLI::App& app, int* rc) {
   auto a = std::make_shared<EmitArgs>();
-  CLI::App* s =
-      app.add_subcommand("emit", "write one plan's launch files (Megatron-LM, DeepSpeed)");
+  CLI::App* s = app.add_subcommand(
+      "emit", "write one plan's launch files (Megatron-LM, DeepSpeed, torchtitan)");
   add_plan_options(s, *a, "tp=8,pp=8,dp=16,mbs=1,gbs=1536,zero=1,recompute=selective,sp=1");
   add_limit_options(s, *a);
-  s->add_option("--framework", a->framework, "megatron or deepspeed")->required();
+  s->add_option("--framework", a->framework, "megatron, deepspeed or torchtitan")->required();
   s->add_option("--out", a->out, "directory for the files (created if needed)")->required();
   s->add_option("--seq-len", a->extra.seq_len, "sequence length in tokens (default: the model's)")
       ->check(integer_in(1, limits::kSeqLen));

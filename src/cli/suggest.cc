@@ -177,7 +177,7 @@ int run_suggest(const SuggestArgs& a) {
   if (!a.emit.empty() && a.out.empty())
     throw InputError("", 0, "--out", "required with --emit (the directory for the files)");
   if (a.emit.empty() && !a.out.empty())
-    throw InputError("", 0, "--emit", "required with --out (megatron or deepspeed)");
+    throw InputError("", 0, "--emit", "required with --out (megatron, deepspeed or torchtitan)");
   Inputs in = load_inputs(a.model, a.cluster);
   apply_seq_len(in, a.extra);
   SearchOptions so;
@@ -290,7 +290,8 @@ void add_suggest(CLI::App& app, int* rc) {
   add_framework_option(s, a->framework, true);
   s->add_option("--format", a->format, "table, json or csv")
       ->check(CLI::IsMember({"table", "json", "csv"}));
-  s->add_option("--emit", a->emit, "write the top plan's launch files: megatron or deepspeed");
+  s->add_option("--emit", a->emit,
+                "write the top plan's launch files: megatron, deepspeed or torchtitan");
   s->add_option("--out", a->out, "directory for --emit's files (created if needed)");
   add_output_options(s, a->extra,
                      "model TFLOP/s per GPU against memory per GPU of every feasible plan");

@@ -15,9 +15,17 @@ void check_expressible(Framework f, const ModelSpec& m, const ClusterProfile& c,
   if (!m.encoders.empty())
     detail::refuse("pretrain_gpt.py trains a decoder only; this model has encoder components");
   if (const auto why = why_not(f, m, c, p)) detail::refuse(*why);
+  if (f == Framework::torchtitan && !torchtitan_flavour(m))
+    detail::refuse(
+        fmt("torchtitan's recipes build their models from its own registry, whose Llama 3 flavours "
+            "at {} are 8B, 70B and 405B; {} ({} layers, hidden {}, {} heads, {} kv heads, ffn {}, "
+            "vocab {}{}) is none of them: plan it with --framework megatron or deepspeed",
+            info(f).version, m.name, m.layers, m.hidden, m.heads, m.kv_heads, m.ffn, m.vocab,
+            m.tied_embeddings ? ", tied embeddings" : ""));
 }
 
 std::vector<EmittedFile> emit_files(Framework f, const EmitRequest& r) {
+  if (f == Framework::torchtitan) return emit_torchtitan(r);
   return f == Framework::megatron ? emit_megatron(r) : emit_deepspeed(r);
 }
 

@@ -15,6 +15,7 @@ EmitRequest prepare(Framework f, const std::string& model_file, const std::strin
     for (char ch : *text)
       if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
         throw InputError("", 0, option, "the path must not contain control characters");
+  check_expressible(f, model, cluster, plan);  // what it cannot express, before any estimate
   EmitRequest r;
   r.model_file = model_file;
   r.cluster_file = cluster_file;
