@@ -226,6 +226,15 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
       return std::string("grad_compression=") + name_of(p.grad_compression) +
              " is not compatible with ZeRO or offload (DeepSpeed's engine refuses it); use zero=0";
     });
+  // ZeRO++ partitions, quantizes and gathers ZeRO-3's parameters (zero/config.py: its options sit
+  // in zero_optimization, read by stage 3's partitioned parameters).
+  if (p.zeropp && p.zero != 3)
+    return fail(Rejection::zero_invalid, reason, [&] {
+      return fmt(
+          "zeropp=1 (ZeRO++) quantizes and partitions ZeRO-3's parameters; needs zero=3, "
+          "got zero={}",
+          p.zero);
+    });
   return check_framework(m, c, p, o, reason);
 }
 

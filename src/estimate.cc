@@ -50,11 +50,15 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTime
 
 /// Step 4: memory of the most loaded stage, with the simulated peak of micro-batches in flight
 /// when there is one. False (and the estimate rejected) when it does not fit.
-bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradients, Estimate& e) {
+/// `hpz`: ZeRO++'s secondary weight partition (hpz_partition), whose bf16 shard of the stage's
+/// weights each rank keeps beside ZeRO-3's own (1: none).
+bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradients, int hpz,
+          Estimate& e) {
   const InFlight closed_form(p);
   for (int s = 0; s < p.pp; ++s) {
     const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : closed_form.on(s);
-    const MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight, host_gradients);
+    MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight, host_gradients);
+    if (hpz > 1) mem.weights += st.load[s].params * weight_bytes_per_param(p.dtype) / hpz;
     if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
   }
   if (e.memory_bytes <= e.memory_limit_bytes) return true;
@@ -151,7 +155,8 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   }
   const SimResult* simmed = simulated ? &sim : nullptr;
   // 4. Memory.
-  const bool fit = fits(st, p, simmed, deepspeed_offload(o.framework), e);
+  const int hpz = p.zeropp && p.zero == 3 ? hpz_partition(c, p) : 1;
+  const bool fit = fits(st, p, simmed, deepspeed_offload(o.framework), hpz, e);
   if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
   if (!fit) return e;
   StageTimes& tt = ws.times;

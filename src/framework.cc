@@ -76,7 +76,7 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
           "tp_comm_overlap=0 and overlap_param_gather=0",
           t);
     });
-  if (p.offloads() || p.grad_compression != GradCompression::none)
+  if (p.offloads() || p.grad_compression != GradCompression::none || p.zeropp)
     return no(reason, [&] {
       return fmt(
           "{} is kept to predict the 2021 runs, which offloaded and compressed nothing; plan "
@@ -153,6 +153,12 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
       return std::string(
           "Megatron-LM has no compressed optimizer (1-bit Adam, 0/1 Adam and 1-bit LAMB are "
           "DeepSpeed's); use grad_compression=none or --framework deepspeed");
+    });
+  if (p.zeropp)
+    return no(reason, [] {
+      return std::string(
+          "ZeRO++ (zeropp=1) is DeepSpeed's ZeRO-3; Megatron FSDP has no quantized gathers; use "
+          "zeropp=0 or --framework deepspeed");
     });
   if (p.offload_params != OffloadDevice::none)
     return no(reason, [] {
@@ -347,11 +353,11 @@ bool refuses_torchtitan(const Plan& p, std::string* reason) {
           "optimizer states together, which the planner does not price; use offload_optimizer="
           "none and offload_params=none");
     });
-  if (p.grad_compression != GradCompression::none)
+  if (p.grad_compression != GradCompression::none || p.zeropp)
     return no(reason, [] {
       return std::string(
-          "torchtitan has no compressed optimizer (1-bit Adam, 0/1 Adam and 1-bit LAMB are "
-          "DeepSpeed's); use grad_compression=none");
+          "torchtitan has no compressed optimizer or quantized FSDP gathers (1-bit Adam and "
+          "ZeRO++ are DeepSpeed's); use grad_compression=none and zeropp=0");
     });
   if (p.tp_comm_overlap.value_or(false) && p.tp < 2)
     return no(reason, [] { return std::string("async TP (tp_comm_overlap=1) needs tp > 1"); });

@@ -177,6 +177,11 @@ std::array<KnobDef, kNumKnobs> make_table() {
        [](Plan& p, int v) {
          p.grad_compression = v == kUnset ? GradCompression::none : GradCompression(v);
        }},
+      {K::zeropp, "zeropp",
+       "DeepSpeed's ZeRO++ at zero=3 (int8 weight gathers, a secondary weight partition per node, "
+       "int4 gradient reduce-scatters), 0,1 (default 0)",
+       bits, 0, 0, true, true, "zpp", 3, [](const Plan& p) { return p.zeropp ? 1 : kUnset; },
+       [](Plan& p, int v) { p.zeropp = v == 1; }},
       {K::offload_optimizer, "offload_optimizer",
        "optimizer states and step to none, cpu or nvme (default: none and cpu where a plan does "
        "not fit without)",

@@ -78,11 +78,11 @@ TEST_CASE("suggest --format csv has a header and K rows") {
   REQUIRE(r.rc == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
   // The columns: every knob of the knob table, the metrics, the framework and the plan string.
-  CHECK(
-      r.out.rfind("rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,order,dtype,attn,"
-                  "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,grad_compression,"
-                  "offload_optimizer,offload_params,offload_pct,iteration_time_s,",
-                  0) == 0);
+  CHECK(r.out.rfind(
+            "rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,order,dtype,attn,"
+            "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,grad_compression,zeropp,"
+            "offload_optimizer,offload_params,offload_pct,iteration_time_s,",
+            0) == 0);
 }
 
 TEST_CASE("estimate --format json has model_params, layer and diagnostics") {
@@ -514,4 +514,19 @@ TEST_CASE("suggest searches TP across nodes where nothing runs inside one NVLink
                                     " --gpus 64 --global-batch 64 --top 1 --format json")
                                 .out);
   CHECK(inside["tp_across_nodes_searched"] == false);
+}
+
+TEST_CASE("estimate names ZeRO++ where a ZeRO-3 plan's communication is exposed") {
+  const std::string base =
+      "estimate --model configs/models/gpt3-175b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml "
+      "--gpus 1536 --dtype fp16 --framework deepspeed --plan ";
+  const Run exposed = planner(base + "\"tp=1,pp=1,mbs=1,gbs=1536,zero=3,recompute=full\"");
+  REQUIRE(exposed.rc == 0);
+  CHECK(exposed.out.find("on DeepSpeed's stack ZeRO++ would take") != std::string::npos);
+  CHECK(exposed.out.find(",zeropp=1\"") != std::string::npos);
+  // Once chosen, or where the reduction hides behind the compute, nothing is said.
+  const Run chosen = planner(base + "\"tp=1,pp=1,mbs=1,gbs=1536,zero=3,recompute=full,zeropp=1\"");
+  REQUIRE(chosen.rc == 0);
+  CHECK(chosen.out.find("ZeRO++ would") == std::string::npos);
+  CHECK(planner(base + "\"tp=1,pp=1,mbs=1,gbs=1536,zero=1,recompute=full,zeropp=1\"").rc == 2);
 }

@@ -119,6 +119,8 @@ std::vector<Case> all_cases() {
   v.push_back({"megatron-fsdp", kLlama, kH100, "tp=8,pp=1,dp=8,mbs=1,gbs=128,zero=3,sp=1", M});
   v.push_back(
       {"ds-plain-zero3", small, kA100, "tp=1,pp=1,dp=4,mbs=4,gbs=64,zero=3,recompute=full", D});
+  v.push_back({"ds-zeropp", small, kA100,
+               "tp=1,pp=1,dp=16,mbs=4,gbs=64,zero=3,recompute=full,zeropp=1", D});
   v.push_back(
       {"ds-tp-zero3", kLlama, kH100, "tp=8,pp=1,dp=8,mbs=1,gbs=128,zero=3,recompute=full,sp=1", D});
   v.push_back({"ds-fp16-zero2", l8, kH100,
@@ -371,7 +373,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
     }
   }
   // Two scripts per Megatron case, one launcher per DeepSpeed and torchtitan case.
-  CHECK(n == 2 * 15 + 17 + 1);
+  CHECK(n == 2 * 15 + 18 + 1);
   fs::remove_all(dir);
 }
 
@@ -815,4 +817,21 @@ TEST_CASE("torchtitan: the recipe sets only names read from its source, and refu
                                 emit::Framework::torchtitan}),
                        doctest::Contains("Llama 3 flavours at b5bcd76c are 8B, 70B and 405B"),
                        InputError);
+}
+
+TEST_CASE("ZeRO++ is written as DeepSpeed's three keys, with hpZ over the node's ranks") {
+  const Case c{"ds-zeropp", "configs/models/gpt3-1.3b.yaml", kA100,
+               "tp=1,pp=1,dp=16,mbs=4,gbs=64,zero=3,recompute=full,zeropp=1",
+               emit::Framework::deepspeed};
+  for (const auto& f : emitted(c)) {
+    if (f.name != "ds_config.json") continue;
+    const auto z = nlohmann::json::parse(f.contents)["zero_optimization"];
+    CHECK(z["zero_quantized_weights"] == true);
+    CHECK(z["zero_quantized_gradients"] == true);
+    CHECK(z["zero_hpz_partition_size"] == 8);  // 16 ranks on 2 nodes: 8 per node
+  }
+  const Case plain{"ds-zero3", c.model, kA100, "tp=1,pp=1,dp=16,mbs=4,gbs=64,zero=3,recompute=full",
+                   emit::Framework::deepspeed};
+  for (const auto& f : emitted(plain))
+    CHECK(f.contents.find("zero_quantized") == std::string::npos);
 }

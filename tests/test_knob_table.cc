@@ -57,6 +57,7 @@ TEST_CASE("every knob round-trips through the plan string, in the table's order"
       // offload_pct=100 the default offload, each left out of the string as unset.
       const bool even = (k.id == KnobId::split && v == int(PipelineSplit::even)) ||
                         (k.id == KnobId::order && v == int(RankOrder::tp_cp_dp_pp)) ||
+                        (k.id == KnobId::zeropp && v == 0) ||
                         ((k.id == KnobId::offload_optimizer || k.id == KnobId::offload_params) &&
                          v == int(OffloadDevice::none)) ||
                         (k.id == KnobId::offload_pct && v == 100) ||

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "planner/cost/communication.h"
+#include "planner/cost/data_parallel.h"
 #include "planner/cost/stages.h"
 #include "planner/error.h"
 #include "planner/estimate.h"
@@ -311,6 +312,50 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   const double beyond = b.dp_comm_total_s - b.breakdown.compute_s;
   CHECK(b.breakdown.dp_comm_s >= beyond);
   CHECK(b.breakdown.dp_comm_s < beyond + b.dp_comm_total_s / layers);
+}
+
+TEST_CASE("ZeRO++: int8 forward gathers, backward gathers inside the node, int4 reduce-scatters") {
+  // GPT-3 175B, ZeRO-3 over 384 A100s on DeepSpeed's stack. ZeRO++ (zeropp=1) sends the forward's
+  // gather at 1 byte an element across the 48 nodes, the recompute's and backward's at bf16 among
+  // the node's 8 ranks from the secondary partition, and the gradients at half a byte.
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
+  const Plan p = parse_plan("tp=1,pp=1,dp=384,mbs=4,gbs=1536,zero=3,recompute=full,zeropp=1", "t");
+  ClusterProfile c = a100();
+  c.software = info(Framework::deepspeed).stack;
+  const Estimate e = estimate(m, c, p);
+  REQUIRE(e.ok());
+  Plan plain = p;
+  plain.zeropp = false;
+  const Estimate e0 = estimate(m, c, plain);
+  REQUIRE(e0.ok());
+  const double layers = m.layers;
+  const double params = e0.memory.optimizer / kOptimizerBytesPerParam * p.dp;  // on this rank
+  GroupLayout z3 = dp_group(p, c);
+  z3.ranks_per_node = c.software.zero3_collective_nics;
+  REQUIRE(hpz_partition(c, p) == 8);
+  const GroupLayout node{8, 8, 1};
+  const double ag_lat = collective_latency_s(c, Collective::allgather, z3);
+  const double rs_lat = collective_latency_s(c, Collective::reduce_scatter, z3);
+  const double node_lat = collective_latency_s(c, Collective::allgather, node);
+  const double ag8 = collective_time_s(c, Collective::allgather, params * 1.0, z3) - ag_lat;
+  const double ag_node =
+      collective_time_s(c, Collective::allgather, params * kWeightBytesPerParam, node) - node_lat;
+  const double rs4 = collective_time_s(c, Collective::reduce_scatter, params * 0.5, z3) - rs_lat;
+  CHECK(e.dp_comm_total_s ==
+        doctest::Approx(ag8 + 2 * ag_node + rs4 + 4 * layers * (ag_lat + 2 * node_lat + rs_lat)));
+  CHECK(e.dp_comm_total_s < 0.5 * e0.dp_comm_total_s);  // the paper's 4x less traffic, in time
+  // hpZ's secondary partition: a bf16 copy of the weights sharded over the node's 8 ranks.
+  CHECK(e.memory.weights - e0.memory.weights ==
+        doctest::Approx(params * kWeightBytesPerParam / 8).epsilon(1e-9));
+  // Inside one node there is nothing to keep local: no secondary partition.
+  const Plan one_node =
+      parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=8,zero=3,recompute=full,zeropp=1", "t");
+  CHECK(hpz_partition(c, one_node) == 1);
+  // ZeRO++ is ZeRO-3's: any other stage is refused, and only DeepSpeed runs it.
+  CHECK(estimate(m, c, parse_plan("tp=8,pp=8,dp=6,mbs=1,gbs=48,zero=1,zeropp=1", "t")).rejection ==
+        Rejection::zero_invalid);
+  CHECK(why_not(Framework::megatron, m, c, p)->find("ZeRO++") != std::string::npos);
+  CHECK(!why_not(Framework::deepspeed, m, c, p));
 }
 
 TEST_CASE("TP communication overlapped with the GEMMs beside it (overlap_tp_comm) exposes tails") {

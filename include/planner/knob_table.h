@@ -33,6 +33,7 @@ enum class KnobId {
   overlap_param_gather,
   tp_comm_overlap,
   grad_compression,
+  zeropp,
   offload_optimizer,  // the offload knobs last: the search's odometer turns them fastest
   offload_params,
   offload_pct,

@@ -66,6 +66,11 @@ struct Plan {
   OffloadDevice offload_params = OffloadDevice::none;
   int offload_pct = 100;
   GradCompression grad_compression = GradCompression::none;
+  /// DeepSpeed's ZeRO++ under ZeRO-3 (Wang et al. 2023, arXiv 2306.10209), its three parts as its
+  /// tutorial sets them together: qwZ (the forward's weight all-gather in int8), hpZ (a secondary
+  /// bf16 weight partition inside each node, so the backward's gathers stay on NVLink) and qgZ
+  /// (the gradient reduce-scatter in int4 through a hierarchical all-to-all).
+  bool zeropp = false;
   bool offloads() const {
     return offload_optimizer != OffloadDevice::none || offload_params != OffloadDevice::none;
   }

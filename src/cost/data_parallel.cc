@@ -25,10 +25,16 @@ struct Zero3Cost {
 /// backward time and its parameters (embedding and logits spread over them). Each module's gather
 /// and each bucket's reduce-scatter is a collective of its own: its share by parameters of the
 /// wire time of one whole-stage gather (`gather_wire_s`) or reduce-scatter, plus a latency.
+/// The wire time and latency of one whole-stage parameter gather (ZeRO-3 gathers it module by
+/// module, each module its share).
+struct Gather {
+  double wire_s = 0, latency_s = 0;
+};
+
 Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const LayerCompute& lc, int blocks, double fwd_window, double bwd_window,
-                     double gather_wire_s, double gather_latency_s, double scatter_wire_s,
-                     double scatter_latency_s, std::vector<double>* scratch) {
+                     const Gather gathers[2], double scatter_wire_s, double scatter_latency_s,
+                     std::vector<double>* scratch) {
   Zero3Cost z;
   blocks = std::max(1, blocks);
   const LayerShape shape = m.decoder_shape();
@@ -37,7 +43,6 @@ Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   double block_params = 0;
   for (const Zero3Step& s : passes[0]) block_params += s.params;
   if (block_params <= 0) return z;
-  const double per_param_ag = gather_wire_s / blocks / block_params;
   const double per_param_rs = scatter_wire_s / blocks / block_params;
   double t = 0;
   const double windows[2] = {fwd_window, bwd_window};
@@ -47,9 +52,10 @@ Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     double compute = 0;
     for (const Zero3Step& s : steps) compute += s.compute_s;
     const double scale = compute > 0 ? window / blocks / compute : 0.0;
+    const double per_param_ag = gathers[i].wire_s / blocks / block_params;
     for (Zero3Step& s : steps) {
       s.compute_s *= scale;
-      if (s.params > 0) s.gather_s = s.params * per_param_ag + gather_latency_s;
+      if (s.params > 0) s.gather_s = s.params * per_param_ag + gathers[i].latency_s;
       s.scatter_s = s.grad_params * per_param_rs;
       z.total += blocks * (s.gather_s + s.scatter_s);
     }
@@ -105,17 +111,34 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     z3.ranks_per_node = std::min(z3.ranks_per_node, sw.zero3_collective_nics);
     const double ag_latency = collective_latency_s(c, Collective::allgather, z3);
     const double rs_latency = collective_latency_s(c, Collective::reduce_scatter, z3);
-    const double ag_wire =
-        collective_time_s(c, Collective::allgather, param_bytes, z3) - ag_latency;
+    // ZeRO++: int8 forward gathers (qwZ), int4 gradient reduce-scatters (qgZ), and the backward's
+    // gathers from the secondary partition inside the node (hpZ), at bf16.
+    const double fwd_bytes = p.zeropp ? params_rank * kZeroppWeightBytesPerParam : param_bytes;
+    const double rs_bytes = p.zeropp ? params_rank * kZeroppGradBytesPerParam : grad_bytes;
+    const double ag_wire = collective_time_s(c, Collective::allgather, fwd_bytes, z3) - ag_latency;
     const double rs_wire =
-        collective_time_s(c, Collective::reduce_scatter, grad_bytes, z3) - rs_latency;
+        collective_time_s(c, Collective::reduce_scatter, rs_bytes, z3) - rs_latency;
+    Gather gathers[2] = {{ag_wire, ag_latency}, {ag_wire, ag_latency}};
+    if (p.zeropp) {
+      const int hpz = hpz_partition(c, p);
+      const GroupLayout node{hpz, hpz, 1};
+      const double lat = collective_latency_s(c, Collective::allgather, node);
+      gathers[1] =
+          hpz > 1
+              ? Gather{collective_time_s(c, Collective::allgather, param_bytes, node) - lat, lat}
+              : Gather{collective_time_s(c, Collective::allgather, fwd_bytes, z3) - ag_latency,
+                       ag_latency};
+    }
     // Gathered module by module, prefetched a bucket ahead (DeepSpeed's
     // stage3_prefetch_bucket_size), one collective per module: modules whose compute is shorter
     // than the next one's gather (the attention core, the projection) leave the compute waiting.
-    const Zero3Cost z = zero3_cost(m, c, p, lc, stage_blocks, fwd_window, bwd_window, ag_wire,
-                                   ag_latency, rs_wire, rs_latency, scratch);
+    const Zero3Cost z = zero3_cost(m, c, p, lc, stage_blocks, fwd_window, bwd_window, gathers,
+                                   rs_wire, rs_latency, scratch);
     d.total = z.total * p.microbatches();
     d.exposed = z.exposed * p.microbatches();
+    if (p.zeropp)  // the quantization kernels, on the critical path beside the compute
+      d.exposed += p.microbatches() * params_rank * kZeroppKernelBytesPerParam /
+                   c.gpu.hbm_achieved_Bps() / c.gpu.sustained_efficiency;
   }
   if (p.pp > 1 && m.tied_embeddings) {  // first and last stage all-reduce the shared embedding
     const double emb = double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype);
@@ -131,6 +154,11 @@ double ddp_bucket_params(long long replicas) { return std::max(40e6, 1e6 * doubl
 double dp_bucket_fraction(const Plan& p, double params_rank) {
   return params_rank > 0 ? std::min(1.0, ddp_bucket_params(p.weight_replicas()) / params_rank)
                          : 1.0;
+}
+
+int hpz_partition(const ClusterProfile& c, const Plan& p) {
+  const GroupLayout g = dp_group(p, c);
+  return g.nodes > 1 ? g.ranks_per_node : 1;
 }
 
 int dp_buckets(const Plan& p, double params_rank) {

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "planner/cost/data_parallel.h"
 #include "planner/cost/zero3.h"
 #include "planner/io/json.h"
 #include "planner/names.h"
@@ -53,6 +54,13 @@ nlohmann::ordered_json zero_config(const ClusterProfile& c, const Plan& p) {
     z["stage3_max_live_parameters"] = kStage3MaxLive;
     z["stage3_max_reuse_distance"] = kStage3MaxLive;
     z["stage3_gather_16bit_weights_on_model_save"] = false;
+    // ZeRO++ as its tutorial sets it and the prediction priced it: int8 weight gathers, the
+    // secondary partition over the node's ranks of the group, int4 gradient reduce-scatters.
+    if (p.zeropp) {
+      z["zero_quantized_weights"] = true;
+      z["zero_hpz_partition_size"] = hpz_partition(c, p);
+      z["zero_quantized_gradients"] = true;
+    }
   }
   // Offload (zero/offload_config.py): pinned host buffers, as the cost model's link rate
   // assumes; NVMe swaps pipelined with the CPU step (pipeline_read/write), as it assumes too.

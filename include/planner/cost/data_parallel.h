@@ -34,6 +34,21 @@ int dp_buckets(const Plan& p, double params_rank);
 AllreduceAlgorithm dp_allreduce_algorithm(const ClusterProfile& c, const Plan& p,
                                           double params_rank);
 
+/// ZeRO++ (Wang et al. 2023, arXiv 2306.10209, s.3 and Table 1: 3M of ZeRO-3 traffic cut to
+/// 0.75M): qwZ gathers the forward's weights as int8, 1 byte an element (the per-block scales
+/// neglected); qgZ reduce-scatters the gradients as int4, 0.5 bytes an element.
+inline constexpr double kZeroppWeightBytesPerParam = 1;
+inline constexpr double kZeroppGradBytesPerParam = 0.5;
+/// Its quantization kernels' HBM traffic per parameter and micro-batch [D: reads and writes]:
+/// dequantizing every gathered int8 weight to bf16 (read 1, write 2) and quantizing the bf16
+/// gradient to int4 and back after the all-to-all (read 2, write 0.5; read 0.5, write 2): 8 bytes.
+inline constexpr double kZeroppKernelBytesPerParam = 8;
+
+/// hpZ's partition: the dp x cp group's ranks inside one NVLink domain, where ZeRO++ keeps a
+/// secondary bf16 copy of the weights sharded over them; 1 where the group does not leave the
+/// domain (nothing to keep local).
+int hpz_partition(const ClusterProfile& c, const Plan& p);
+
 struct DpCost {
   double exposed = 0;  ///< seconds on the critical path, after overlap
   double total = 0;    ///< seconds on the wire
