@@ -33,6 +33,28 @@ namespace detail {
 
 void refuse(const std::string& why) { throw InputError("", 0, "--plan", why); }
 
+std::string torchrun_world(const Plan& p, const ClusterProfile& c, int default_port,
+                           const std::vector<Arg>& extra) {
+  const int per_node = gpus_per_node_of(p, c), nodes = nodes_of(p, c), gpus = int(p.gpus());
+  std::string s = fmt(
+      "# ---- World: tp*pp*dp*cp = {} GPUs ------------------------------------------------------\n"
+      "GPUS_PER_NODE={}\nNNODES=${{NNODES:-{}}}\nNODE_RANK=${{NODE_RANK:-0}}\n"
+      "MASTER_ADDR=${{MASTER_ADDR:-localhost}}\nMASTER_PORT=${{MASTER_PORT:-{}}}\n"
+      "if (( GPUS_PER_NODE * NNODES != {} )); then\n"
+      "  echo \"the plan needs tp*pp*dp*cp = {} GPUs; NNODES=$NNODES gives "
+      "$((GPUS_PER_NODE * NNODES))\" >&2\n  exit 1\nfi\n",
+      gpus, per_node, nodes, default_port, gpus, gpus);
+  ArgGroup g{"",
+             {{"--nproc_per_node", "\"$GPUS_PER_NODE\"", ""},
+              {"--nnodes", "\"$NNODES\"", ""},
+              {"--node_rank", "\"$NODE_RANK\"", ""},
+              {"--master_addr", "\"$MASTER_ADDR\"", ""},
+              {"--master_port", "\"$MASTER_PORT\"", ""}},
+             {}};
+  g.args.insert(g.args.end(), extra.begin(), extra.end());
+  return s + shell_array("TORCHRUN_ARGS", {g});
+}
+
 std::string shell_array(const std::string& name, const std::vector<ArgGroup>& groups) {
   std::string out = name + "=(\n";
   for (const ArgGroup& g : groups) {

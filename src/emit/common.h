@@ -21,6 +21,12 @@ struct ArgGroup {
   std::vector<std::string> notes;  ///< extra comment lines after the title
 };
 
+/// One torchrun per node: the world's size check (tp*pp*dp*cp GPUs on NNODES x GPUS_PER_NODE,
+/// NODE_RANK, MASTER_ADDR, MASTER_PORT from the environment, `default_port` unless set) and the
+/// TORCHRUN_ARGS array, with `extra` after the rendezvous arguments.
+std::string torchrun_world(const Plan& p, const ClusterProfile& c, int default_port,
+                           const std::vector<Arg>& extra = {});
+
 /// `NAME=(` ... `)`: one argument per line, each group under its "# title" comment. Values are
 /// written as given (callers quote shell expansions themselves).
 std::string shell_array(const std::string& name, const std::vector<ArgGroup>& groups);

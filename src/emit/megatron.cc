@@ -306,10 +306,12 @@ std::string launch_line(const char* runner) {
          "  \"${MEGATRON_ARGS[@]}\" \"${DATA_ARGS[@]}\" \"${TRAINING_ARGS[@]}\"\n";
 }
 
+/// The launcher's default rendezvous port (Megatron-LM's examples use 6000).
+constexpr int kMegatronMasterPort = 6000;
+
 std::string torchrun_script(const EmitRequest& r, const std::string& head,
                             const std::string& body) {
   const Plan& p = r.plan;
-  const int per_node = gpus_per_node_of(p, r.cluster), nodes = nodes_of(p, r.cluster);
   std::string s = "#!/usr/bin/env bash\n" + head +
                   usage_lines(
                       "Megatron-LM's pretrain_gpt.py under torchrun, one torchrun per node.\n"
@@ -319,21 +321,7 @@ std::string torchrun_script(const EmitRequest& r, const std::string& head,
                       "# MASTER_ADDR (node 0's address) and MASTER_PORT in the environment.");
   s += strict_mode_and_checkout();
   s += body + "\n";
-  s += fmt(
-      "# ---- World: tp*pp*dp*cp = {} GPUs ------------------------------------------------------\n"
-      "GPUS_PER_NODE={}\nNNODES=${{NNODES:-{}}}\nNODE_RANK=${{NODE_RANK:-0}}\n"
-      "MASTER_ADDR=${{MASTER_ADDR:-localhost}}\nMASTER_PORT=${{MASTER_PORT:-6000}}\n"
-      "if (( GPUS_PER_NODE * NNODES != {} )); then\n"
-      "  echo \"the plan needs tp*pp*dp*cp = {} GPUs; NNODES=$NNODES gives "
-      "$((GPUS_PER_NODE * NNODES))\" >&2\n  exit 1\nfi\n",
-      int(p.gpus()), per_node, nodes, int(p.gpus()), int(p.gpus()));
-  s += shell_array("TORCHRUN_ARGS", {{"",
-                                      {{"--nproc_per_node", "\"$GPUS_PER_NODE\"", ""},
-                                       {"--nnodes", "\"$NNODES\"", ""},
-                                       {"--node_rank", "\"$NODE_RANK\"", ""},
-                                       {"--master_addr", "\"$MASTER_ADDR\"", ""},
-                                       {"--master_port", "\"$MASTER_PORT\"", ""}},
-                                      {}}});
+  s += torchrun_world(p, r.cluster, kMegatronMasterPort);
   s += launch_line("exec");
   return s;
 }

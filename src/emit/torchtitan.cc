@@ -9,10 +9,9 @@ namespace planner::emit {
 namespace {
 
 using detail::env_block;
-using detail::gpus_per_node_of;
 using detail::header;
 using detail::nccl_env;
-using detail::nodes_of;
+using detail::torchrun_world;
 
 constexpr const char* kCommit = info(Framework::torchtitan).version;
 
@@ -128,9 +127,11 @@ std::string recipe(const EmitRequest& r, const Flavour& f) {
   return s;
 }
 
+/// torchrun's default rendezvous port, as torchtitan's scripts leave it.
+constexpr int kTorchtitanMasterPort = 29500;
+
 std::string launcher(const EmitRequest& r) {
   const Plan& p = r.plan;
-  const int per_node = gpus_per_node_of(p, r.cluster), nodes = nodes_of(p, r.cluster);
   std::string s = "#!/usr/bin/env bash\n" + header(r, "torchtitan");
   s += fmt(
       "#\n# torchtitan's trainer under torchrun, one torchrun per node, with the recipe beside\n"
@@ -147,22 +148,8 @@ std::string launcher(const EmitRequest& r) {
       "commit {}}}\"\nHERE=\"$(cd \"$(dirname \"${{BASH_SOURCE[0]}}\")\" && pwd)\"\n\n",
       kCommit);
   s += env_block(r.cluster, nccl_env(r.cluster, r.estimate)) + "\n";
-  s += fmt(
-      "# ---- World: tp*pp*dp*cp = {} GPUs ------------------------------------------------------\n"
-      "GPUS_PER_NODE={}\nNNODES=${{NNODES:-{}}}\nNODE_RANK=${{NODE_RANK:-0}}\n"
-      "MASTER_ADDR=${{MASTER_ADDR:-localhost}}\nMASTER_PORT=${{MASTER_PORT:-29500}}\n"
-      "if (( GPUS_PER_NODE * NNODES != {} )); then\n"
-      "  echo \"the plan needs tp*pp*dp*cp = {} GPUs; NNODES=$NNODES gives "
-      "$((GPUS_PER_NODE * NNODES))\" >&2\n  exit 1\nfi\n",
-      int(p.gpus()), per_node, nodes, int(p.gpus()), int(p.gpus()));
-  s += detail::shell_array("TORCHRUN_ARGS", {{"",
-                                              {{"--nproc_per_node", "\"$GPUS_PER_NODE\"", ""},
-                                               {"--nnodes", "\"$NNODES\"", ""},
-                                               {"--node_rank", "\"$NODE_RANK\"", ""},
-                                               {"--master_addr", "\"$MASTER_ADDR\"", ""},
-                                               {"--master_port", "\"$MASTER_PORT\"", ""},
-                                               {"-m", "", "the script below is a module"}},
-                                              {}}});
+  s += torchrun_world(p, r.cluster, kTorchtitanMasterPort,
+                      {{"-m", "", "the script below is a module"}});
   // torchtitan.train's own options (config/manager.py): the recipe's module and function.
   s += detail::shell_array(
       "TORCHTITAN_ARGS",
