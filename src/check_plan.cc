@@ -235,6 +235,15 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
           "got zero={}",
           p.zero);
     });
+  // hpZ's secondary groups are consecutive global ranks (the node's), which holds for pure data
+  // (and context) parallelism only; with TP they would group a layer's shards together.
+  if (p.zeropp && (p.tp > 1 || p.pp > 1))
+    return fail(Rejection::zero_invalid, reason, [&] {
+      return fmt(
+          "zeropp=1 (ZeRO++) is planned for pure data parallelism (its hpZ groups are a "
+          "node's consecutive ranks); got tp={}, pp={}",
+          p.tp, p.pp);
+    });
   return check_framework(m, c, p, o, reason);
 }
 

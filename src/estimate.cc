@@ -170,8 +170,13 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const BlockCost& decoder = pc.shape.back();
   double params_rank = 0;
   for (const StageLoad& l : st.load) params_rank = std::max(params_rank, l.params);
+  // A compressed optimizer's warm-up, averaged over the run's steps where they are known.
+  const double steps = o.train_tokens / (double(p.gbs) * m.seq_len);
+  const double warmup = p.grad_compression != GradCompression::none && steps > 0
+                            ? std::min(1.0, double(kCompressionFreezeSteps) / steps)
+                            : 0.0;
   const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, decoder.compute,
-                            st.blocks_per_stage[tt.critical], &ws.zero3);
+                            st.blocks_per_stage[tt.critical], &ws.zero3, warmup);
   // 6. The optimizer step, on the GPU or (offloaded) on the host, and the host memory it needs.
   const double shard = params_rank / (p.zero >= 1 ? p.weight_replicas() : 1);
   const OffloadCost off = offload_cost(c, p, o.framework, params_rank, shard, tt.fwd, tt.bwd,
@@ -189,7 +194,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   e.breakdown = attribute(tt, mb, pipe, simmed, dp, off.gpu_step_s);
   e.breakdown.offload_s = off.exposed_s();
   e.dp_comm_total_s = dp.total;
-  if (p.zero == 0 && p.weight_replicas() > 1) {
+  if (p.zero == 0 && p.grad_compression == GradCompression::none && p.weight_replicas() > 1) {
     e.dp_allreduce = dp_allreduce_algorithm(c, p, params_rank);
     e.dp_bucket_bytes = params_rank * grad_wire_bytes(p.dtype) / dp_buckets(p, params_rank);
   }

@@ -312,6 +312,14 @@ bool refuses_torchtitan(const Plan& p, std::string* reason) {
           "optimizer states together (FSDP2, zero=3); it has no zero={}",
           p.zero);
     });
+  // ParallelDims folds cp into the FSDP mesh ("when cp is used, FSDP is also applied"): the
+  // parameters are sharded over the context-parallel ranks, which zero=0 does not price.
+  if (p.zero == 0 && p.cp > 1)
+    return no(reason, [] {
+      return std::string(
+          "torchtitan shards the parameters over the context-parallel ranks (FSDP2 over dp x cp); "
+          "use zero=3 with cp > 1");
+    });
   if (p.dtype == Dtype::fp16 || p.dtype == Dtype::tf32)
     return no(reason, [&] {
       return fmt(

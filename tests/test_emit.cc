@@ -707,7 +707,7 @@ TEST_CASE("NCCL_ALGO pins the all-reduce to the tree only where the prediction u
   // GPT-3 1.3B, tp=8 on 1,024 H100s: two ~330 MB buckets over 128 nodes, where the tree's 14
   // network steps beat the ring's 254 (estimate's DP line says "NCCL tree across 128 nodes").
   const std::string model = "configs/models/gpt3-1.3b.yaml";
-  const Case tree{"tree", model, kH100, "tp=8,pp=1,dp=128,mbs=4,gbs=4096,zero=0",
+  const Case tree{"tree", model, kH100, "tp=8,pp=1,dp=128,mbs=4,gbs=4096,zero=0,sp=1",
                   emit::Framework::megatron};
   const emit::EmitRequest r = request(tree.framework, tree.model, tree.cluster, tree.plan);
   REQUIRE(r.estimate.dp_allreduce == AllreduceAlgorithm::tree);
@@ -721,9 +721,11 @@ TEST_CASE("NCCL_ALGO pins the all-reduce to the tree only where the prediction u
                          std::string::npos;
     CHECK(seen);
   }
-  // On 2 nodes the ring's 2 steps are the tree's: no pin; nor under ZeRO-1 (reduce-scatter).
+  // On 2 nodes the ring's 2 steps are the tree's: no pin; nor under ZeRO-1 (reduce-scatter);
+  // nor where TP all-reduces inside the node (sp=0) would be pinned to the tree too.
   for (const char* plan :
-       {"tp=8,pp=1,dp=2,mbs=4,gbs=64,zero=0", "tp=8,pp=1,dp=128,mbs=4,gbs=4096,zero=1"}) {
+       {"tp=8,pp=1,dp=2,mbs=4,gbs=64,zero=0,sp=1", "tp=8,pp=1,dp=128,mbs=4,gbs=4096,zero=1,sp=1",
+        "tp=8,pp=1,dp=128,mbs=4,gbs=4096,zero=0,sp=0"}) {
     const Case c{"ring", model, kH100, plan, emit::Framework::megatron};
     for (const auto& file : emitted(c)) CHECK(file.contents.find("NCCL_ALGO") == std::string::npos);
   }
@@ -809,7 +811,8 @@ TEST_CASE("torchtitan: the recipe sets only names read from its source, and refu
   // Refused: what torchtitan has no knob for, and models outside its registry.
   for (const std::string& plan : {std::string("tp=2,pp=1,dp=4,mbs=1,gbs=64,zero=1"),
                                   std::string("tp=2,pp=1,dp=4,mbs=1,gbs=64,recompute=selective"),
-                                  std::string("tp=2,pp=1,dp=4,mbs=1,gbs=64,dtype=fp16")}) {
+                                  std::string("tp=2,pp=1,dp=4,mbs=1,gbs=64,dtype=fp16"),
+                                  std::string("tp=2,pp=1,dp=2,cp=2,mbs=1,gbs=16,zero=0")}) {
     CAPTURE(plan);
     CHECK_THROWS_AS(emitted({"tt-no", l8, kH100, plan, emit::Framework::torchtitan}), InputError);
   }

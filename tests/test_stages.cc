@@ -354,6 +354,9 @@ TEST_CASE("ZeRO++: int8 forward gathers, backward gathers inside the node, int4 
   // ZeRO++ is ZeRO-3's: any other stage is refused, and only DeepSpeed runs it.
   CHECK(estimate(m, c, parse_plan("tp=8,pp=8,dp=6,mbs=1,gbs=48,zero=1,zeropp=1", "t")).rejection ==
         Rejection::zero_invalid);
+  // Planned for pure data parallelism: hpZ's groups are a node's consecutive ranks.
+  CHECK(estimate(m, c, parse_plan("tp=8,pp=1,dp=48,mbs=1,gbs=48,zero=3,zeropp=1", "t")).rejection ==
+        Rejection::zero_invalid);
   CHECK(why_not(Framework::megatron, m, c, p)->find("ZeRO++") != std::string::npos);
   CHECK(!why_not(Framework::deepspeed, m, c, p));
 }

@@ -99,6 +99,10 @@ struct EstimateOptions {
   /// megatron): the cost model alone, with the one limit both frameworks share (no ZeRO-2/3 with
   /// pp > 1); regress uses it, its rows each having run on their own stack.
   std::optional<Framework> framework;
+  /// Tokens the run trains on (--train-tokens; 0: not given). A compressed optimizer's
+  /// uncompressed warm-up (kCompressionFreezeSteps) is then averaged over the run's steps;
+  /// without it the step is priced after the warm-up.
+  double train_tokens = 0;
 };
 
 /// The structural checks that do not depend on vpp, the schedule, ZeRO, recomputation or sp

@@ -106,7 +106,8 @@ int run_estimate(const EstimateArgs& a) {
       complete_plan(a.plan, gpus_option(a.gpus, a.nodes, in.cluster), a.dtype, a.global_batch, in);
   if (!a.attention.empty()) p.attention = parse_attention(a.attention);
   if (!a.trace.empty()) check_trace_size(p);  // before any work
-  const EstimateOptions o = estimate_options(a);
+  EstimateOptions o = estimate_options(a);
+  if (!a.train_tokens.empty()) o.train_tokens = io::parse_count(a.train_tokens, "--train-tokens");
   const ClusterProfile hardware = in.cluster;
   in.cluster = cluster_for(in.cluster, o.framework);
   Estimate e = refine(in.model, in.cluster, p, o);

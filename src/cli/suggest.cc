@@ -190,6 +190,8 @@ int run_suggest(const SuggestArgs& a) {
   so.dtype = parse_dtype(a.dtype);
   so.attention = parse_attention(a.attention);
   so.estimate = estimate_options(a, true);
+  if (!a.train_tokens.empty())
+    so.estimate.train_tokens = io::parse_count(a.train_tokens, "--train-tokens");
   if (a.distinct) so.top_k = std::min(kMaxTop, a.top * kDistinctOverfetch);
   KnobSpace knobs = knobs_from(a, in, so.gpus.back());
   check_given_knobs(a, knobs, in, so.gpus);
@@ -216,8 +218,12 @@ int run_suggest(const SuggestArgs& a) {
   if (r.top.empty() && !a.tp_across_nodes && a.knobs[int(KnobId::tp)].empty() &&
       widen_tp_across_nodes(in.model, in.cluster, knobs, so)) {
     const SearchResult narrow = r;
-    r = search_all();
-    r.tp_across_nodes_after = in.cluster.nvlink_domain;
+    try {
+      r = search_all();
+      r.tp_across_nodes_after = in.cluster.nvlink_domain;
+    } catch (const InputError& e) {  // the wider search past a bound: keep the narrower answer
+      spdlog::info("TP across nodes not searched: {}", e.what());
+    }
     if (r.top.empty()) r = narrow;  // the no-fit remedies of the narrower search
   }
   bar.finish();

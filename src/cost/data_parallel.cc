@@ -16,6 +16,13 @@ double exposed_part(double t, double window, double tail_fraction, bool overlap,
   return overlap ? exposed_after_overlap(t, window, tail_fraction, slowdown) : t;
 }
 
+/// The first and last stage's all-reduce of the shared embedding's gradient (pipelined, tied).
+double tied_embedding_s(const ModelSpec& m, const ClusterProfile& c, const Plan& p) {
+  if (p.pp <= 1 || !m.tied_embeddings) return 0.0;
+  const double emb = double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype);
+  return collective_time_s(c, Collective::allreduce, emb, pp_pair(p, c));
+}
+
 struct Zero3Cost {
   double exposed = 0, total = 0;  ///< per micro-batch
 };
@@ -73,7 +80,7 @@ Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
 
 DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
                double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks,
-               std::vector<double>* scratch) {
+               std::vector<double>* scratch, double warmup_fraction) {
   DpCost d;
   const GroupLayout dpg = dp_group(p, c);
   const double bucket = dp_bucket_fraction(p, params_rank);
@@ -93,6 +100,15 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     d.total = t;
     d.exposed = t + params_rank * kCompressionKernelBytesPerParam / c.gpu.hbm_achieved_Bps() /
                         c.gpu.sustained_efficiency;
+    if (warmup_fraction > 0) {  // the warm-up's steps reduce uncompressed, as zero=0 does
+      Plan plain = p;
+      plain.grad_compression = GradCompression::none;
+      const DpCost w =
+          dp_cost(m, c, plain, params_rank, fwd_window, bwd_window, lc, stage_blocks, scratch);
+      const double emb = tied_embedding_s(m, c, p);  // added once, below
+      d.total = warmup_fraction * (w.total - emb) + (1 - warmup_fraction) * d.total;
+      d.exposed = warmup_fraction * (w.exposed - emb) + (1 - warmup_fraction) * d.exposed;
+    }
   } else if (p.zero == 0) {
     // One all-reduce per gradient bucket, each on the faster of NCCL's ring and tree at that size.
     const int buckets = dp_buckets(p, params_rank);
@@ -140,20 +156,16 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
       d.exposed += p.microbatches() * params_rank * kZeroppKernelBytesPerParam /
                    c.gpu.hbm_achieved_Bps() / c.gpu.sustained_efficiency;
   }
-  if (p.pp > 1 && m.tied_embeddings) {  // first and last stage all-reduce the shared embedding
-    const double emb = double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype);
-    const double t = collective_time_s(c, Collective::allreduce, emb, pp_pair(p, c));
-    d.total += t;
-    d.exposed += t;
-  }
+  const double t = tied_embedding_s(m, c, p);
+  d.total += t;
+  d.exposed += t;
   return d;
 }
 
 double ddp_bucket_params(long long replicas) { return std::max(40e6, 1e6 * double(replicas)); }
 
 double dp_bucket_fraction(const Plan& p, double params_rank) {
-  return params_rank > 0 ? std::min(1.0, ddp_bucket_params(p.weight_replicas()) / params_rank)
-                         : 1.0;
+  return 1.0 / dp_buckets(p, params_rank);
 }
 
 int hpz_partition(const ClusterProfile& c, const Plan& p) {

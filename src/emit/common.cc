@@ -13,7 +13,10 @@ namespace planner::emit {
 
 void check_expressible(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p) {
   if (!m.encoders.empty())
-    detail::refuse("pretrain_gpt.py trains a decoder only; this model has encoder components");
+    detail::refuse(
+        fmt("{}'s launch files train a decoder-only language model; this model has "
+            "encoder components",
+            info(f).title));
   if (const auto why = why_not(f, m, c, p)) detail::refuse(*why);
   if (f == Framework::torchtitan && !torchtitan_flavour(m))
     detail::refuse(
@@ -86,7 +89,9 @@ std::vector<EnvVar> nccl_env(const ClusterProfile& c, const Estimate& e) {
         "2.2."},
        false},
   };
-  if (e.dp_allreduce == AllreduceAlgorithm::tree)
+  // Only where the plan's other all-reduces would not lose by it: TP all-reduces (tp > 1 without
+  // sequence parallelism) run inside the node, where NCCL's NVLS or ring is the measured figure.
+  if (e.dp_allreduce == AllreduceAlgorithm::tree && (e.plan.tp == 1 || e.plan.sp))
     v.push_back(
         {"NCCL_ALGO",
          "allreduce:tree",

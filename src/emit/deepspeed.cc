@@ -28,9 +28,6 @@ constexpr long long kStage3MaxLive = 1000000000;
 /// Where NVMe offload swaps: a placeholder for the node's local NVMe mount (the README says to
 /// set it; DeepSpeed's own examples use /local_nvme).
 constexpr const char* kNvmePath = "/local_nvme";
-/// freeze_step (1-bit Adam, 1-bit LAMB) and var_freeze_step (0/1 Adam): DeepSpeed's default, the
-/// uncompressed warm-up the prediction's compressed rounds follow.
-constexpr long long kCompressionFreezeSteps = 100000;
 
 bool uses_megatron(const Plan& p) { return p.tp > 1 || p.pp > 1; }
 

@@ -74,6 +74,11 @@ std::string recipe(const EmitRequest& r, const Flavour& f) {
            shard ? "" : "zero=0: DDP, the gradients all-reduced");
   s += set("parallelism.data_parallel_shard_degree", std::to_string(shard ? p.dp : 1),
            shard ? "zero=3: FSDP2 shards parameters, gradients, optimizer" : "");
+  // ZeRO-3 as priced: parameters gathered again for every micro-batch's backward. torchtitan's
+  // "default" keeps them gathered between forward and backward under PP (distributed/fsdp.py).
+  if (shard)
+    s += set("parallelism.fsdp_reshard_after_forward", "\"always\"",
+             "zero=3: resharded after each forward");
   s += set("parallelism.tensor_parallel_degree", std::to_string(p.tp));
   if (p.tp > 1)
     s += set("parallelism.enable_sequence_parallel", py_bool(p.sp), fmt("sp={}", int(p.sp)));
@@ -96,6 +101,8 @@ std::string recipe(const EmitRequest& r, const Flavour& f) {
              std::to_string((m.layers + 2 * weight) / stages), fmt("{} stages", stages));
     s += set("parallelism.num_pp_microbatches", std::to_string(p.microbatches()),
              "the whole local batch in one accumulation step");
+    // Trainer.Config._validate_cuda_graphs refuses pipeline parallelism with CUDA graphs on.
+    s += set("training.disable_cuda_graphs", "True", "CUDA graphs do not run with PP");
   }
   s += fmt("    # Batch: {} sequences of {} tokens = mbs {} x dp {} x {} micro-batches\n", p.gbs,
            m.seq_len, p.mbs, p.dp, p.microbatches());

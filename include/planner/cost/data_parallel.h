@@ -19,12 +19,15 @@ inline constexpr double kCompressedBitsPerParam = 1;
 /// error-feedback buffer read and written (16 B) [D: the update rule], the server side's on a
 /// 1/dp chunk neglected.
 inline constexpr double kCompressionKernelBytesPerParam = 16;
+/// freeze_step (1-bit Adam, 1-bit LAMB) and var_freeze_step (0/1 Adam): DeepSpeed's default
+/// uncompressed warm-up, in steps (deepspeed/runtime/fp16/onebit/), which the emitters write.
+inline constexpr long long kCompressionFreezeSteps = 100000;
 
 /// Megatron-LM DistributedDataParallelConfig.bucket_size: max(40M, 1M x dp) parameters per
 /// gradient bucket (dp: the replicas, dp x cp).
 double ddp_bucket_params(long long replicas);
-/// One bucket's share of a rank's `params_rank` parameters (1 when they fit in one bucket): the
-/// last bucket's reduction cannot hide behind backward work.
+/// One bucket's share of a rank's `params_rank` parameters, 1 / dp_buckets (1 when they fit in
+/// one bucket): the last bucket's reduction cannot hide behind backward work.
 double dp_bucket_fraction(const Plan& p, double params_rank);
 /// The gradient all-reduces of one iteration under zero=0: ceil(params / bucket) buckets of equal
 /// size.
@@ -58,9 +61,10 @@ struct DpCost {
 /// `bwd_window`: one micro-batch's forward and backward on the critical stage (what the last
 /// micro-batch's reduction and the next forward's gathers can hide behind); `lc` and
 /// `stage_blocks`: the decoder block's compute and the critical stage's blocks, for ZeRO-3;
-/// `scratch`, when given, storage the ZeRO-3 pass reuses.
+/// `scratch`, when given, storage the ZeRO-3 pass reuses; `warmup_fraction`, the share of the
+/// run's steps a compressed optimizer spends in its uncompressed warm-up (0: after it).
 DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, double params_rank,
                double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks,
-               std::vector<double>* scratch = nullptr);
+               std::vector<double>* scratch = nullptr, double warmup_fraction = 0);
 
 }  // namespace planner

@@ -21,6 +21,7 @@ def planner_plan() -> Trainer.Config:
     # Parallelism: 64 GPUs = dp 2 x tp 8 x pp 4 x cp 1
     config.parallelism.data_parallel_replicate_degree = 1
     config.parallelism.data_parallel_shard_degree = 2                   # zero=3: FSDP2 shards parameters, gradients, optimizer
+    config.parallelism.fsdp_reshard_after_forward = "always"            # zero=3: resharded after each forward
     config.parallelism.tensor_parallel_degree = 8
     config.parallelism.enable_sequence_parallel = True                  # sp=1
     config.parallelism.context_parallel_degree = 1
@@ -30,6 +31,7 @@ def planner_plan() -> Trainer.Config:
     config.parallelism.pipeline_parallel_last_stage_less_layers = 0
     config.parallelism.pipeline_parallel_layers_per_stage = 4           # 20 stages
     config.parallelism.num_pp_microbatches = 64                         # the whole local batch in one accumulation step
+    config.training.disable_cuda_graphs = True                          # CUDA graphs do not run with PP
     # Batch: 128 sequences of 8192 tokens = mbs 1 x dp 2 x 64 micro-batches
     config.training.max_context_length = 8192
     config.training.num_tokens_per_microbatch_per_dp_rank = 8192        # mbs=1
