@@ -293,3 +293,31 @@ TEST_CASE("compression: DeepSpeed's 1-bit optimizers all-reduce signs after the 
                    &why) == Rejection::framework_refuses);
   CHECK(why.find("DeepSpeed's") != std::string::npos);
 }
+
+TEST_CASE("compression: the uncompressed warm-up averaged over the run's steps") {
+  // 256 sequences of 2,048 tokens a step. 26.8B tokens are 51,200 steps, all inside the 100,000
+  // of the warm-up: the plain all-reduce throughout. 268B tokens are 512,000 steps: 100,000 of
+  // them plain, the rest compressed.
+  const ModelSpec& m = fixtures::model("gpt3-1.3b");
+  const ClusterProfile& c = stack_for(Framework::deepspeed, fixtures::cluster("dgx-a100-80gb"));
+  const Plan onebit = plan("tp=1,pp=1,dp=64,mbs=4,gbs=256,dtype=fp16,grad_compression=onebit_adam");
+  Plan plain = onebit;
+  plain.grad_compression = GradCompression::none;
+  EstimateOptions o;
+  o.framework = Framework::deepspeed;
+  const Estimate after = estimate(m, c, onebit, o), uncompressed = estimate(m, c, plain, o);
+  o.train_tokens = 51200.0 * 256 * 2048;
+  const Estimate short_run = estimate(m, c, onebit, o);
+  o.train_tokens = 512000.0 * 256 * 2048;
+  const Estimate long_run = estimate(m, c, onebit, o);
+  REQUIRE((after.ok() && uncompressed.ok() && short_run.ok() && long_run.ok()));
+  CHECK(short_run.dp_comm_total_s == doctest::Approx(uncompressed.dp_comm_total_s));
+  CHECK(short_run.breakdown.dp_comm_s == doctest::Approx(uncompressed.breakdown.dp_comm_s));
+  const double f = 100000.0 / 512000;
+  CHECK(long_run.dp_comm_total_s ==
+        doctest::Approx(f * uncompressed.dp_comm_total_s + (1 - f) * after.dp_comm_total_s));
+  CHECK(long_run.breakdown.dp_comm_s == doctest::Approx(f * uncompressed.breakdown.dp_comm_s +
+                                                        (1 - f) * after.breakdown.dp_comm_s));
+  // The compressed plan names no all-reduce algorithm: it runs none.
+  CHECK(after.dp_bucket_bytes == 0);
+}
