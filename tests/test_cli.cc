@@ -472,6 +472,20 @@ TEST_CASE("advise: each cluster and framework's best plan, a recommendation, the
         std::string::npos);
   const Run none = planner("advise --model configs/models/llama3-8b.yaml --global-batch 0");
   CHECK(none.rc == 2);
+  // The same answer as one HTML page, the pick's row marked.
+  const std::string html = cli_run::scratch("advise") + "/advise.html";
+  const Run page = planner(
+      "advise --model configs/models/llama3-8b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml "
+      "--cluster hw_profiles/dgx-h100-80gb.yaml --global-batch 512 --report " +
+      html);
+  REQUIRE(page.rc == 0);
+  const std::string h = cli_run::slurp(html);
+  CHECK(h.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(h.find("<tr class=\"top\"><td class=\"l\">dgx-h100-80gb</td><td>megatron</td>") !=
+        std::string::npos);
+  CHECK(h.find("torchtitan") != std::string::npos);
+  CHECK(h.find("<h2>Recommendation</h2>") != std::string::npos);
+  CHECK(h.find("</html>") != std::string::npos);
 }
 
 TEST_CASE("estimate says when DeepSpeed's 1-bit Adam would pay, and emits it") {

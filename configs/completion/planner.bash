@@ -155,8 +155,9 @@ _planner() {
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --memory-limit-GiB) :; return ;;
         --format) _planner_words 'text json'; return ;;
+        --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --clusters --gpus --global-batch --train-tokens --deadline-days --budget-usd --gpu-hour-usd --dtype --tp-across-nodes --memory-limit-GiB --format'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --clusters --gpus --global-batch --train-tokens --deadline-days --budget-usd --gpu-hour-usd --dtype --tp-across-nodes --memory-limit-GiB --format --report'; else _planner_words ''; fi ;;
     profile)
       case "$prev" in
       esac

@@ -14,7 +14,9 @@
 #include "planner/io/cluster_io.h"
 #include "planner/io/json.h"
 #include "planner/io/knobs.h"
+#include "planner/io/output.h"
 #include "planner/limits.h"
+#include "planner/report/html.h"
 #include "planner/search.h"
 #include "planner/units.h"
 
@@ -75,6 +77,7 @@ KnobSpace rule_knobs(Rule r, const ModelSpec& m, const ClusterProfile& c, int gp
 
 struct AdviseArgs : LimitArgs {
   std::string model, clusters_dir, gpus, train_tokens, dtype = "bf16", format = "text";
+  std::string report;  ///< --report FILE.html
   std::vector<std::string> clusters;
   double deadline_days = 0, budget_usd = 0, gpu_hour_usd = 0;
   int global_batch = 0;
@@ -377,6 +380,55 @@ nlohmann::ordered_json to_json(const ModelSpec& m, double tokens, const std::vec
   return j;
 }
 
+/// The same answer as one HTML page: the inputs, every (cluster, framework) row with the pick
+/// marked, and the recommendation with the source's rules checked.
+std::string advise_html(const ModelSpec& m, double tokens, const AdviseArgs& a,
+                        const std::vector<Row>& rows, const Row& pick, const RuleCheck& rc,
+                        const std::string& fw) {
+  const Rule rule = rule_for(m.total_params());
+  std::string body = "<section id=\"inputs\">\n<h2>Inputs</h2>\n";
+  body +=
+      html_table({{"input", "value"},
+                  {"model", fmt("{}: {:.2f}B parameters, the source's {} class", m.name,
+                                m.total_params() / 1e9, class_name(rule))},
+                  {"training", fmt("{:.3g} tokens, global batch {} sequences of {}", tokens,
+                                   a.global_batch, m.seq_len)},
+                  {"deadline, budget",
+                   fmt("{} days, {} USD", a.deadline_days > 0 ? fmt("{:g}", a.deadline_days) : "-",
+                       a.budget_usd > 0 ? fmt("{:g}", a.budget_usd) : "-")}});
+  body += "</section>\n<section id=\"rows\">\n<h2>Each cluster and framework's best plan</h2>\n";
+  std::vector<std::vector<std::string>> table = {{"cluster", "framework", "gpus", "iter_s", "days",
+                                                  "GPU-hours", "cost_usd", "free_GiB", "plan"}};
+  int picked = -1;
+  for (const Row& r : rows) {
+    if (&r == &pick) picked = int(table.size()) - 1;
+    if (!r.best) {
+      table.push_back({r.cluster.name, to_string(r.framework), "", "", "", "", "", "", r.why_none});
+      continue;
+    }
+    const Estimate& e = *r.best;
+    table.push_back({r.cluster.name, to_string(r.framework), std::to_string(e.plan.gpus()),
+                     fmt("{:.3f}", e.iteration_time_s), fmt("{:.1f}", r.days),
+                     fmt("{:.0f}", r.gpu_hours), money(r), fmt("{:.1f}", r.headroom_GiB),
+                     "--plan \"" + to_plan_string(e.plan) + "\""});
+  }
+  body += html_table(table, picked) + "</section>\n";
+  body += "<section id=\"recommendation\">\n<h2>Recommendation</h2>\n<ul>\n";
+  auto item = [&](const std::string& text) {
+    if (!text.empty()) body += "<li>" + html_escape(text) + "</li>\n";
+  };
+  item(fmt("{} with {} on {} GPUs: {:.1f} days, {:.0f} GPU-hours{}", pick.cluster.name,
+           info(pick.framework).title, pick.best->plan.gpus(), pick.days, pick.gpu_hours,
+           pick.price > 0 ? fmt(", {:.0f} USD", pick.usd) : std::string()));
+  item(fmt("size: {:.1f}B parameters is the source's {} class: {}", m.total_params() / 1e9,
+           class_name(rule), rule_text(rule)));
+  item(rc.verdict);
+  item(hardware_verdict(rows, pick, rule));
+  item(fw);
+  body += "</ul>\n</section>\n";
+  return html_page(fmt("planner advise: {}", m.name), body);
+}
+
 int run_advise(const AdviseArgs& a) {
   if (a.global_batch <= 0)
     throw InputError("", 0, "--global-batch", "must be a positive number of sequences");
@@ -404,6 +456,8 @@ int run_advise(const AdviseArgs& a) {
     std::cout << io::dump_json(to_json(m, tokens, rows, pick, &rc, fw), 2) << "\n";
   else
     print_text(std::cout, m, a, tokens, rows, pick, &rc, fw);
+  if (!a.report.empty())
+    io::write_file_atomically(a.report, advise_html(m, tokens, a, rows, *pick, rc, fw));
   return 0;
 }
 
@@ -437,6 +491,8 @@ void add_advise(CLI::App& app, int* rc) {
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   add_limit_options(s, *a);
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  s->add_option("--report", a->report,
+                "write the answer as a self-contained HTML page to this file");
   s->callback([a, rc] { *rc = run_advise(*a); });
 }
 

@@ -51,6 +51,21 @@ std::string row(const std::vector<std::string>& cells, bool header = false,
   return out + "</tr>\n";
 }
 
+}  // namespace
+
+std::string html_table(const std::vector<std::vector<std::string>>& rows, int highlight) {
+  std::string out = "<div class=\"scroll\"><table>\n";
+  for (size_t i = 0; i < rows.size(); ++i)
+    out += row(rows[i], i == 0, int(i) - 1 == highlight && i > 0 ? "top" : "");
+  return out + "</table></div>\n";
+}
+
+std::string html_page(const std::string& title, const std::string& body) {
+  return head(title) + body + foot();
+}
+
+namespace {
+
 std::string inputs_section(const RunContext& ctx, const std::string& extra_row) {
   const ModelSpec& m = *ctx.model;
   const ClusterProfile& c = *ctx.cluster;

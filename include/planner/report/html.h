@@ -28,4 +28,10 @@ std::string estimate_html(const RunContext& ctx, const Estimate& e,
 /// Escapes text for HTML (the same five characters as SVG).
 std::string html_escape(const std::string& text);
 
+/// One table of text cells, the first row its header, as the reports write theirs; `highlight`:
+/// the index of a body row to mark (-1: none).
+std::string html_table(const std::vector<std::vector<std::string>>& rows, int highlight = -1);
+/// A whole page: the reports' style, `title` as its heading, `body` (HTML), the planner's footer.
+std::string html_page(const std::string& title, const std::string& body);
+
 }  // namespace planner
