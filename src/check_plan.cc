@@ -108,8 +108,14 @@ Rejection check_framework(const ModelSpec& m, const ClusterProfile& c, const Pla
 /// (the offloaded one is ZeRO's or Megatron's distributed optimizer), ZeRO-3 for parameters, a
 /// host block, and a stated NVMe bandwidth for NVMe.
 Rejection check_offload(const ClusterProfile& c, const Plan& p, std::string* reason) {
-  if (!p.offloads()) return Rejection::none;
   auto no = [&](auto&& why) { return fail(Rejection::offload_invalid, reason, why); };
+  if (p.offload_activation_layers > 0 && !c.host.present())
+    return no([&] {
+      return std::string("the profile ") + c.name +
+             " has no host block (host.memory_GiB, memory_bandwidth_GBps, link_GBps): activation "
+             "offload is not planned on it";
+    });
+  if (!p.offloads()) return Rejection::none;
   if (!c.host.present())
     return no([&] {
       return std::string("the profile ") + c.name +
@@ -234,6 +240,13 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
           "zeropp=1 (ZeRO++) quantizes and partitions ZeRO-3's parameters; needs zero=3, "
           "got zero={}",
           p.zero);
+    });
+  // TransformerConfig.__post_init__ at d98e8a64: "CPU offloading can be done only for layers less
+  // than num_layers".
+  if (p.offload_activation_layers >= m.layers && p.offload_activation_layers > 0)
+    return fail(Rejection::offload_invalid, reason, [&] {
+      return fmt("offload_activations={} must be fewer than the model's {} layers",
+                 p.offload_activation_layers, m.layers);
     });
   // hpZ's secondary groups are consecutive global ranks (the node's), which holds for pure data
   // (and context) parallelism only; with TP they would group a layer's shards together.

@@ -51,14 +51,16 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTime
 /// Step 4: memory of the most loaded stage, with the simulated peak of micro-batches in flight
 /// when there is one. False (and the estimate rejected) when it does not fit.
 /// `hpz`: ZeRO++'s secondary weight partition (hpz_partition), whose bf16 shard of the stage's
-/// weights each rank keeps beside ZeRO-3's own (1: none).
+/// weights each rank keeps beside ZeRO-3's own (1: none). `offloaded_act`: the stored activation
+/// bytes per micro-batch in flight that activation offload keeps in host memory.
 bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradients, int hpz,
-          Estimate& e) {
+          double offloaded_act, Estimate& e) {
   const InFlight closed_form(p);
   for (int s = 0; s < p.pp; ++s) {
     const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : closed_form.on(s);
     MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight, host_gradients);
     if (hpz > 1) mem.weights += st.load[s].params * weight_bytes_per_param(p.dtype) / hpz;
+    mem.activations = std::max(0.0, mem.activations - in_flight * offloaded_act);
     if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
   }
   if (e.memory_bytes <= e.memory_limit_bytes) return true;
@@ -156,7 +158,12 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const SimResult* simmed = simulated ? &sim : nullptr;
   // 4. Memory.
   const int hpz = p.zeropp && p.zero == 3 ? hpz_partition(c, p) : 1;
-  const bool fit = fits(st, p, simmed, deepspeed_offload(o.framework), hpz, e);
+  // Activation offload: the offloaded layers' stored activations live on the host but for the
+  // layer being reloaded before its backward (Transformer Engine reloads one group ahead).
+  const BlockCost& block = pc.shape.back();
+  const int act_layers = std::min(p.offload_activation_layers, m.layers);
+  const double offloaded_act = std::max(0, act_layers - 1) * block.act_bytes;
+  const bool fit = fits(st, p, simmed, deepspeed_offload(o.framework), hpz, offloaded_act, e);
   if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
   if (!fit) return e;
   StageTimes& tt = ws.times;
@@ -181,18 +188,32 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const double shard = params_rank / (p.zero >= 1 ? p.weight_replicas() : 1);
   const OffloadCost off = offload_cost(c, p, o.framework, params_rank, shard, tt.fwd, tt.bwd,
                                        optimizer_step_s(c.gpu, shard));
-  if (p.offloads()) {
-    e.host_memory_bytes = off.host_bytes * ranks_per_node(c, p);
+  // Each offloaded layer's activations go down after its forward and up before its backward,
+  // beside the next layer's compute: what a layer's transfer takes beyond it is exposed.
+  double act_offload_s = 0;
+  if (act_layers > 0) {
+    const double bytes = act_layers * block.act_bytes * InFlight(p).on(0);
+    const double per_layer_s = block.act_bytes / c.host.achieved_link_Bps();
+    act_offload_s =
+        mb * act_layers *
+        (std::max(0.0, per_layer_s - block.fwd_s) + std::max(0.0, per_layer_s - block.bwd_s));
+    e.offload_d2h_bytes += mb * act_layers * block.act_bytes;
+    e.offload_h2d_bytes += mb * act_layers * block.act_bytes;
+    e.host_memory_bytes += bytes * ranks_per_node(c, p);
     e.host_memory_limit_bytes = c.host.memory_bytes * kHostMemoryUsableFraction;
-    e.offload_h2d_bytes = off.h2d_bytes, e.offload_d2h_bytes = off.d2h_bytes;
-    if (e.host_memory_bytes > e.host_memory_limit_bytes) {
-      e.rejection = Rejection::host_out_of_memory;
-      return e;
-    }
+  }
+  if (p.offloads()) {
+    e.host_memory_bytes += off.host_bytes * ranks_per_node(c, p);
+    e.host_memory_limit_bytes = c.host.memory_bytes * kHostMemoryUsableFraction;
+    e.offload_h2d_bytes += off.h2d_bytes, e.offload_d2h_bytes += off.d2h_bytes;
+  }
+  if (e.host_memory_bytes > e.host_memory_limit_bytes && e.host_memory_limit_bytes > 0) {
+    e.rejection = Rejection::host_out_of_memory;
+    return e;
   }
   // 7. Attribution.
   e.breakdown = attribute(tt, mb, pipe, simmed, dp, off.gpu_step_s);
-  e.breakdown.offload_s = off.exposed_s();
+  e.breakdown.offload_s = off.exposed_s() + act_offload_s;
   e.dp_comm_total_s = dp.total;
   if (p.zero == 0 && p.grad_compression == GradCompression::none && p.weight_replicas() > 1) {
     e.dp_allreduce = dp_allreduce_algorithm(c, p, params_rank);

@@ -76,7 +76,8 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
           "tp_comm_overlap=0 and overlap_param_gather=0",
           t);
     });
-  if (p.offloads() || p.grad_compression != GradCompression::none || p.zeropp)
+  if (p.offloads() || p.grad_compression != GradCompression::none || p.zeropp ||
+      p.offload_activation_layers > 0)
     return no(reason, [&] {
       return fmt(
           "{} is kept to predict the 2021 runs, which offloaded and compressed nothing; plan "
@@ -159,6 +160,16 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
       return std::string(
           "ZeRO++ (zeropp=1) is DeepSpeed's ZeRO-3; Megatron FSDP has no quantized gathers; use "
           "zeropp=0 or --framework deepspeed");
+    });
+  // TransformerConfig.__post_init__ at d98e8a64: "Currently there is no support for Pipeline
+  // parallelism with CPU offloading"; "CPU offloading does not work when activation
+  // recomputation is enabled".
+  if (p.offload_activation_layers > 0 && (p.pp > 1 || p.recompute != Recompute::none))
+    return no(reason, [&] {
+      return fmt(
+          "Megatron-LM's --cpu-offloading-num-layers runs without pipeline parallelism and "
+          "without recomputation, got pp={} and recompute={}",
+          p.pp, to_string(p.recompute));
     });
   if (p.offload_params != OffloadDevice::none)
     return no(reason, [] {
@@ -268,6 +279,12 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
           "schedule=1f1b",
           to_string(p.schedule));
     });
+  if (p.offload_activation_layers > 0)
+    return no(reason, [] {
+      return std::string(
+          "DeepSpeed offloads activation checkpoints (cpu_checkpointing), not a layer's stored "
+          "activations; use offload_activations=0 or --framework megatron");
+    });
   // Megatron-DeepSpeed builds DeepSpeed's PipeModelDataParallelTopology (runtime/pipe/
   // topology.py: axes pipe, data, model, the last innermost): TP, then DP, then the stages.
   if (p.order != RankOrder::tp_cp_dp_pp)
@@ -354,7 +371,7 @@ bool refuses_torchtitan(const Plan& p, std::string* reason) {
           "torchtitan's device mesh puts pp outermost, then dp, cp and tp (ParallelDims); use "
           "order=tp-cp-dp-pp");
     });
-  if (p.offloads())
+  if (p.offloads() || p.offload_activation_layers > 0)
     return no(reason, [] {
       return std::string(
           "torchtitan's training.enable_cpu_offload moves FSDP2's parameters, gradients and "

@@ -182,6 +182,21 @@ std::array<KnobDef, kNumKnobs> make_table() {
        "int4 gradient reduce-scatters), 0,1 (default 0)",
        bits, 0, 0, true, true, "zpp", 3, [](const Plan& p) { return p.zeropp ? 1 : kUnset; },
        [](Plan& p, int v) { p.zeropp = v == 1; }},
+      {K::offload_activations,
+       "offload_activations",
+       "decoder layers whose activations go to host memory (Megatron-LM's "
+       "--cpu-offloading-num-layers; pp=1, no recomputation), e.g. 0,8,16 (default 0)",
+       {},
+       0,
+       kMaxKnob,
+       true,
+       true,
+       "offa",
+       4,
+       [](const Plan& p) {
+         return p.offload_activation_layers == 0 ? kUnset : p.offload_activation_layers;
+       },
+       [](Plan& p, int v) { p.offload_activation_layers = v == kUnset ? 0 : v; }},
       {K::offload_optimizer, "offload_optimizer",
        "optimizer states and step to none, cpu or nvme (default: none and cpu where a plan does "
        "not fit without)",

@@ -119,6 +119,8 @@ std::vector<Case> all_cases() {
   v.push_back({"megatron-fsdp", kLlama, kH100, "tp=8,pp=1,dp=8,mbs=1,gbs=128,zero=3,sp=1", M});
   v.push_back(
       {"ds-plain-zero3", small, kA100, "tp=1,pp=1,dp=4,mbs=4,gbs=64,zero=3,recompute=full", D});
+  v.push_back({"act-offload", l8, kH100,
+               "tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,recompute=none,offload_activations=30", M});
   v.push_back({"ds-zeropp", small, kA100,
                "tp=1,pp=1,dp=16,mbs=4,gbs=64,zero=3,recompute=full,zeropp=1", D});
   v.push_back(
@@ -373,7 +375,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
     }
   }
   // Two scripts per Megatron case, one launcher per DeepSpeed and torchtitan case.
-  CHECK(n == 2 * 15 + 18 + 1);
+  CHECK(n == 2 * 16 + 18 + 1);
   fs::remove_all(dir);
 }
 

@@ -321,3 +321,51 @@ TEST_CASE("compression: the uncompressed warm-up averaged over the run's steps")
   // The compressed plan names no all-reduce algorithm: it runs none.
   CHECK(after.dp_bucket_bytes == 0);
 }
+
+TEST_CASE("activation offload: Megatron-LM's --cpu-offloading-num-layers, priced per layer") {
+  const ModelSpec& m = llama8();
+  const ClusterProfile c = stack_for(Framework::megatron, h100());
+  const std::string base = "tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,recompute=none";
+  EstimateOptions o;
+  o.framework = Framework::megatron;
+  o.memory_limit_bytes = 1e15;  // the costs, whether or not they fit
+  auto with = [&](int n) {
+    return estimate(m, c, plan(base + ",offload_activations=" + std::to_string(n)), o);
+  };
+  const Estimate none = with(0), e8 = with(8), e24 = with(24);
+  REQUIRE((none.ok() && e8.ok() && e24.ok()));
+  // The offloaded layers' activations leave the GPU but for the one being reloaded: 7 and 23
+  // layers' worth, one micro-batch in flight.
+  const double layer = (none.memory.activations - e8.memory.activations) / 7;
+  CHECK(layer > 0);
+  CHECK(none.memory.activations - e24.memory.activations == doctest::Approx(23 * layer));
+  // Each layer's transfer down and up beside a layer's forward and backward: exposed in
+  // proportion to the layers, for every micro-batch; its bytes each way per iteration.
+  CHECK(e24.breakdown.offload_s == doctest::Approx(3 * e8.breakdown.offload_s));
+  CHECK(e8.offload_d2h_bytes == doctest::Approx(8 * 8 * layer));  // 8 micro-batches of 1
+  CHECK(e8.offload_h2d_bytes == doctest::Approx(e8.offload_d2h_bytes));
+  CHECK(e8.host_memory_bytes == doctest::Approx(8 * layer * 8));  // 8 ranks a node
+  // On the 80 GB GPU the plan does not fit without it and fits with 30 of its 32 layers offloaded.
+  o.memory_limit_bytes = 0;
+  CHECK(estimate(m, c, plan(base), o).rejection == Rejection::out_of_memory);
+  CHECK(with(30).ok());
+  // Megatron-LM's TransformerConfig: no pipeline, no recomputation, fewer layers than the model.
+  std::string why;
+  CHECK(check_plan(m, c, plan("tp=1,pp=2,dp=4,mbs=1,gbs=64,zero=1,offload_activations=8"), o,
+                   &why) == Rejection::framework_refuses);
+  CHECK(why.find("--cpu-offloading-num-layers") != std::string::npos);
+  CHECK(check_plan(m, c, plan(base + ",recompute=selective,offload_activations=8"), o, &why) ==
+        Rejection::framework_refuses);
+  CHECK(check_plan(m, c, plan(base + ",offload_activations=32"), o, &why) ==
+        Rejection::offload_invalid);
+  EstimateOptions ds = o;
+  ds.framework = Framework::deepspeed;
+  CHECK(check_plan(m, stack_for(Framework::deepspeed, h100()),
+                   plan(base + ",offload_activations=8"), ds,
+                   &why) == Rejection::framework_refuses);
+  // Without a host block it is not planned.
+  ClusterProfile bare = c;
+  bare.host = Host{};
+  CHECK(check_plan(m, bare, plan(base + ",offload_activations=8"), o, &why) ==
+        Rejection::offload_invalid);
+}

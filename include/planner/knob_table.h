@@ -34,6 +34,7 @@ enum class KnobId {
   tp_comm_overlap,
   grad_compression,
   zeropp,
+  offload_activations,
   offload_optimizer,  // the offload knobs last: the search's odometer turns them fastest
   offload_params,
   offload_pct,

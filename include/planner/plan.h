@@ -71,9 +71,15 @@ struct Plan {
   /// bf16 weight partition inside each node, so the backward's gathers stay on NVLink) and qgZ
   /// (the gradient reduce-scatter in int4 through a hierarchical all-to-all).
   bool zeropp = false;
+  /// Decoder layers whose stored activations go to host memory after their forward and come back
+  /// before their backward (Megatron-Core's layer-level CPU offloading through Transformer
+  /// Engine, --cpu-offloading-num-layers; activations only, its weights default off).
+  int offload_activation_layers = 0;
   bool offloads() const {
     return offload_optimizer != OffloadDevice::none || offload_params != OffloadDevice::none;
   }
+  /// Anything on the host: the optimizer, ZeRO-3 parameters or a layer's activations (reports).
+  bool uses_host() const { return offloads() || offload_activation_layers > 0; }
   /// The fraction of this rank's optimizer states (and their step) on the host.
   double offloaded_fraction() const {
     return offload_optimizer == OffloadDevice::none ? 0.0 : offload_pct / 100.0;

@@ -66,6 +66,10 @@ ArgGroup memory_group(const Plan& p) {
     g.args.push_back({"--recompute-num-layers", "1", "... from its own input"});
   }
   if (p.recompute == Recompute::none) g.notes.push_back("recompute=none: no recomputation flags");
+  // Layer-level activation offload (Transformer Engine); arguments.py turns cpu_offloading on.
+  if (p.offload_activation_layers > 0)
+    g.args.push_back({"--cpu-offloading-num-layers", std::to_string(p.offload_activation_layers),
+                      "these layers' activations in host memory between forward and backward"});
   const char* over = p.cp > 1 ? "dp x cp" : "dp";
   if (p.zero == 1) {
     g.args.push_back(

@@ -97,7 +97,7 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
          e.dp_bucket_bytes / 1e6, to_string(e.dp_allreduce), dp_group(e.plan, *ctx.cluster).nodes);
   share(out, "pipeline bubble", b.bubble_s, t);
   share(out, "optimizer step", b.optimizer_s, t);
-  if (e.plan.offloads()) share(out, "offload (host)", b.offload_s, t);
+  if (e.plan.uses_host()) share(out, "offload (host)", b.offload_s, t);
   print_layer(out, e);
   const MemoryBreakdown& mem = e.memory;
   out << "\nmemory per GPU (most loaded stage)\n";
@@ -108,7 +108,7 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
        mem.reserve / kGiB);
   line(out, "  total {:.2f} GiB of {:.2f} GiB{}\n", e.memory_bytes / kGiB,
        e.memory_limit_bytes / kGiB, e.memory_bytes > e.memory_limit_bytes ? ": does not fit" : "");
-  if (e.plan.offloads())
+  if (e.plan.uses_host())
     line(out,
          "  host memory per node {:.1f} GiB of {:.0f} GiB usable; per GPU and iteration {:.2f} GB "
          "to the host, {:.2f} GB back\n",

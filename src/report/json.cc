@@ -63,7 +63,7 @@ json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens,
               {"bubble_s", b.bubble_s},
               {"optimizer_s", b.optimizer_s},
               {"offload_s", b.offload_s}}}};
-  if (p.offloads())
+  if (p.uses_host())
     j["offload"] = {{"host_memory_bytes_per_node", e.host_memory_bytes},
                     {"host_memory_limit_bytes_per_node", e.host_memory_limit_bytes},
                     {"h2d_bytes_per_gpu", e.offload_h2d_bytes},
