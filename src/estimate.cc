@@ -160,9 +160,9 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const int hpz = p.zeropp && p.zero == 3 ? hpz_partition(c, p) : 1;
   // Activation offload: the offloaded layers' stored activations live on the host but for the
   // layer being reloaded before its backward (Transformer Engine reloads one group ahead).
-  const BlockCost& block = pc.shape.back();
+  const BlockCost& decoder = pc.shape.back();
   const int act_layers = std::min(p.offload_activation_layers, m.layers);
-  const double offloaded_act = std::max(0, act_layers - 1) * block.act_bytes;
+  const double offloaded_act = std::max(0, act_layers - 1) * decoder.act_bytes;
   const bool fit = fits(st, p, simmed, deepspeed_offload(o.framework), hpz, offloaded_act, e);
   if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
   if (!fit) return e;
@@ -174,7 +174,6 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
       pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction);
   const double pipe = simulated ? sim.makespan_s : closed;
   // 5. DP cost over the dp x cp replicas of the most loaded stage's weights.
-  const BlockCost& decoder = pc.shape.back();
   double params_rank = 0;
   for (const StageLoad& l : st.load) params_rank = std::max(params_rank, l.params);
   // A compressed optimizer's warm-up, averaged over the run's steps where they are known.
@@ -192,21 +191,20 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   // beside the next layer's compute: what a layer's transfer takes beyond it is exposed.
   double act_offload_s = 0;
   if (act_layers > 0) {
-    const double bytes = act_layers * block.act_bytes * InFlight(p).on(0);
-    const double per_layer_s = block.act_bytes / c.host.achieved_link_Bps();
+    const double bytes = act_layers * decoder.act_bytes * InFlight(p).on(0);
+    const double per_layer_s = decoder.act_bytes / c.host.achieved_link_Bps();
     act_offload_s =
         mb * act_layers *
-        (std::max(0.0, per_layer_s - block.fwd_s) + std::max(0.0, per_layer_s - block.bwd_s));
-    e.offload_d2h_bytes += mb * act_layers * block.act_bytes;
-    e.offload_h2d_bytes += mb * act_layers * block.act_bytes;
+        (std::max(0.0, per_layer_s - decoder.fwd_s) + std::max(0.0, per_layer_s - decoder.bwd_s));
+    e.offload_d2h_bytes += mb * act_layers * decoder.act_bytes;
+    e.offload_h2d_bytes += mb * act_layers * decoder.act_bytes;
     e.host_memory_bytes += bytes * ranks_per_node(c, p);
-    e.host_memory_limit_bytes = c.host.memory_bytes * kHostMemoryUsableFraction;
   }
   if (p.offloads()) {
     e.host_memory_bytes += off.host_bytes * ranks_per_node(c, p);
-    e.host_memory_limit_bytes = c.host.memory_bytes * kHostMemoryUsableFraction;
     e.offload_h2d_bytes += off.h2d_bytes, e.offload_d2h_bytes += off.d2h_bytes;
   }
+  if (p.uses_host()) e.host_memory_limit_bytes = c.host.memory_bytes * kHostMemoryUsableFraction;
   if (e.host_memory_bytes > e.host_memory_limit_bytes && e.host_memory_limit_bytes > 0) {
     e.rejection = Rejection::host_out_of_memory;
     return e;
@@ -217,7 +215,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   e.dp_comm_total_s = dp.total;
   if (p.zero == 0 && p.grad_compression == GradCompression::none && p.weight_replicas() > 1) {
     e.dp_allreduce = dp_allreduce_algorithm(c, p, params_rank);
-    e.dp_bucket_bytes = params_rank * grad_wire_bytes(p.dtype) / dp_buckets(p, params_rank);
+    e.dp_bucket_bytes = dp_bucket_bytes(p, params_rank);
   }
   const double after = e.breakdown.dp_comm_s + e.breakdown.optimizer_s + e.breakdown.offload_s;
   e.iteration_time_s = pipe + after;

@@ -223,10 +223,9 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
   };
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
   if (ranks > 1 && p.zero == 0) {  // one all-reduce per gradient bucket (dp_buckets)
-    const int buckets = dp_buckets(p, params_rank);
-    add("dp_grad_allreduce", Collective::allreduce, grad_bytes / buckets, ranks, dpg,
+    add("dp_grad_allreduce", Collective::allreduce, dp_bucket_bytes(p, params_rank), ranks, dpg,
         Pass::backward_weight, ov.grad_reduce);
-    out.back().count = buckets;
+    out.back().count = dp_buckets(p, params_rank);
   } else if (ranks > 1 && p.zero <= 2) {  // and after the optimizer step, the updated weights
     add("dp_grad_reduce_scatter", Collective::reduce_scatter, grad_bytes, ranks, dpg,
         Pass::backward_weight, ov.grad_reduce);

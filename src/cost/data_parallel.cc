@@ -11,6 +11,8 @@
 namespace planner {
 namespace {
 
+double ddp_bucket_params(long long replicas) { return std::max(40e6, 1e6 * double(replicas)); }
+
 /// Overlapped (`overlap`) or fully exposed collective of `t` seconds beside `window` of compute.
 double exposed_part(double t, double window, double tail_fraction, bool overlap, double slowdown) {
   return overlap ? exposed_after_overlap(t, window, tail_fraction, slowdown) : t;
@@ -83,7 +85,8 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                std::vector<double>* scratch, double warmup_fraction) {
   DpCost d;
   const GroupLayout dpg = dp_group(p, c);
-  const double bucket = dp_bucket_fraction(p, params_rank);
+  const int buckets = dp_buckets(p, params_rank);
+  const double bucket = 1.0 / buckets;  // the last bucket's share, exposed after the backward
   const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
   const double param_bytes = params_rank * weight_bytes_per_param(p.dtype);
   const SoftwareStack& sw = c.software;
@@ -111,7 +114,6 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     }
   } else if (p.zero == 0) {
     // One all-reduce per gradient bucket, each on the faster of NCCL's ring and tree at that size.
-    const int buckets = dp_buckets(p, params_rank);
     const double ar =
         buckets * collective_time_s(c, Collective::allreduce, grad_bytes / buckets, dpg);
     d.total = ar;
@@ -135,15 +137,12 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     const double rs_wire =
         collective_time_s(c, Collective::reduce_scatter, rs_bytes, z3) - rs_latency;
     Gather gathers[2] = {{ag_wire, ag_latency}, {ag_wire, ag_latency}};
-    if (p.zeropp) {
-      const int hpz = hpz_partition(c, p);
+    // hpZ: the recompute's and backward's gathers among the node's ranks (where the group leaves
+    // the node; inside it they are the forward's).
+    if (const int hpz = p.zeropp ? hpz_partition(c, p) : 1; hpz > 1) {
       const GroupLayout node{hpz, hpz, 1};
       const double lat = collective_latency_s(c, Collective::allgather, node);
-      gathers[1] =
-          hpz > 1
-              ? Gather{collective_time_s(c, Collective::allgather, param_bytes, node) - lat, lat}
-              : Gather{collective_time_s(c, Collective::allgather, fwd_bytes, z3) - ag_latency,
-                       ag_latency};
+      gathers[1] = {collective_time_s(c, Collective::allgather, param_bytes, node) - lat, lat};
     }
     // Gathered module by module, prefetched a bucket ahead (DeepSpeed's
     // stage3_prefetch_bucket_size), one collective per module: modules whose compute is shorter
@@ -162,12 +161,6 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   return d;
 }
 
-double ddp_bucket_params(long long replicas) { return std::max(40e6, 1e6 * double(replicas)); }
-
-double dp_bucket_fraction(const Plan& p, double params_rank) {
-  return 1.0 / dp_buckets(p, params_rank);
-}
-
 int hpz_partition(const ClusterProfile& c, const Plan& p) {
   const GroupLayout g = dp_group(p, c);
   return g.nodes > 1 ? g.ranks_per_node : 1;
@@ -178,10 +171,13 @@ int dp_buckets(const Plan& p, double params_rank) {
       1, static_cast<int>(std::ceil(params_rank / ddp_bucket_params(p.weight_replicas()))));
 }
 
+double dp_bucket_bytes(const Plan& p, double params_rank) {
+  return params_rank * grad_wire_bytes(p.dtype) / dp_buckets(p, params_rank);
+}
+
 AllreduceAlgorithm dp_allreduce_algorithm(const ClusterProfile& c, const Plan& p,
                                           double params_rank) {
-  const double bytes = params_rank * grad_wire_bytes(p.dtype) / dp_buckets(p, params_rank);
-  return allreduce_algorithm(c, bytes, dp_group(p, c));
+  return allreduce_algorithm(c, dp_bucket_bytes(p, params_rank), dp_group(p, c));
 }
 
 }  // namespace planner

@@ -23,15 +23,13 @@ inline constexpr double kCompressionKernelBytesPerParam = 16;
 /// uncompressed warm-up, in steps (deepspeed/runtime/fp16/onebit/), which the emitters write.
 inline constexpr long long kCompressionFreezeSteps = 100000;
 
-/// Megatron-LM DistributedDataParallelConfig.bucket_size: max(40M, 1M x dp) parameters per
-/// gradient bucket (dp: the replicas, dp x cp).
-double ddp_bucket_params(long long replicas);
-/// One bucket's share of a rank's `params_rank` parameters, 1 / dp_buckets (1 when they fit in
-/// one bucket): the last bucket's reduction cannot hide behind backward work.
-double dp_bucket_fraction(const Plan& p, double params_rank);
-/// The gradient all-reduces of one iteration under zero=0: ceil(params / bucket) buckets of equal
-/// size.
+/// The gradient buckets of one iteration: ceil(params / bucket) of equal size, a bucket being
+/// Megatron-LM's DistributedDataParallelConfig.bucket_size, max(40M, 1M x dp) parameters (dp: the
+/// replicas, dp x cp). Under zero=0 one all-reduce each; the last one's reduction cannot hide
+/// behind backward work.
 int dp_buckets(const Plan& p, double params_rank);
+/// One bucket's bytes on the wire (the gradient's wire precision).
+double dp_bucket_bytes(const Plan& p, double params_rank);
 /// The algorithm of the plan's gradient all-reduce (zero=0) per bucket: NCCL's ring or tree,
 /// whichever the model finds faster at the bucket's size over the dp x cp group.
 AllreduceAlgorithm dp_allreduce_algorithm(const ClusterProfile& c, const Plan& p,
