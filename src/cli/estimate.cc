@@ -37,6 +37,15 @@ Estimate without_memory_limit(const Inputs& in, const Plan& p, const EstimateOpt
 /// DeepSpeed's 1-bit Adam would pay; it is named when it would save at least kCompressionGain.
 constexpr double kCompressionAskShare = 0.10, kCompressionGain = 0.05;
 
+/// Plan `q` estimated on DeepSpeed's stack (`hardware`: the profile before any framework's stack),
+/// as the savers only DeepSpeed runs are priced.
+Estimate on_deepspeed(const ModelSpec& m, const ClusterProfile& hardware, const Plan& q,
+                      const EstimateOptions& o) {
+  EstimateOptions qo = o;
+  qo.framework = Framework::deepspeed;
+  return estimate(m, cluster_for(hardware, Framework::deepspeed, false), q, qo);
+}
+
 /// "1-bit Adam would take X s": for a pure data-parallel plan whose DP communication is exposed,
 /// the same plan under DeepSpeed with zero=0 and grad_compression=onebit_adam, when it is at
 /// least kCompressionGain faster. `hardware` is the profile before any framework's stack.
@@ -50,9 +59,7 @@ std::vector<Diagnostic> compression_advice(const ModelSpec& m, const ClusterProf
   q.zero = 0, q.offload_optimizer = q.offload_params = OffloadDevice::none, q.offload_pct = 100;
   q.grad_compression = GradCompression::onebit_adam;
   q.overlap_param_gather.reset();
-  EstimateOptions qo = o;
-  qo.framework = Framework::deepspeed;
-  const Estimate c = estimate(m, cluster_for(hardware, Framework::deepspeed, false), q, qo);
+  const Estimate c = on_deepspeed(m, hardware, q, o);
   if (!c.ok() || !finite_result(c) ||
       c.iteration_time_s > (1 - kCompressionGain) * e.iteration_time_s)
     return {};
@@ -76,13 +83,10 @@ std::vector<Diagnostic> zeropp_advice(const ModelSpec& m, const ClusterProfile& 
   const Plan& p = e.plan;
   if (p.zero != 3 || p.zeropp || e.breakdown.dp_comm_s < kCompressionAskShare * e.iteration_time_s)
     return {};
-  EstimateOptions qo = o;
-  qo.framework = Framework::deepspeed;
-  const ClusterProfile ds = cluster_for(hardware, Framework::deepspeed, false);
   Plan q = p;
-  const Estimate without = estimate(m, ds, q, qo);
+  const Estimate without = on_deepspeed(m, hardware, q, o);
   q.zeropp = true;
-  const Estimate with = estimate(m, ds, q, qo);
+  const Estimate with = on_deepspeed(m, hardware, q, o);
   if (!without.ok() || !with.ok() || !finite_result(with) ||
       with.iteration_time_s > (1 - kCompressionGain) * without.iteration_time_s)
     return {};
