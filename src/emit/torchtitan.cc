@@ -31,6 +31,16 @@ constexpr Flavour kFlavours[] = {{"8B", 32, 4096, 32, 8, 14336, 128256, "llama3_
                                  {"70B", 80, 8192, 64, 8, 28672, 128256, "llama3_70b"},
                                  {"405B", 126, 16384, 128, 8, 53248, 128256, "llama3_405b"}};
 
+/// The flavour whose shape `m` has, or nullptr.
+const Flavour* flavour_of(const ModelSpec& m) {
+  if (!m.swiglu || m.tied_embeddings || !m.encoders.empty()) return nullptr;
+  for (const Flavour& f : kFlavours)
+    if (m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads &&
+        m.kv_heads == f.kv_heads && m.ffn == f.ffn && m.vocab == f.vocab)
+      return &f;
+  return nullptr;
+}
+
 std::string py_bool(bool b) { return b ? "True" : "False"; }
 
 /// One assignment line with its comment.
@@ -173,22 +183,16 @@ std::string launcher(const EmitRequest& r) {
 }  // namespace
 
 const char* torchtitan_flavour(const ModelSpec& m) {
-  if (!m.swiglu || m.tied_embeddings || !m.encoders.empty()) return nullptr;
-  for (const Flavour& f : kFlavours)
-    if (m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads &&
-        m.kv_heads == f.kv_heads && m.ffn == f.ffn && m.vocab == f.vocab)
-      return f.name;
-  return nullptr;
+  const Flavour* f = flavour_of(m);
+  return f ? f->name : nullptr;
 }
 
 std::vector<EmittedFile> emit_torchtitan(const EmitRequest& r) {
-  check_expressible(Framework::torchtitan, r.model, r.cluster, r.plan);
+  check_expressible(Framework::torchtitan, r.model, r.cluster, r.plan);  // refuses other shapes
   if (const auto why = why_not_split(Framework::torchtitan, r.model, r.plan, r.split))
     detail::refuse(*why);
-  const char* name = torchtitan_flavour(r.model);  // check_expressible refused any other
-  const Flavour* f = &kFlavours[0];
-  for (const Flavour& x : kFlavours)
-    if (name && std::string(name) == x.name) f = &x;
+  const Flavour* f = flavour_of(r.model);
+  if (!f) detail::refuse("no torchtitan Llama 3 flavour has this model's shape");
   return {{std::string(kModule) + ".py", recipe(r, *f), false},
           {"torchtitan_launch.sh", launcher(r), true}};
 }
