@@ -131,26 +131,37 @@ double across_domains_bandwidth_s(const ClusterProfile& cl, Collective coll, dou
 
 }  // namespace
 
+namespace {
+
+/// Both algorithms' times for one all-reduce across domains (g.nodes > 1), the wire time computed
+/// once: the tree moves 2 S per rank at 0.92 of the bus bandwidth, the ring 2 S (n - 1) / n at all
+/// of it.
+struct AllreduceTimes {
+  double ring = 0, tree = 0;
+};
+AllreduceTimes across_domains_allreduce(const ClusterProfile& cl, double bytes,
+                                        const GroupLayout& g) {
+  const double ring_bw_s = across_domains_bandwidth_s(cl, Collective::allreduce, bytes, g);
+  return {collective_latency_s(cl, Collective::allreduce, g, AllreduceAlgorithm::ring) + ring_bw_s,
+          collective_latency_s(cl, Collective::allreduce, g, AllreduceAlgorithm::tree) +
+              ring_bw_s * g.ranks / double(g.ranks - 1) / kNcclTreeBandwidthFactor};
+}
+
+}  // namespace
+
 double allreduce_time_s(const ClusterProfile& cl, double bytes, const GroupLayout& g,
                         AllreduceAlgorithm a) {
   if (g.ranks <= 1 || bytes <= 0) return 0.0;
   if (g.nodes <= 1) return collective_time_s(cl, Collective::allreduce, bytes, g);
-  // The tree moves 2 S per rank at 0.92 of the bus bandwidth; the ring 2 S (n - 1) / n at all of
-  // it.
-  const double ring_bw_s = across_domains_bandwidth_s(cl, Collective::allreduce, bytes, g);
-  const double bw_s = a == AllreduceAlgorithm::ring
-                          ? ring_bw_s
-                          : ring_bw_s * g.ranks / double(g.ranks - 1) / kNcclTreeBandwidthFactor;
-  return collective_latency_s(cl, Collective::allreduce, g, a) + bw_s;
+  const AllreduceTimes t = across_domains_allreduce(cl, bytes, g);
+  return a == AllreduceAlgorithm::ring ? t.ring : t.tree;
 }
 
 AllreduceAlgorithm allreduce_algorithm(const ClusterProfile& cl, double bytes,
                                        const GroupLayout& g) {
   if (g.nodes <= 1 || g.ranks <= 1 || bytes <= 0) return AllreduceAlgorithm::ring;
-  return allreduce_time_s(cl, bytes, g, AllreduceAlgorithm::tree) <
-                 allreduce_time_s(cl, bytes, g, AllreduceAlgorithm::ring)
-             ? AllreduceAlgorithm::tree
-             : AllreduceAlgorithm::ring;
+  const AllreduceTimes t = across_domains_allreduce(cl, bytes, g);
+  return t.tree < t.ring ? AllreduceAlgorithm::tree : AllreduceAlgorithm::ring;
 }
 
 double collective_time_s(const ClusterProfile& cl, Collective coll, double bytes,
@@ -164,9 +175,10 @@ double collective_time_s(const ClusterProfile& cl, Collective coll, double bytes
     const double bw = tier_busbw_Bps(intra, bytes);
     return intra.curve.empty() ? lat + traffic / bw : std::max(lat, traffic / bw);
   }
-  if (coll == Collective::allreduce)
-    return std::min(allreduce_time_s(cl, bytes, g, AllreduceAlgorithm::ring),
-                    allreduce_time_s(cl, bytes, g, AllreduceAlgorithm::tree));
+  if (coll == Collective::allreduce) {
+    const AllreduceTimes t = across_domains_allreduce(cl, bytes, g);
+    return std::min(t.ring, t.tree);
+  }
   return collective_latency_s(cl, coll, g) + across_domains_bandwidth_s(cl, coll, bytes, g);
 }
 
