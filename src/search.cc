@@ -366,7 +366,9 @@ class Searcher {
   void inner_plans_of(Plan& p) {
     for (int vpp : k_[KnobId::vpp]) {
       if (!vpp_tried(k_, blocks_, p.pp, vpp)) continue;  // a default meant for other pp
-      for (Schedule sched : schedules_for(vpp, p.pp, k_[KnobId::schedule])) {
+      const std::vector<Schedule> schedules = schedules_for(vpp, p.pp, k_[KnobId::schedule]);
+      if (vpp_never_fits(p, vpp) && count_refused_vpp(p, vpp, schedules)) continue;
+      for (Schedule sched : schedules) {
         std::fill(at_.begin(), at_.end(), 0);
         do {
           p.vpp = vpp, p.schedule = sched;
@@ -375,6 +377,39 @@ class Searcher {
         } while (inner_.advance(at_));
       }
     }
+  }
+
+  /// Whether every plan of this (pp, vpp) is refused whatever the inner knobs: more virtual
+  /// stages than blocks, or interleaving without a pipeline. A user's --vpp range may reach far
+  /// past the blocks; iterating its plans one by one took seconds for nothing.
+  bool vpp_never_fits(const Plan& p, int vpp) const {
+    return vpp > 1 && (p.pp == 1 || 1LL * p.pp * vpp > blocks_);
+  }
+
+  /// Counts the plans of a (pp, vpp) that vpp_never_fits without iterating them: whether it is
+  /// refused, and as what (more stages than layers, or chunks not dividing them), depends among
+  /// the inner knobs on the split alone, so one check per split value gives every plan's
+  /// rejection. False (nothing counted) should a plan of it pass.
+  bool count_refused_vpp(Plan& p, int vpp, const std::vector<Schedule>& schedules) {
+    std::fill(at_.begin(), at_.end(), 0);
+    p.vpp = vpp, p.schedule = schedules.front();
+    size_t split = inner_.knobs.size();
+    for (size_t i = 0; i < inner_.knobs.size(); ++i)
+      if (inner_.knobs[i]->id == KnobId::split) split = i;
+    const size_t values = split < inner_.knobs.size() ? inner_.values[split]->size() : 1;
+    std::array<long long, kNumRejections> counted{};
+    const long long each = static_cast<long long>(schedules.size()) * inner_.combinations /
+                           static_cast<long long>(values);
+    for (size_t v = 0; v < values; ++v) {
+      if (split < inner_.knobs.size()) at_[split] = v;
+      inner_.apply(at_, p);
+      const Rejection r = check_plan(m_, c_, p, eo_, nullptr);
+      if (r == Rejection::none) return false;
+      counted[int(r)] += each;
+    }
+    for (int i = 0; i < kNumRejections; ++i)
+      r_.rejections[i] += counted[i], r_.evaluated += counted[i];
+    return true;
   }
 
   void record(const Plan& p) {
