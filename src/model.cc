@@ -1,5 +1,7 @@
 #include "planner/model.h"
 
+#include <string_view>
+
 #include "planner/block.h"
 #include "planner/error.h"
 #include "planner/format.h"
@@ -59,9 +61,96 @@ double ModelSpec::final_norm_params() const { return (arch.norm_bias ? 2.0 : 1.0
 
 double ModelSpec::output_params() const { return tied_embeddings ? 0.0 : double(vocab) * hidden; }
 
+namespace {
+
+/// The dense layer's MLP weights and biases (fc1 and fc2 of its block model).
+double dense_mlp_params(const ModelSpec& m) {
+  const BlockModel b = block_model(m.decoder_shape());
+  double p = 0;
+  for (int i : {kFc1, kFc2})
+    if (const Module* l = b.linear(i)) p += l->params;
+  return p;
+}
+
+/// The standard attention's projections (Q, K, V and output, with their biases) and per-head
+/// norms, which latent attention replaces.
+double standard_attention_params(const ModelSpec& m) {
+  const BlockModel b = block_model(m.decoder_shape());
+  double p = 0;
+  for (const Module& mod : b)
+    if (mod.linear == kQkv || mod.linear == kProj || std::string_view(mod.name) == "qk_norm")
+      p += mod.params;
+  return p;
+}
+
+/// Latent attention's weights as DeepseekV3Attention builds them (transformers v4.51
+/// modeling_deepseek_v3.py): q_a_proj, its norm and q_b_proj (or q_proj), kv_a_proj_with_mqa
+/// (the compressed KV and the shared RoPE key), its norm, kv_b_proj, o_proj; no biases.
+double mla_params(const ModelSpec& m) {
+  const MlaSpec& a = m.mla;
+  const double h = m.hidden, H = m.heads;
+  const double q = a.q_lora_rank > 0 ? h * a.q_lora_rank + a.q_lora_rank +
+                                           double(a.q_lora_rank) * H * a.qk_head_dim()
+                                     : h * H * a.qk_head_dim();
+  const double kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
+                    double(a.kv_lora_rank) * H * (a.qk_nope_head_dim + a.v_head_dim);
+  return q + kv + H * a.v_head_dim * h;
+}
+
+/// An MoE layer's MLP with `experts` of its routed experts: those experts (gated like the dense
+/// MLP, with gpt-oss's biases), the shared experts and the router.
+double moe_mlp_params(const ModelSpec& m, double experts) {
+  const MoeSpec& e = m.moe;
+  const double h = m.hidden, matrices = m.swiglu ? 3.0 : 2.0;
+  const double expert =
+      matrices * h * e.expert_ffn + (e.expert_bias ? (matrices - 1) * e.expert_ffn + h : 0.0);
+  return experts * expert + matrices * h * e.shared_ffn + h * e.experts +
+         (e.router_bias ? e.experts : 0.0);
+}
+
+/// All decoder layers' parameters, the MoE layers' with `routed` of their experts.
+double decoder_params(const ModelSpec& m, double routed) {
+  double dense = m.layer_params();
+  if (m.mla.any()) dense += mla_params(m) - standard_attention_params(m);
+  if (m.attention_sinks) dense += m.heads;
+  const int moe = m.moe_layers();
+  const double moe_layer = dense - dense_mlp_params(m) + moe_mlp_params(m, routed);
+  return (m.layers - moe) * dense + moe * moe_layer;
+}
+
+double non_decoder_params(const ModelSpec& m) {
+  return m.embedding_params() + m.position_params() + m.output_params() + m.final_norm_params() +
+         m.encoder_params();
+}
+
+}  // namespace
+
+int ModelSpec::moe_layers() const {
+  if (!moe.any()) return 0;
+  int n = 0;
+  for (int i = moe.first_dense; i < layers; ++i) n += (i + 1) % moe.every == 0;
+  return n;
+}
+
 double ModelSpec::total_params() const {
-  return layers * layer_params() + embedding_params() + position_params() + output_params() +
-         final_norm_params() + encoder_params();
+  if (!moe.any() && !mla.any() && !attention_sinks)  // the dense layer as the block model has it
+    return layers * layer_params() + non_decoder_params(*this);
+  return decoder_params(*this, moe.experts) + non_decoder_params(*this);
+}
+
+std::string experts_summary(const ModelSpec& m) {
+  const MoeSpec& e = m.moe;
+  return fmt(
+      "a mixture-of-experts model ({} experts of {}, {} per token{}; {:.1f}B parameters, "
+      "{:.1f}B active)",
+      e.experts, e.expert_ffn, e.topk,
+      e.shared_ffn > 0 ? fmt(", shared {}", e.shared_ffn) : std::string(), m.total_params() / 1e9,
+      m.active_params() / 1e9);
+}
+
+double ModelSpec::active_params() const {
+  if (!moe.any()) return total_params();
+  return decoder_params(*this, moe.topk) + non_decoder_params(*this);
 }
 
 namespace {
@@ -134,6 +223,23 @@ void validate_model(const ModelSpec& m, const std::string& file) {
     throw InputError(file, 0, "kv_heads",
                      "heads " + std::to_string(m.heads) + " is not divisible by kv_heads " +
                          std::to_string(m.kv_heads));
+  if (m.moe.experts != 0) {
+    const MoeSpec& e = m.moe;
+    check_count(e.experts, "experts", limits::kExperts, file);
+    check_count(e.topk, "experts_per_token", e.experts, file);
+    check_count(e.expert_ffn, "expert_ffn", limits::kFfn, file);
+    check_count(e.shared_ffn, "shared_expert_ffn", limits::kFfn, file, true);
+    check_count(e.first_dense, "first_dense_layers", m.layers, file, true);
+    check_count(e.every, "moe_every", m.layers, file);
+  }
+  if (m.mla.any()) {
+    const MlaSpec& a = m.mla;
+    check_count(a.q_lora_rank, "q_lora_rank", limits::kHidden, file, true);
+    check_count(a.kv_lora_rank, "kv_lora_rank", limits::kHidden, file);
+    check_count(a.qk_nope_head_dim, "qk_nope_head_dim", limits::kHidden, file);
+    check_count(a.qk_rope_head_dim, "qk_rope_head_dim", limits::kHidden, file);
+    check_count(a.v_head_dim, "v_head_dim", limits::kHidden, file);
+  }
   long long blocks = m.layers;
   for (size_t i = 0; i < m.encoders.size(); ++i) {
     validate_encoder(m.encoders[i], "components[" + std::to_string(i) + "].", file);
@@ -145,7 +251,39 @@ void validate_model(const ModelSpec& m, const std::string& file) {
                          ", over the limit of " + std::to_string(limits::kLayers));
 }
 
+namespace {
+
+/// Megatron-LM's num_floating_point_operations for a model with experts or latent attention
+/// (d98e8a64 training.py transformer_flops, no MTP, no latent MoE): per token 6 FLOPs per weight
+/// of the MLPs (routed experts topk times), the attention projections and the logits; per token
+/// pair the core attention, causal-halved.
+double moe_mla_flops(const ModelSpec& m, double B) {
+  const double s = m.seq_len, h = m.hidden, H = m.heads, V = m.vocab;
+  const double gated = m.swiglu ? 3.0 : 2.0;
+  const int moe = m.moe_layers(), dense = m.layers - moe;
+  const double mlp = 6.0 * h *
+                     (double(m.ffn) * gated * dense +
+                      (double(m.moe.expert_ffn) * m.moe.topk + m.moe.shared_ffn) * gated * moe);
+  double attn = 0, core = 0;
+  if (m.mla.any()) {
+    const MlaSpec& a = m.mla;
+    const double q =
+        a.q_lora_rank > 0 ? a.q_lora_rank * (h + H * a.qk_head_dim() + 1) : h * H * a.qk_head_dim();
+    attn = 6.0 * (q + a.kv_lora_rank * (h + H * (a.qk_nope_head_dim + a.v_head_dim) + 1) +
+                  h * a.qk_rope_head_dim + H * a.v_head_dim * h);
+    core = 6.0 * (H * a.qk_head_dim() / 2 + H * a.v_head_dim / 2);
+  } else {
+    const double q = H * m.head_dim(), kv = double(m.kv_heads) * m.head_dim();
+    attn = 6.0 * (h * (q + 2 * kv) + q * h);
+    core = 6.0 * q;
+  }
+  return B * s * (mlp + attn * m.layers + 6.0 * h * V) + B * s * s * core * m.layers;
+}
+
+}  // namespace
+
 double model_flops_per_iteration(const ModelSpec& m, double B) {
+  if (m.moe.any() || m.mla.any()) return moe_mla_flops(m, B);
   const double s = m.seq_len, L = m.layers, h = m.hidden, a = m.heads, g = m.kv_heads;
   const double d = m.head_dim(), f = m.ffn, V = m.vocab;
   const double attn = (1.0 + g / a + s / h) * (a * d / h);

@@ -23,9 +23,13 @@ inline const planner::ClusterProfile& cluster(const std::string& name) {
   return shipped<planner::ClusterProfile, planner::io::load_cluster>("hw_profiles", name);
 }
 
+inline planner::ModelSpec load_dense_model(const std::string& path) {
+  return planner::io::load_model(path);
+}
+
 /// configs/models/<name>.yaml
 inline const planner::ModelSpec& model(const std::string& name) {
-  return shipped<planner::ModelSpec, planner::io::load_model>("configs/models", name);
+  return shipped<planner::ModelSpec, load_dense_model>("configs/models", name);
 }
 
 }  // namespace fixtures

@@ -138,8 +138,9 @@ TEST_CASE("a mixture-of-experts config is bad input for every command, never a d
   const std::string moe = "tests/data/hf/mixtral-8x7b-v0.1.json";
   const std::string why =
       moe +
-      ":18: key 'num_local_experts': a mixture-of-experts model (8 experts); planner plans dense "
-      "models only until MoE support lands";
+      ":18: key 'num_local_experts': a mixture-of-experts model (8 experts of 14336, 2 per "
+      "token; 46.7B parameters, 12.9B active): planning one needs expert parallelism, which "
+      "planner does not model yet";
   check_error("suggest --model " + moe + " " + kCluster + " --gpus 8 --global-batch 8", why);
   check_error("estimate --model " + moe + " " + kCluster + " --plan \"tp=8,pp=1,dp=1,gbs=8\"", why);
 }

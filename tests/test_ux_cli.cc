@@ -54,7 +54,9 @@ TEST_CASE("a config of an unknown architecture is refused with the known ones") 
       dir +
           "/config.json:1: key 'architectures': unknown architecture 'FalconForCausalLM' (known: "
           "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
-          "Gemma2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM)");
+          "Gemma2ForCausalLM, GPT2LMHeadModel, GPTNeoXForCausalLM, MixtralForCausalLM, "
+          "Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM, Llama4ForCausalLM, "
+          "Llama4ForConditionalGeneration)");
 }
 
 TEST_CASE("compare: clusters side by side, and changed knobs against a baseline") {

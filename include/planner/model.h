@@ -55,6 +55,35 @@ struct Component {
   LayerShape shape;
 };
 
+/// A mixture-of-experts decoder's MLPs (Fedus et al. 2022; Jiang et al. 2024, Mixtral): in an MoE
+/// layer a router (a hidden x experts linear) sends each token to `topk` of `experts` routed
+/// expert MLPs of `expert_ffn`, beside shared experts every token goes through. `experts` 0: a
+/// dense model. Which layers are MoE: after the first `first_dense` (DeepSeek-V3's
+/// first_k_dense_replace, kept dense with the model's `ffn`), every `every`th, counting from 1
+/// (Llama 4 Maverick's interleave_moe_layer_step 2: layers 2, 4, 6 ... are MoE).
+struct MoeSpec {
+  int experts = 0;
+  int topk = 0;
+  int expert_ffn = 0;        ///< one routed expert's MLP width (moe_intermediate_size)
+  int shared_ffn = 0;        ///< all shared experts' MLP width together; 0: none
+  int first_dense = 0;       ///< leading dense layers
+  int every = 1;             ///< of the other layers, every Nth is MoE
+  bool expert_bias = false;  ///< biases on the experts' linears (gpt-oss)
+  bool router_bias = false;  ///< a per-expert bias on the router (gpt-oss; DeepSeek-V3's score
+                             ///< correction bias)
+  bool any() const { return experts > 1; }
+};
+
+/// Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, section 2.1): queries through a
+/// q_lora_rank down- and up-projection (0: one hidden x heads x qk-width projection), keys and
+/// values through a kv_lora_rank compression shared by all heads, with qk_rope_head_dim of
+/// decoupled RoPE keys; each head's query and key are qk_nope + qk_rope wide, its value v wide.
+struct MlaSpec {
+  int q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  bool any() const { return kv_lora_rank > 0; }
+  int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+};
+
 /// RoPE's base when a model does not name one: Su et al. 2021 (RoFormer) Eq. 15's 10000, the
 /// default rope_theta of Hugging Face's LlamaConfig and of Megatron-LM's --rotary-base.
 inline constexpr double kDefaultRopeTheta = 10000;
@@ -77,6 +106,9 @@ struct ModelSpec {
   /// RoPE base (Hugging Face rope_theta; Llama 3: 500000). Launch files only: no cost term.
   double rope_theta = kDefaultRopeTheta;
   std::vector<Component> encoders;  ///< vision encoder, projector: before the decoder, in order
+  MoeSpec moe;                      ///< routed experts; none for a dense model
+  MlaSpec mla;                      ///< latent attention in place of Q, K and V projections
+  bool attention_sinks = false;     ///< a learned sink logit per head and layer (gpt-oss)
 
   int head_dim() const { return arch.head_dim > 0 ? arch.head_dim : hidden / heads; }
   /// The decoder's layer as a LayerShape.
@@ -98,14 +130,27 @@ struct ModelSpec {
   double output_params() const;
   /// Every parameter: layers, embedding, position embedding, untied output, final norm.
   double total_params() const;
+  /// Layers whose MLP is a mixture of experts (MoeSpec); 0 for a dense model.
+  int moe_layers() const;
+  /// The parameters one token's forward pass reads: every one but the routed experts it is not
+  /// sent to (all `topk` of them counted, the input embedding's table whole, as Mistral and Qwen
+  /// count "active" parameters). Equals total_params() for a dense model.
+  double active_params() const;
 };
+
+/// "a mixture-of-experts model (128 experts of 768, 8 per token; 30.5B parameters, 3.4B
+/// active)": what an error refusing it says.
+std::string experts_summary(const ModelSpec& m);
 
 /// Throws InputError (naming `file`) when sizes are not positive, heads % kv_heads != 0, or
 /// hidden % heads != 0 without an explicit head_dim.
 void validate_model(const ModelSpec& m, const std::string& file);
 
 /// Model FLOPs of one iteration (Megatron-LM `num_floating_point_operations`, the
-/// `megatron-mfu` formula in shared/data/README.md): no recomputation counted.
+/// `megatron-mfu` formula in shared/data/README.md): no recomputation counted. A model with
+/// experts or latent attention takes the formula's current form (Megatron-LM d98e8a64
+/// megatron/training/training.py, as Megatron-Bridge's flop_utils.py): routed experts at topk
+/// each, shared experts, MLA's projections, and core attention halved for the causal mask.
 double model_flops_per_iteration(const ModelSpec& m, double global_batch);
 
 /// Narayanan et al. 2021 Eq. 3 (`megatron-hfu`): 96 B s L h^2 (1 + s/6h + V/16Lh).

@@ -23,10 +23,24 @@ enum class Family { llama, gpt2, neox };
 
 /// Which layers attend through a sliding window of `sliding_window` keys.
 enum class Window {
-  none,       ///< every layer global (Llama; a Llama config's sliding_window is ignored)
-  all,        ///< every layer local when sliding_window is set (Mistral)
-  alternate,  ///< every other layer local, from the first (Gemma 2)
-  above_max,  ///< with use_sliding_window, the layers from max_window_layers on (Qwen2, Qwen3)
+  none,         ///< every layer global (Llama; a Llama config's sliding_window is ignored)
+  all,          ///< every layer local when sliding_window is set (Mistral)
+  alternate,    ///< every other layer local, from the first (Gemma 2)
+  above_max,    ///< with use_sliding_window, the layers from max_window_layers on (Qwen2, Qwen3)
+  layer_types,  ///< the layers `layer_types` names "sliding_attention" (gpt-oss)
+};
+
+/// How an architecture's config describes its experts (transformers v4.55 configuration_*.py and
+/// modeling_*.py of each).
+enum class Experts {
+  none,         ///< a dense model: expert keys are refused (refuse_experts)
+  mixtral,      ///< num_local_experts of intermediate_size, every layer (Mixtral)
+  qwen3_moe,    ///< num_experts of moe_intermediate_size, every decoder_sparse_step-th layer
+  gpt_oss,      ///< num_local_experts of intermediate_size with biases, a router bias
+  deepseek_v3,  ///< n_routed_experts and n_shared_experts of moe_intermediate_size after
+                ///< first_k_dense_replace dense layers, latent attention
+  llama4,       ///< num_local_experts and one shared expert of intermediate_size, every
+                ///< interleave_moe_layer_step-th layer; dense layers intermediate_size_mlp
 };
 
 /// Whether a config key turns some linears' biases on: `attention_bias` (Q, K, V and the output
@@ -49,6 +63,7 @@ struct Architecture {
   bool tied_default;    ///< tie_word_embeddings when the config omits it
   Window window;
   int default_head_dim;  ///< head_dim when the config omits it; 0: hidden / heads
+  Experts experts = Experts::none;
 };
 
 /// Sources: the transformers library's configuration_*.py and modeling_*.py of each model type
@@ -70,7 +85,26 @@ const Architecture kArchitectures[] = {
      Window::none, 0},
     {"GPTNeoXForCausalLM", "gpt_neox", Family::neox, Bias::key_true, Bias::always, false, false,
      false, false, Window::none, 0},
+    {"MixtralForCausalLM", "mixtral", Family::llama, Bias::never, Bias::never, false, false, false,
+     false, Window::all, 0, Experts::mixtral},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", Family::llama, Bias::key_false, Bias::never, false, false,
+     true, false, Window::above_max, 128, Experts::qwen3_moe},
+    {"GptOssForCausalLM", "gpt_oss", Family::llama, Bias::key_false, Bias::never, false, false,
+     false, false, Window::layer_types, 0, Experts::gpt_oss},
+    {"DeepseekV3ForCausalLM", "deepseek_v3", Family::llama, Bias::never, Bias::never, false, false,
+     false, false, Window::none, 0, Experts::deepseek_v3},
+    // Llama4ForConditionalGeneration's text_config (model_type llama4_text): the language model.
+    // Its query and key norm (use_qk_norm) is an L2 norm without weights: nothing to count.
+    {"Llama4ForCausalLM", "llama4_text", Family::llama, Bias::key_false, Bias::never, false, false,
+     false, false, Window::none, 0, Experts::llama4},
 };
+
+const char* const kMoeArchitectures =
+    "MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM and "
+    "Llama4ForConditionalGeneration configs";
+
+/// A multimodal wrapper whose `text_config` is the language model read in its place.
+const char* const kTextConfigWrappers[] = {"Llama4ForConditionalGeneration"};
 
 /// Keys that count a mixture-of-experts layer's experts (Mixtral and gpt-oss num_local_experts,
 /// Qwen2/3-MoE num_experts, DeepSeek n_routed_experts); Llama 4 nests them in text_config.
@@ -80,6 +114,7 @@ std::string known_list() {
   std::string out;
   for (const Architecture& a : kArchitectures)
     out += (out.empty() ? "" : ", ") + std::string(a.name);
+  for (const char* wrapper : kTextConfigWrappers) out += ", " + std::string(wrapper);
   return out;
 }
 
@@ -128,6 +163,14 @@ class Config {
     const long long x = v.get<long long>();
     if (x <= 0 || x > 1LL << 30) fail(k, "must be a positive integer, got " + json_excerpt(v));
     return static_cast<int>(x);
+  }
+  /// A count that may be 0 (first_k_dense_replace, n_shared_experts); `fallback` when absent.
+  int count_or(const std::string& k, int fallback) const {
+    if (find({k}).empty()) return fallback;
+    const json& v = doc_[k];
+    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 1LL << 30)
+      fail(k, "expected a count (an integer from 0), got " + json_excerpt(v));
+    return static_cast<int>(v.get<long long>());
   }
   bool get_bool(const std::string& k, bool fallback) const {
     if (find({k}).empty()) return fallback;
@@ -197,7 +240,13 @@ void validate(const Config& c, const ModelSpec& m) {
         : k == "head_dim"          ? c.find({"head_dim"})
         : k == "learned_positions" ? c.find({"max_position_embeddings", "n_positions", "n_ctx"})
         : k == "name"              ? c.find({"_name_or_path"})
-                                   : k;
+        : k == "experts" ? c.find({"num_local_experts", "num_experts", "n_routed_experts"})
+        : k == "experts_per_token"  ? c.find({"num_experts_per_tok", "experts_per_token"})
+        : k == "expert_ffn"         ? c.find({"moe_intermediate_size", "intermediate_size"})
+        : k == "shared_expert_ffn"  ? c.find({"n_shared_experts", "intermediate_size"})
+        : k == "first_dense_layers" ? c.find({"first_k_dense_replace"})
+        : k == "moe_every"          ? c.find({"decoder_sparse_step", "interleave_moe_layer_step"})
+                                    : k;
     c.fail(hf_key.empty() ? k : hf_key, e.message());
   }
 }
@@ -212,14 +261,16 @@ int gpt2_default_ffn(const Config& c, int hidden) {
   return static_cast<int>(ffn);
 }
 
-/// A mixture-of-experts config is refused, whatever its architecture: the block model is dense.
+/// Expert keys in a dense architecture's config (a relabelled Mixtral) are refused: its layers
+/// would be costed as dense ones.
 void refuse_experts(const Config& c) {
   auto check = [&](const json& obj, const std::string& prefix) {
     for (const char* k : kExpertKeys)
       if (obj.contains(k) && obj[k].is_number() && obj[k].get<double>() > 1)
         c.fail(prefix + k,
                "a mixture-of-experts model (" + json_excerpt(obj[k]) +
-                   " experts); planner plans dense models only until MoE support lands",
+                   " experts) under a dense architecture's name; experts are read from " +
+                   kMoeArchitectures,
                k);
   };
   check(c.doc(), "");
@@ -239,6 +290,14 @@ void read_window(const Config& c, const Architecture& arch, ModelSpec& m) {
   if (arch.window == Window::alternate) {  // layers 0, 2, 4 ... slide
     local = double((m.layers + 1) / 2) / m.layers;
     m.arch.global_every = 2;
+  } else if (arch.window == Window::layer_types) {
+    const json& types = c.doc().contains("layer_types") ? c.doc()["layer_types"] : json();
+    if (!types.is_array() || types.size() != static_cast<size_t>(m.layers))
+      c.fail("layer_types", "expected a list of " + std::to_string(m.layers) +
+                                " layer types (one per layer), got " + json_excerpt(types));
+    int sliding = 0;
+    for (const json& t : types) sliding += t == "sliding_attention";
+    local = double(sliding) / m.layers;
   } else if (arch.window == Window::above_max) {
     if (!c.get_bool("use_sliding_window", false)) return;
     const std::string k = c.find({"max_window_layers"});
@@ -263,9 +322,65 @@ void read_layer_arch(const Config& c, const Architecture& arch, ModelSpec& m) {
   read_window(c, arch, m);
 }
 
-ModelSpec read_config(const Config& c) {
-  refuse_experts(c);
-  const Architecture& arch = architecture_of(c);
+/// The experts and latent attention of an MoE architecture (Experts), from its config's keys.
+void read_experts(const Config& c, const Architecture& arch, ModelSpec& m) {
+  MoeSpec& e = m.moe;
+  const auto optional_int = [&](const char* key, int fallback) {
+    return c.find({key}).empty() ? fallback : c.int_at(key);
+  };
+  switch (arch.experts) {
+    case Experts::none:
+      return;
+    case Experts::mixtral:
+      e.experts = c.get_int({"num_local_experts"});
+      e.expert_ffn = m.ffn;
+      break;
+    case Experts::qwen3_moe:
+      e.experts = c.get_int({"num_experts"});
+      e.expert_ffn = c.get_int({"moe_intermediate_size"});
+      e.every = optional_int("decoder_sparse_step", 1);
+      if (c.doc().contains("mlp_only_layers") && !c.doc()["mlp_only_layers"].empty())
+        c.fail("mlp_only_layers", "dense layers among the MoE layers are not supported, got " +
+                                      json_excerpt(c.doc()["mlp_only_layers"]));
+      break;
+    case Experts::gpt_oss:
+      e.experts = c.get_int({"num_local_experts"});
+      e.expert_ffn = m.ffn;
+      e.expert_bias = e.router_bias = true;  // GptOssExperts' and GptOssTopKRouter's biases
+      m.attention_sinks = true;              // GptOssAttention.sinks: one logit per head
+      break;
+    case Experts::deepseek_v3:
+      e.experts = c.get_int({"n_routed_experts"});
+      e.expert_ffn = c.get_int({"moe_intermediate_size"});
+      e.shared_ffn = c.count_or("n_shared_experts", 0) * e.expert_ffn;
+      e.first_dense = c.count_or("first_k_dense_replace", 0);
+      e.router_bias = c.get_string("topk_method") == "noaux_tc";  // e_score_correction_bias
+      if (optional_int("moe_layer_freq", 1) != 1)
+        c.fail("moe_layer_freq", "only 1 (every layer after first_k_dense_replace) is supported");
+      {
+        const std::string q = c.find({"q_lora_rank"});
+        m.mla.q_lora_rank = q.empty() ? 0 : c.int_at(q);
+      }
+      m.mla.kv_lora_rank = c.get_int({"kv_lora_rank"});
+      m.mla.qk_nope_head_dim = c.get_int({"qk_nope_head_dim"});
+      m.mla.qk_rope_head_dim = c.get_int({"qk_rope_head_dim"});
+      m.mla.v_head_dim = c.get_int({"v_head_dim"});
+      break;
+    case Experts::llama4:
+      e.experts = c.get_int({"num_local_experts"});
+      e.expert_ffn = m.ffn;
+      e.shared_ffn = m.ffn;  // Llama4TextMoe.shared_expert
+      e.every = optional_int("interleave_moe_layer_step", 1);
+      m.ffn = c.get_int({"intermediate_size_mlp"});  // the dense layers' MLP
+      break;
+  }
+  e.topk = c.get_int({"num_experts_per_tok", "experts_per_token"});
+}
+
+/// `forced`: the architecture a wrapper's text_config has (it names none itself).
+ModelSpec read_config(const Config& c, bool experts_ok, const Architecture* forced = nullptr) {
+  const Architecture& arch = forced ? *forced : architecture_of(c);
+  if (arch.experts == Experts::none) refuse_experts(c);
   const bool gpt2 = arch.family == Family::gpt2;
   ModelSpec m;
   m.name = model_name(c);
@@ -295,10 +410,16 @@ ModelSpec read_config(const Config& c) {
   m.tied_embeddings = c.get_bool("tie_word_embeddings", arch.tied_default);
   m.learned_positions = gpt2 ? positions : 0;  // GPT-2's wpe; the others are rotary
   read_layer_arch(c, arch, m);
+  read_experts(c, arch, m);
   // LlamaConfig, MistralConfig, Qwen2/3Config and Gemma2Config name RoPE's base rope_theta
   // (default 10000).
   if (arch.family == Family::llama) m.rope_theta = c.get_number("rope_theta", kDefaultRopeTheta);
   validate(c, m);
+  if (m.moe.any() && !experts_ok) {
+    const std::string key = c.find({"num_local_experts", "num_experts", "n_routed_experts"});
+    c.fail(key, experts_summary(m) +
+                    ": planning one needs expert parallelism, which planner does not model yet");
+  }
   spdlog::debug(
       "{}: {} as {} layers, hidden {}, {} heads ({} kv) of {}, ffn {}{}, vocab {}, seq {}, {}{}{}",
       c.file(), arch.name, m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim(), m.ffn,
@@ -329,13 +450,31 @@ bool is_hf_config(const std::string& text, const std::string& file) {
   return is_json(text);  // `{name: x}` is a YAML flow mapping, not JSON
 }
 
-ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_file(path), path); }
+ModelSpec load_hf_config(const std::string& path, bool experts_ok) {
+  return parse_hf_config(read_file(path), path, experts_ok);
+}
 
-ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
+ModelSpec parse_hf_config(const std::string& text, const std::string& file, bool experts_ok) {
   const json doc = parse_json(text, file);
   if (!doc.is_object())
     throw InputError(file, 1, "", "expected a JSON object (a Hugging Face config.json)");
-  return read_config(Config(doc, text, file));
+  const Config c(doc, text, file);
+  if (c.find({"architectures"}).empty() || !doc["architectures"].is_array() ||
+      doc["architectures"].empty() || !doc["architectures"][0].is_string())
+    return read_config(c, experts_ok);
+  const std::string name = doc["architectures"][0].get<std::string>();
+  for (const char* wrapper : kTextConfigWrappers)
+    if (name == wrapper) {
+      if (!doc.contains("text_config") || !doc["text_config"].is_object())
+        c.fail("text_config", name + " needs its language model's text_config object");
+      const Architecture* text_arch = nullptr;
+      for (const Architecture& a : kArchitectures)
+        if (a.experts == Experts::llama4) text_arch = &a;
+      ModelSpec m = read_config(Config(doc["text_config"], text, file), experts_ok, text_arch);
+      m.name = model_name(c);
+      return m;
+    }
+  return read_config(c, experts_ok);
 }
 
 }  // namespace planner::io

@@ -9,8 +9,40 @@ namespace planner::io {
 namespace {
 
 const std::vector<std::string> kModelKeys = {
-    "name",   "layers", "hidden",  "heads",           "kv_heads", "ffn",
-    "swiglu", "vocab",  "seq_len", "tied_embeddings", "head_dim", "rope_theta"};
+    "name", "layers", "hidden", "heads", "kv_heads", "ffn", "swiglu", "vocab", "seq_len",
+    "tied_embeddings", "head_dim", "rope_theta",
+    // mixture of experts (MoeSpec) and latent attention (MlaSpec)
+    "experts", "experts_per_token", "expert_ffn", "shared_expert_ffn", "first_dense_layers",
+    "moe_every", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
+    "v_head_dim"};
+
+/// The experts and latent attention keys: all of a group or none (validate_model bounds them).
+void read_experts(const YamlReader& r, ModelSpec& m) {
+  if (r.has("experts")) {
+    MoeSpec& e = m.moe;
+    e.experts = r.get_int("experts");
+    e.topk = r.get_int("experts_per_token");
+    e.expert_ffn = r.get_int("expert_ffn");
+    e.shared_ffn = r.has("shared_expert_ffn") ? r.get_int("shared_expert_ffn") : 0;
+    e.first_dense = r.has("first_dense_layers") ? r.get_int("first_dense_layers") : 0;
+    e.every = r.has("moe_every") ? r.get_int("moe_every") : 1;
+  } else {
+    for (const char* k : {"experts_per_token", "expert_ffn", "shared_expert_ffn",
+                          "first_dense_layers", "moe_every"})
+      if (r.has(k)) r.fail(k, "needs 'experts'");
+  }
+  if (r.has("kv_lora_rank")) {
+    MlaSpec& a = m.mla;
+    a.q_lora_rank = r.has("q_lora_rank") ? r.get_int("q_lora_rank") : 0;
+    a.kv_lora_rank = r.get_int("kv_lora_rank");
+    a.qk_nope_head_dim = r.get_int("qk_nope_head_dim");
+    a.qk_rope_head_dim = r.get_int("qk_rope_head_dim");
+    a.v_head_dim = r.get_int("v_head_dim");
+  } else {
+    for (const char* k : {"q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"})
+      if (r.has(k)) r.fail(k, "needs 'kv_lora_rank' (latent attention)");
+  }
+}
 
 int positive_int(const YamlReader& r, const std::string& key) {
   const int v = r.get_int(key);
@@ -19,7 +51,7 @@ int positive_int(const YamlReader& r, const std::string& key) {
 }
 
 /// The decoder's keys; in a `components:` list they sit beside `type: decoder`.
-ModelSpec read_decoder(const YamlReader& r, bool in_list) {
+ModelSpec read_decoder(const YamlReader& r, bool in_list, bool experts_ok) {
   std::vector<std::string> keys = kModelKeys;
   if (in_list) keys.push_back("type");
   r.check_keys(keys);
@@ -36,11 +68,16 @@ ModelSpec read_decoder(const YamlReader& r, bool in_list) {
   m.tied_embeddings = r.has("tied_embeddings") ? r.get_bool("tied_embeddings") : true;
   if (r.has("head_dim")) m.arch.head_dim = positive_int(r, "head_dim");  // default hidden / heads
   if (r.has("rope_theta")) m.rope_theta = r.get_double("rope_theta");
+  read_experts(r, m);
   try {
     validate_model(m, r.file());
   } catch (const InputError& e) {  // re-raise with the line of the offending key
     r.fail(e.key(), e.message());
   }
+  if (m.moe.any() && !experts_ok)
+    r.fail("experts", experts_summary(m) +
+                          ": planning one needs expert parallelism, which planner does not model "
+                          "yet");
   return m;
 }
 
@@ -89,7 +126,7 @@ void validate_components(const YamlReader& r, const YAML::Node& list, const Mode
 }
 
 /// `components:` — encoders in order, then exactly one decoder, last.
-ModelSpec read_components(const YamlReader& r) {
+ModelSpec read_components(const YamlReader& r, bool experts_ok) {
   r.check_keys({"name", "components"});
   const YAML::Node list = r.node("components");
   if (!list.IsSequence() || list.size() == 0) r.fail("components", "expected a list of components");
@@ -100,7 +137,7 @@ ModelSpec read_components(const YamlReader& r) {
     const bool last = i + 1 == list.size();
     if (type == "decoder") {
       if (!last) c.fail("type", "the decoder must be the last component");
-      ModelSpec m = read_decoder(c, true);
+      ModelSpec m = read_decoder(c, true, experts_ok);
       m.name = r.get_string("name");
       m.encoders = std::move(encoders);
       validate_components(r, list, m);
@@ -114,21 +151,24 @@ ModelSpec read_components(const YamlReader& r) {
   r.fail("components", "no decoder component (it must be the last one)");
 }
 
-ModelSpec read_model(const YamlReader& r) {
-  return r.has("components") ? read_components(r) : read_decoder(r, false);
+ModelSpec read_model(const YamlReader& r, bool experts_ok) {
+  return r.has("components") ? read_components(r, experts_ok) : read_decoder(r, false, experts_ok);
 }
 
 }  // namespace
 
-ModelSpec load_model(const std::string& path) { return parse_model_file(read_file(path), path); }
-
-ModelSpec parse_model_file(const std::string& text, const std::string& file) {
-  if (is_hf_config(text, file)) return parse_hf_config(text, file);  // a Hugging Face config.json
-  return parse_model(text, file);
+ModelSpec load_model(const std::string& path, bool experts_ok) {
+  return parse_model_file(read_file(path), path, experts_ok);
 }
 
-ModelSpec parse_model(const std::string& text, const std::string& file) {
-  return read_model(YamlReader(parse_yaml_text(text, file), file));
+ModelSpec parse_model_file(const std::string& text, const std::string& file, bool experts_ok) {
+  if (is_hf_config(text, file))  // a Hugging Face config.json
+    return parse_hf_config(text, file, experts_ok);
+  return parse_model(text, file, experts_ok);
+}
+
+ModelSpec parse_model(const std::string& text, const std::string& file, bool experts_ok) {
+  return read_model(YamlReader(parse_yaml_text(text, file), file), experts_ok);
 }
 
 }  // namespace planner::io
