@@ -138,11 +138,11 @@ double ModelSpec::total_params() const {
   return decoder_params(*this, moe.experts) + non_decoder_params(*this);
 }
 
-std::string experts_summary(const ModelSpec& m) {
+std::string experts_refusal(const ModelSpec& m) {
   const MoeSpec& e = m.moe;
   return fmt(
       "a mixture-of-experts model ({} experts of {}, {} per token{}; {:.1f}B parameters, "
-      "{:.1f}B active)",
+      "{:.1f}B active): planning one needs expert parallelism, which planner does not model yet",
       e.experts, e.expert_ffn, e.topk,
       e.shared_ffn > 0 ? fmt(", shared {}", e.shared_ffn) : std::string(), m.total_params() / 1e9,
       m.active_params() / 1e9);

@@ -138,9 +138,9 @@ struct ModelSpec {
   double active_params() const;
 };
 
-/// "a mixture-of-experts model (128 experts of 768, 8 per token; 30.5B parameters, 3.4B
-/// active)": what an error refusing it says.
-std::string experts_summary(const ModelSpec& m);
+/// Why a model with experts is refused for planning, with its counts: "a mixture-of-experts model
+/// (128 experts of 768, 8 per token; 30.5B parameters, 3.4B active): planning one needs ...".
+std::string experts_refusal(const ModelSpec& m);
 
 /// Throws InputError (naming `file`) when sizes are not positive, heads % kv_heads != 0, or
 /// hidden % heads != 0 without an explicit head_dim.

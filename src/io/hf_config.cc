@@ -417,8 +417,7 @@ ModelSpec read_config(const Config& c, bool experts_ok, const Architecture* forc
   validate(c, m);
   if (m.moe.any() && !experts_ok) {
     const std::string key = c.find({"num_local_experts", "num_experts", "n_routed_experts"});
-    c.fail(key, experts_summary(m) +
-                    ": planning one needs expert parallelism, which planner does not model yet");
+    c.fail(key, experts_refusal(m));
   }
   spdlog::debug(
       "{}: {} as {} layers, hidden {}, {} heads ({} kv) of {}, ffn {}{}, vocab {}, seq {}, {}{}{}",
