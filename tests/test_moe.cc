@@ -69,7 +69,9 @@ TEST_CASE("MoE total parameters match the published counts within 0.5%") {
                                                    {"Qwen3-30B-A3B", 30.5e9},
                                                    {"gpt-oss-120b", 116.83e9},
                                                    {"Mixtral-8x7B-v0.1", 46.7e9}};
-  for (const auto& [folder, count] : published) {
+  for (const auto& entry : published) {
+    const std::string& folder = entry.first;
+    const double count = entry.second;
     const ModelSpec m = moe(folder);
     INFO(folder, ": ", m.total_params(), " against ", count);
     CHECK(std::abs(off_pct(m.total_params(), count)) < 0.5);
