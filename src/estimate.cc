@@ -220,6 +220,11 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const double after = e.breakdown.dp_comm_s + e.breakdown.optimizer_s + e.breakdown.offload_s;
   e.iteration_time_s = pipe + after;
   e.closed_form_time_s = closed + after;
+  if (o.detail && e.dp_bucket_bytes > 0) {  // the 8-bit all-reduce's what-if
+    const DpCost q8 = int8_allreduce_cost(m, c, p, params_rank, tt.bwd);
+    e.int8_allreduce_iteration_s = e.iteration_time_s - dp.exposed + q8.exposed;
+    e.int8_allreduce_total_s = q8.total;
+  }
   e.simulated = simulated;
   if (o.detail) e.layer_compute = decoder.compute, e.layer = decoder.times;
   if (simulated) {

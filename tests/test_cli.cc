@@ -504,6 +504,19 @@ TEST_CASE("estimate says when DeepSpeed's 1-bit Adam would pay, and emits it") {
   const Run hidden = planner(base + "--plan \"tp=1,pp=1,mbs=1,gbs=64\"");
   REQUIRE(hidden.rc == 0);
   CHECK(hidden.out.find("1-bit Adam") == std::string::npos);
+  CHECK(hidden.out.find("8-bit") == std::string::npos);
+}
+
+TEST_CASE("estimate prices the design source's 8-bit gradient all-reduce where it would pay") {
+  const Run r = planner(
+      "estimate --model configs/models/gpt3-1.3b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml "
+      "--gpus 64 --plan \"tp=1,pp=1,mbs=1,gbs=64,overlap_grad_reduce=0\"");
+  REQUIRE(r.rc == 0);
+  CHECK(r.out.find("[info] DP communication is 30% of the iteration: the design source's 8-bit "
+                   "gradient all-reduce with bucketed scales would take 0.165 s (15% less)") !=
+        std::string::npos);
+  CHECK(r.out.find("none of the frameworks planner writes launch files for runs it") !=
+        std::string::npos);
 }
 
 TEST_CASE("suggest searches TP across nodes where nothing runs inside one NVLink domain") {

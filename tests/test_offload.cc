@@ -260,6 +260,33 @@ TEST_CASE("offload: the source's example, GPT-3 XL with ZeRO-3 and the optimizer
         doctest::Approx(m.total_params() * kHostOptimizerBytesPerParam).epsilon(0.01));
 }
 
+TEST_CASE("compression: the source's 8-bit gradient all-reduce, priced as a what-if") {
+  // Issue 17, item 2: the same buckets at one byte an element (fp32 gradients: 4 on the wire)
+  // and its quantize and dequantize kernels, in place of a zero=0 plan's all-reduce.
+  const ModelSpec& m = fixtures::model("gpt3-1.3b");
+  const ClusterProfile& c = fixtures::cluster("dgx-a100-80gb");
+  const Estimate e =
+      estimate_for(Framework::megatron, m, c, "tp=1,pp=1,dp=64,mbs=1,gbs=64,overlap_grad_reduce=0");
+  REQUIRE(e.ok());
+  const Plan p = e.plan;
+  const double params = m.total_params();  // one stage holds them all
+  const int buckets = dp_buckets(p, params);
+  const double wire =
+      buckets * collective_time_s(c, Collective::allreduce,
+                                  params * kInt8GradBytesPerParam / buckets, dp_group(p, c));
+  CHECK(e.int8_allreduce_total_s == doctest::Approx(wire));  // tied: no second stage to reduce
+  const double kernels =
+      params * kInt8KernelBytesPerParam / c.gpu.hbm_achieved_Bps() / c.gpu.sustained_efficiency;
+  // Not overlapped (overlap_grad_reduce=0): the whole all-reduce, then the kernels, replace it.
+  CHECK(e.int8_allreduce_iteration_s ==
+        doctest::Approx(e.iteration_time_s - e.breakdown.dp_comm_s + wire + kernels));
+  // 1 byte against 4 on the wire; each of the 21 buckets keeps its latency: 0.021 s against 0.059.
+  CHECK(e.int8_allreduce_total_s < e.dp_comm_total_s / 2.5);
+  // ZeRO shards the gradients instead: nothing to price.
+  CHECK(estimate_for(Framework::megatron, m, c, "tp=1,pp=1,dp=64,mbs=1,gbs=64,zero=1")
+            .int8_allreduce_iteration_s == 0);
+}
+
 TEST_CASE("compression: DeepSpeed's 1-bit optimizers all-reduce signs after the warm-up") {
   // Issue 17, item 2: the compressed round's all-to-all and all-gather of 1 bit an element,
   // in the optimizer step, against the fp32 gradient all-reduce overlapped with the backward.

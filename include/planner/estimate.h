@@ -74,6 +74,10 @@ struct Estimate {
   /// bucket's bytes (dp_allreduce_algorithm); ring and 0 otherwise.
   AllreduceAlgorithm dp_allreduce = AllreduceAlgorithm::ring;
   double dp_bucket_bytes = 0;
+  /// zero=0 with dp x cp > 1, uncompressed: the iteration time with the source's 8-bit gradient
+  /// all-reduce in place of the plan's (int8_allreduce_cost; a what-if), and its DP traffic
+  /// time; 0 otherwise.
+  double int8_allreduce_iteration_s = 0, int8_allreduce_total_s = 0;
   bool simulated = false;         ///< timed by the event-driven simulator, not the closed form
   double closed_form_time_s = 0;  ///< the closed form's iteration time (even partition)
   std::vector<int> partition;     ///< blocks (layers) per pipeline stage

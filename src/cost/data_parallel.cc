@@ -161,6 +161,22 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   return d;
 }
 
+DpCost int8_allreduce_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                           double params_rank, double bwd_window) {
+  const int buckets = dp_buckets(p, params_rank);
+  const double bytes = params_rank * kInt8GradBytesPerParam / buckets;
+  DpCost d;
+  d.total = buckets * collective_time_s(c, Collective::allreduce, bytes, dp_group(p, c));
+  d.exposed = exposed_part(d.total, bwd_window, 1.0 / buckets, overlaps_of(p, c).grad_reduce,
+                           c.gpu.overlap_compute_slowdown) +
+              params_rank * kInt8KernelBytesPerParam / c.gpu.hbm_achieved_Bps() /
+                  c.gpu.sustained_efficiency;
+  const double t = tied_embedding_s(m, c, p);
+  d.total += t;
+  d.exposed += t;
+  return d;
+}
+
 int hpz_partition(const ClusterProfile& c, const Plan& p) {
   const GroupLayout g = dp_group(p, c);
   return g.nodes > 1 ? g.ranks_per_node : 1;

@@ -45,15 +45,33 @@ inline constexpr double kZeroppGradBytesPerParam = 0.5;
 /// gradient to int4 and back after the all-to-all (read 2, write 0.5; read 0.5, write 2): 8 bytes.
 inline constexpr double kZeroppKernelBytesPerParam = 8;
 
-/// hpZ's partition: the dp x cp group's ranks inside one NVLink domain, where ZeRO++ keeps a
-/// secondary bf16 copy of the weights sharded over them; 1 where the group does not leave the
-/// domain (nothing to keep local).
-int hpz_partition(const ClusterProfile& c, const Plan& p);
-
 struct DpCost {
   double exposed = 0;  ///< seconds on the critical path, after overlap
   double total = 0;    ///< seconds on the wire
 };
+
+/// The design source's 8-bit gradient all-reduce with bucketed scales (s.3.3,
+/// `GradientQuantizer(bits=8, bucket_size=4MB)` before the step): each gradient element crosses
+/// the wire as one byte, a scale per 4 MB bucket aside (neglected), as a reduce-scatter whose
+/// shards are dequantized, summed and requantized, then an all-gather.
+inline constexpr double kInt8GradBytesPerParam = 1;
+/// Its kernels' HBM traffic per element [D: reads and writes]: quantizing the fp32 gradient
+/// before the reduce-scatter (read 4, write 1) and dequantizing the gathered result (read 1,
+/// write 4); the reduced shard's own dequantize and requantize, 1/dp of the elements, neglected.
+inline constexpr double kInt8KernelBytesPerParam = 10;
+
+/// What a zero=0 plan's gradient all-reduce would cost as the source's 8-bit one: the same
+/// buckets at kInt8GradBytesPerParam, overlapped with the backward as the plan's, plus the
+/// kernels on the critical path and the tied embedding's all-reduce as before. No emitted
+/// framework runs it (PyTorch DDP's quantization communication hooks are the nearest), so it is
+/// priced as a what-if (`estimate`'s advice), never searched.
+DpCost int8_allreduce_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                           double params_rank, double bwd_window);
+
+/// hpZ's partition: the dp x cp group's ranks inside one NVLink domain, where ZeRO++ keeps a
+/// secondary bf16 copy of the weights sharded over them; 1 where the group does not leave the
+/// domain (nothing to keep local).
+int hpz_partition(const ClusterProfile& c, const Plan& p);
 
 /// `params_rank`: the most loaded stage's parameters on one rank, before ZeRO; `fwd_window` and
 /// `bwd_window`: one micro-batch's forward and backward on the critical stage (what the last
