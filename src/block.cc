@@ -4,6 +4,74 @@
 
 namespace planner {
 
+namespace {
+
+/// A mixture-of-experts layer's router, dispatcher and routed experts (Megatron-Core's MoELayer
+/// with the all-to-all dispatcher and grouped GEMMs). This rank's tokens (its sequence-parallel
+/// share) go through the replicated router; each is sent to topk experts over the ep ranks and
+/// gathered over the etp ranks that share them, so a rank's E / ep experts see T topk etp token
+/// copies, T topk etp ep / E each under the force-balanced routing the published benchmarks run.
+void add_experts(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
+  using K = ModuleKind;
+  const MoeSpec& x = l.moe;
+  const int cp = l.causal ? cfg.cp : 1;
+  const double o = cfg.sp ? cfg.tp : 1.0, e = cfg.element_bytes, li = cfg.linear_input_bytes;
+  const double h = l.hidden, E = x.experts, fe = x.expert_ffn, up = (l.swiglu ? 2.0 : 1.0) * fe;
+  const double tokens = double(l.seq) / cp * l.sequences * cfg.mbs / o;
+  const double copies = tokens * x.topk, slots = copies * cfg.etp;
+  const double local = E / cfg.ep, per_expert = slots / local, et = cfg.etp;
+  auto same = [](double bytes) { return std::array<double, 3>{bytes, bytes, 0.0}; };
+  Module router{"router",
+                K::linear,
+                kRouter,
+                h,
+                E,
+                h * E + (x.router_bias ? E : 0.0),
+                same(4.0 * tokens * E),  // the fp32 routing probabilities for the backward
+                false,
+                0,
+                true,
+                x.router_bias ? E : 0.0};
+  router.shard = Module::Shard::replicated, router.tokens = tokens;
+  bm.add(router);
+  // The combine keeps the experts' outputs to weigh them by the probabilities in the backward.
+  Module dispatch{"dispatch", K::dispatch, -1, h, 0, 0, same(e * slots * h), false, 0, false, 0};
+  dispatch.tokens = copies, dispatch.groups = cfg.etp;
+  bm.add(dispatch);
+  Module fc1{"expert_fc1",
+             K::linear,
+             kExpertFc1,
+             h,
+             up / et,
+             E * (h * up + (x.expert_bias ? up : 0.0)),
+             same(li * slots * h),
+             false,
+             0,
+             true,
+             x.expert_bias ? up / et : 0.0};
+  fc1.shard = Module::Shard::experts, fc1.groups = local, fc1.tokens = per_expert;
+  bm.add(fc1);
+  Module act{"expert_activation",       K::activation, -1, 0,     0, 0,
+             same(e * slots * up / et), false,         0,  false, 0};
+  act.tokens = slots;
+  bm.add(act);
+  Module fc2{"expert_fc2",
+             K::linear,
+             kExpertFc2,
+             fe / et,
+             h,
+             E * (fe * h + (x.expert_bias ? h : 0.0)),
+             same(li * slots * fe / et),
+             false,
+             0,
+             true,
+             x.expert_bias ? h : 0.0};
+  fc2.shard = Module::Shard::experts, fc2.groups = local, fc2.tokens = per_expert;
+  bm.add(fc2);
+}
+
+}  // namespace
+
 BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   const double t = cfg.tp, o = cfg.sp ? t : 1.0;  // o: how the outside-TP part is sharded
   const double e = cfg.element_bytes;             // a stored activation element; masks 1 byte
@@ -59,11 +127,14 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
           same(li * sb * qw / t + sbh / o), false, 1, true, x.proj_bias ? h / o : 0.0});
   if (x.sandwich_norms) bm.add(norm("post_attention_norm"));
   bm.add(norm("norm2"));
-  bm.add({"fc1", K::linear, kFc1, h, up / t, h * up + (x.mlp_bias ? up : 0.0), same(li * sbh / o),
-          true, 0, true, x.mlp_bias ? up / t : 0.0});
-  bm.add({"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false, 0});
-  bm.add({"fc2", K::linear, kFc2, f / t, h, f * h + (x.mlp_bias ? h : 0.0),
-          same(li * sb * f / t + sbh / o), false, 1, true, x.mlp_bias ? h / o : 0.0});
+  if (l.moe.any()) add_experts(l, cfg, bm);
+  if (f > 0) {  // the dense MLP, or a mixture-of-experts layer's shared experts
+    bm.add({"fc1", K::linear, kFc1, h, up / t, h * up + (x.mlp_bias ? up : 0.0), same(li * sbh / o),
+            true, 0, true, x.mlp_bias ? up / t : 0.0});
+    bm.add({"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false, 0});
+    bm.add({"fc2", K::linear, kFc2, f / t, h, f * h + (x.mlp_bias ? h : 0.0),
+            same(li * sb * f / t + sbh / o), false, 1, true, x.mlp_bias ? h / o : 0.0});
+  }
   if (x.sandwich_norms) bm.add(norm("post_mlp_norm"));
   return bm;
 }
@@ -71,6 +142,22 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
 double BlockModel::params() const {
   double p = 0;
   for (const Module& m : *this) p += m.params;
+  return p;
+}
+
+double BlockModel::rank_params(int tp, int ep, int etp) const {
+  double p = 0;
+  for (const Module& m : *this)
+    p += m.params / (m.shard == Module::Shard::tp        ? double(tp)
+                     : m.shard == Module::Shard::experts ? double(ep) * etp
+                                                         : 1.0);
+  return p;
+}
+
+double BlockModel::expert_rank_params(int ep, int etp) const {
+  double p = 0;
+  for (const Module& m : *this)
+    if (m.shard == Module::Shard::experts) p += m.params / (double(ep) * etp);
   return p;
 }
 

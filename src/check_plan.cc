@@ -43,6 +43,8 @@ const char* to_string(Rejection r) {
       return "offload not applicable";
     case Rejection::host_out_of_memory:
       return "out of host memory";
+    case Rejection::experts_invalid:
+      return "ep/etp not fitting";
     case Rejection::count_:
       break;
   }
@@ -141,6 +143,53 @@ Rejection check_offload(const ClusterProfile& c, const Plan& p, std::string* rea
   return Rejection::none;
 }
 
+/// Expert parallelism: a model with experts, ep dividing them, etp their MLP width, and the
+/// expert groups folding into a stage's ranks (Megatron-Core parallel_state: tp x cp x dp must be
+/// a multiple of etp x ep); MoE with TP needs sequence parallelism (MoELayer.forward raises
+/// without it at d98e8a64).
+Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) {
+  auto no = [&](auto&& why) { return fail(Rejection::experts_invalid, reason, why); };
+  if (!m.moe.any()) {
+    if (p.ep > 1 || p.etp > 1)
+      return no([&] { return fmt("ep={} etp={} need a model with experts", p.ep, p.etp); });
+    return Rejection::none;
+  }
+  if (p.zero >= 2)
+    return no([&] {
+      return fmt(
+          "zero={} with experts is not modelled: Megatron-Core shards the experts' optimizer "
+          "states over their expert-data-parallel ranks with its distributed optimizer (zero=1)",
+          p.zero);
+    });
+  if (m.moe.experts % p.ep != 0)
+    return no([&] { return fmt("ep={} does not divide the {} experts", p.ep, m.moe.experts); });
+  if (m.moe.expert_ffn % p.etp != 0)
+    return no([&] {
+      return fmt("etp={} does not divide the experts' width {}", p.etp, m.moe.expert_ffn);
+    });
+  const long long stage = 1LL * p.tp * p.cp * p.dp, group = 1LL * p.ep * p.etp;
+  if (stage % group != 0)
+    return no([&] {
+      return fmt(
+          "ep x etp = {} must divide tp x cp x dp = {}: the expert groups fold into the ranks of "
+          "a pipeline stage",
+          group, stage);
+    });
+  if (p.ep > 1 && p.order == RankOrder::tp_pp_dp)
+    return no([&] {
+      return std::string(
+          "order=tp-pp-dp does not take expert parallelism (Megatron-Core's "
+          "ModelParallelConfig: \"Make sure EP and CP aren't used\" with it)");
+    });
+  if (p.tp > 1 && !p.sp)
+    return no([&] {
+      return std::string(
+          "a model with experts at tp > 1 needs sp=1 (Megatron-Core's MoE layer "
+          "refuses tensor parallelism without sequence parallelism)");
+    });
+  return Rejection::none;
+}
+
 /// Every TP group inside one NVLink domain: the job inside one domain, or groups that tile it.
 bool tp_in_domain(const ClusterProfile& c, const Plan& p) {
   return p.tp <= c.nvlink_domain && (p.gpus() <= c.nvlink_domain || c.nvlink_domain % p.tp == 0);
@@ -219,6 +268,7 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   if (p.sp && p.tp == 1)
     return fail(Rejection::sp_without_tp, reason,
                 [&] { return std::string("sequence parallelism needs tp > 1"); });
+  if (const Rejection r = check_experts(m, p, reason); r != Rejection::none) return r;
   // One replica shards nothing, but ZeRO's optimizer is what offloads: allowed with offload.
   if (p.zero > 0 && p.weight_replicas() == 1 && !p.offloads())
     return fail(Rejection::zero_invalid, reason, [&] {

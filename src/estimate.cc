@@ -45,6 +45,7 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTime
     r.fwd += st.chunks[vs].fwd_s, r.bwd += st.chunks[vs].bwd_s,
         r.weight += st.chunks[vs].bwd_weight_s;
     r.compute += st.chunk_compute_s[vs], r.tp += st.chunk_tp_s[vs], r.cp += st.chunk_cp_s[vs];
+    r.ep += st.chunk_ep_s[vs];
   }
 }
 
@@ -79,7 +80,8 @@ Breakdown attribute(const StageTimes& tt, int mb, double pipe, const SimResult* 
   b.compute_s = mb * tt.compute;
   b.tp_comm_s = mb * tt.tp;
   b.cp_comm_s = mb * tt.cp;
-  const double idle = std::max(0.0, pipe - b.compute_s - b.tp_comm_s - b.cp_comm_s);
+  b.ep_comm_s = mb * tt.ep;
+  const double idle = std::max(0.0, pipe - b.compute_s - b.tp_comm_s - b.cp_comm_s - b.ep_comm_s);
   b.pp_comm_s = std::min(idle, sim ? sim->transfer_wait_s[tt.critical] : mb * tt.p2p);
   b.bubble_s = idle - b.pp_comm_s;
   b.dp_comm_s = dp.exposed;
@@ -101,8 +103,8 @@ void clear_noise(Estimate& e) {
     if (std::fabs(v) < tol) v = 0;
   };
   Breakdown& b = e.breakdown;
-  for (double* v : {&b.compute_s, &b.tp_comm_s, &b.cp_comm_s, &b.pp_comm_s, &b.dp_comm_s,
-                    &b.bubble_s, &b.optimizer_s, &b.offload_s, &e.dp_comm_total_s})
+  for (double* v : {&b.compute_s, &b.tp_comm_s, &b.cp_comm_s, &b.ep_comm_s, &b.pp_comm_s,
+                    &b.dp_comm_s, &b.bubble_s, &b.optimizer_s, &b.offload_s, &e.dp_comm_total_s})
     snap(*v);
   for (double& v : e.stage_idle_s) snap(v);
   for (double& v : e.stage_busy_s) snap(v);
@@ -118,7 +120,7 @@ void metrics(const ModelSpec& m, const ClusterProfile& c, const Plan& p, Estimat
   e.mfu = e.tflops_per_gpu * kTera / c.gpu.peak_flops[static_cast<int>(p.dtype)];
   e.bubble_fraction = b.bubble_s / e.iteration_time_s;
   e.exposed_comm_fraction =
-      (b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s) / e.iteration_time_s;
+      (b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.pp_comm_s + b.dp_comm_s) / e.iteration_time_s;
 }
 
 /// One estimate, in steps over explicit values: structure -> stages -> pipeline timing ->
@@ -174,19 +176,27 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
       pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction);
   const double pipe = simulated ? sim.makespan_s : closed;
   // 5. DP cost over the dp x cp replicas of the most loaded stage's weights.
-  double params_rank = 0;
-  for (const StageLoad& l : st.load) params_rank = std::max(params_rank, l.params);
+  double params_rank = 0, expert_params_rank = 0;
+  for (const StageLoad& l : st.load)
+    if (l.params > params_rank) params_rank = l.params, expert_params_rank = l.expert_params;
+  // The routed experts' weights reduce over their own group (expert_dp_cost, below).
+  params_rank -= expert_params_rank;
   // A compressed optimizer's warm-up, averaged over the run's steps where they are known.
   const double steps = o.train_tokens / (double(p.gbs) * m.seq_len);
   const double warmup = p.grad_compression != GradCompression::none && steps > 0
                             ? std::min(1.0, double(kCompressionFreezeSteps) / steps)
                             : 0.0;
-  const DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, decoder.compute,
-                            st.blocks_per_stage[tt.critical], &ws.zero3, warmup);
+  DpCost dp = dp_cost(m, c, p, params_rank, tt.fwd, tt.bwd, decoder.compute,
+                      st.blocks_per_stage[tt.critical], &ws.zero3, warmup);
+  if (expert_params_rank > 0) {
+    const DpCost experts = expert_dp_cost(c, p, expert_params_rank, tt.fwd, tt.bwd, dp);
+    dp.total += experts.total, dp.exposed += experts.exposed;
+  }
   // 6. The optimizer step, on the GPU or (offloaded) on the host, and the host memory it needs.
-  const double shard = params_rank / (p.zero >= 1 ? p.weight_replicas() : 1);
-  const OffloadCost off = offload_cost(c, p, o.framework, params_rank, shard, tt.fwd, tt.bwd,
-                                       optimizer_step_s(c.gpu, shard));
+  const double shard = params_rank / (p.zero >= 1 ? p.weight_replicas() : 1) +
+                       expert_params_rank / (p.zero >= 1 ? std::max(1LL, p.expert_replicas()) : 1);
+  const OffloadCost off = offload_cost(c, p, o.framework, params_rank + expert_params_rank, shard,
+                                       tt.fwd, tt.bwd, optimizer_step_s(c.gpu, shard));
   // Each offloaded layer's activations go down after its forward and up before its backward,
   // beside the next layer's compute: what a layer's transfer takes beyond it is exposed.
   double act_offload_s = 0;
@@ -280,20 +290,35 @@ bool finite_result(const Estimate& e) {
   const Breakdown& b = e.breakdown;
   const MemoryBreakdown& mem = e.memory;
   const LayerTimes& l = e.layer;
-  for (double v : {e.iteration_time_s, e.tokens_per_s,
-                   e.tflops_per_gpu,   e.mfu,
-                   e.memory_bytes,     e.memory_limit_bytes,
-                   mem.weights,        mem.grads,
-                   mem.optimizer,      mem.activations,
-                   mem.reserve,        b.compute_s,
-                   b.tp_comm_s,        b.cp_comm_s,
-                   b.pp_comm_s,        b.dp_comm_s,
-                   b.bubble_s,         b.optimizer_s,
-                   b.offload_s,        l.fwd_compute_s,
-                   l.bwd_compute_s,    e.host_memory_bytes,
-                   l.fwd_comm_s,       l.bwd_comm_s,
-                   e.bubble_fraction,  e.exposed_comm_fraction,
-                   e.dp_comm_total_s,  e.closed_form_time_s,
+  for (double v : {e.iteration_time_s,
+                   e.tokens_per_s,
+                   e.tflops_per_gpu,
+                   e.mfu,
+                   e.memory_bytes,
+                   e.memory_limit_bytes,
+                   mem.weights,
+                   mem.grads,
+                   mem.optimizer,
+                   mem.activations,
+                   mem.reserve,
+                   b.compute_s,
+                   b.tp_comm_s,
+                   b.cp_comm_s,
+                   b.ep_comm_s,
+                   b.pp_comm_s,
+                   b.dp_comm_s,
+                   b.bubble_s,
+                   b.optimizer_s,
+                   b.offload_s,
+                   l.fwd_compute_s,
+                   l.bwd_compute_s,
+                   e.host_memory_bytes,
+                   l.fwd_comm_s,
+                   l.bwd_comm_s,
+                   e.bubble_fraction,
+                   e.exposed_comm_fraction,
+                   e.dp_comm_total_s,
+                   e.closed_form_time_s,
                    e.balanced_gain_pct})
     if (!std::isfinite(v)) return false;
   for (const auto* list : {&e.stage_busy_s, &e.stage_idle_s})

@@ -39,6 +39,13 @@ LayerShape ModelSpec::decoder_shape() const {
   return s;
 }
 
+LayerShape ModelSpec::moe_shape() const {
+  LayerShape s = decoder_shape();
+  s.moe = moe;
+  s.ffn = moe.shared_ffn;
+  return s;
+}
+
 int ModelSpec::blocks() const {
   int n = layers;
   for (const Component& c : encoders) n += c.layers;
@@ -128,7 +135,7 @@ double non_decoder_params(const ModelSpec& m) {
 int ModelSpec::moe_layers() const {
   if (!moe.any()) return 0;
   int n = 0;
-  for (int i = moe.first_dense; i < layers; ++i) n += (i + 1) % moe.every == 0;
+  for (int i = 0; i < layers; ++i) n += is_moe_layer(i);
   return n;
 }
 
@@ -138,14 +145,16 @@ double ModelSpec::total_params() const {
   return decoder_params(*this, moe.experts) + non_decoder_params(*this);
 }
 
-std::string experts_refusal(const ModelSpec& m) {
+std::string latent_attention_refusal(const ModelSpec& m) {
   const MoeSpec& e = m.moe;
   return fmt(
-      "a mixture-of-experts model ({} experts of {}, {} per token{}; {:.1f}B parameters, "
-      "{:.1f}B active): planning one needs expert parallelism, which planner does not model yet",
-      e.experts, e.expert_ffn, e.topk,
-      e.shared_ffn > 0 ? fmt(", shared {}", e.shared_ffn) : std::string(), m.total_params() / 1e9,
-      m.active_params() / 1e9);
+      "multi-head latent attention (kv_lora_rank {}{}; {:.1f}B parameters, {:.1f}B active): "
+      "planning it needs its projections and compressed KV in the block model, which planner "
+      "does not model yet",
+      m.mla.kv_lora_rank,
+      e.any() ? fmt(", {} experts of {}, {} per token", e.experts, e.expert_ffn, e.topk)
+              : std::string(),
+      m.total_params() / 1e9, m.active_params() / 1e9);
 }
 
 double ModelSpec::active_params() const {

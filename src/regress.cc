@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/cluster_io.h"
 #include "planner/search.h"
 #include "planner/units.h"

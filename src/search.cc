@@ -36,6 +36,11 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   k[K::schedule] = {int(Schedule::one_f_one_b)};
   for (const KnobDef& d : knob_table())  // the execution knobs: the stack's own choice
     if (d.searched && d.optional) k[d.id] = {kUnset};
+  // Expert parallelism for a model with experts: every power of two dividing them (check_plan
+  // keeps those whose groups fold into a stage's ranks); etp 1, as Megatron-Bridge's MoE recipes.
+  if (m.moe.any())
+    for (int e = 2; e <= std::min(m.moe.experts, gpus); e *= 2)
+      if (m.moe.experts % e == 0) k[K::ep].push_back(e);
   // Offload to host memory where a plan does not fit without it (the search skips an offload
   // plan whose twin without offload fits: offload only adds time); all the states moved.
   if (c.host.present()) {
@@ -446,8 +451,8 @@ class Searcher {
   /// The cell's block and head costs (cell_costs), computed once the first plan needs them: cells
   /// whose GPU counts none of the pp values fit cost only their enumeration.
   void layer_costs(const Plan& p) {
-    if (computed_) return;
-    computed_ = true;
+    if (computed_ && p.ep == cell_ep_ && p.etp == cell_etp_) return;
+    computed_ = true, cell_ep_ = p.ep, cell_etp_ = p.etp;
     cache_.cell = cell_costs(m_, c_, p, cache_.layout);
   }
 
@@ -466,6 +471,7 @@ class Searcher {
   std::vector<long long> plans_per_pp_;
   int blocks_ = 0;
   bool computed_ = false;
+  int cell_ep_ = 1, cell_etp_ = 1;  ///< the expert parallelism the cell's costs are for
   /// The current run of offload values: how its plan without offload fared.
   Rejection twin_ = Rejection::none;
   bool twin_known_ = false;

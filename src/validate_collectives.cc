@@ -18,10 +18,7 @@
 namespace planner {
 namespace {
 
-const char* linear_name(int index) {
-  static const char* kNames[kNumLinears] = {"qkv", "proj", "fc1", "fc2"};
-  return kNames[index];
-}
+const char* linear_name(int index) { return kLinearNames[index]; }
 
 /// The workload kernel of linear `index` in `pass` (a recomputed forward when `recompute`).
 int kernel_index(const std::vector<Kernel>& kernels, const std::vector<bool>& is_recompute,

@@ -79,7 +79,7 @@ TEST_CASE("suggest --format csv has a header and K rows") {
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
   // The columns: every knob of the knob table, the metrics, the framework and the plan string.
   CHECK(r.out.rfind(
-            "rank,tp,pp,dp,cp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,order,dtype,attn,"
+            "rank,tp,pp,dp,cp,ep,etp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,order,dtype,attn,"
             "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,grad_compression,zeropp,"
             "offload_activations,"
             "offload_optimizer,offload_params,offload_pct,iteration_time_s,",
@@ -134,15 +134,32 @@ TEST_CASE("bad input: one clear message and exit 2") {
                      "80.0 GiB") != std::string::npos);
 }
 
-TEST_CASE("a mixture-of-experts config is bad input for every command, never a dense plan") {
+TEST_CASE(
+    "a mixture-of-experts config is planned with expert parallelism; latent attention "
+    "is refused") {
   const std::string moe = "tests/data/hf/mixtral-8x7b-v0.1.json";
-  const std::string why =
-      moe +
-      ":18: key 'num_local_experts': a mixture-of-experts model (8 experts of 14336, 2 per "
-      "token; 46.7B parameters, 12.9B active): planning one needs expert parallelism, which "
-      "planner does not model yet";
-  check_error("suggest --model " + moe + " " + kCluster + " --gpus 8 --global-batch 8", why);
-  check_error("estimate --model " + moe + " " + kCluster + " --plan \"tp=8,pp=1,dp=1,gbs=8\"", why);
+  const Run s = planner("suggest --model " + moe + " " + kCluster +
+                        " --gpus 16 --global-batch 64 --top 3 --format json");
+  REQUIRE(s.rc == 0);
+  CHECK(s.out.find("\"ep\": ") != std::string::npos);
+  const Run e = planner("estimate --model " + moe + " " + kCluster +
+                        " --plan \"tp=4,pp=2,dp=2,ep=8,sp=1,mbs=1,gbs=64,zero=1\"");
+  REQUIRE(e.rc == 0);
+  CHECK(e.out.find("EP communication") != std::string::npos);
+  check_error("estimate --model " + moe + " " + kCluster +
+                  " --plan \"tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=64,zero=1\"",
+              "option --plan: ep=16 does not divide the 8 experts (model " + moe +
+                  ", cluster hw_profiles/dgx-a100-80gb.yaml)");
+  check_error("estimate " + kModel + " " + kCluster + " --plan \"tp=1,pp=8,dp=128,ep=2,gbs=1024\"",
+              "option --plan: ep=2 etp=1 need a model with experts (model "
+              "configs/models/gpt3-175b.yaml, cluster hw_profiles/dgx-a100-80gb.yaml)");
+  const std::string mla = "tests/data/hf/deepseek-v3.json";
+  check_error("suggest --model " + mla + " " + kCluster + " --gpus 8 --global-batch 8",
+              mla +
+                  ":20: key 'kv_lora_rank': multi-head latent attention (kv_lora_rank 512, 256 "
+                  "experts of 2048, 8 per token; 671.0B parameters, 37.6B active): planning it "
+                  "needs its projections and compressed KV in the block model, which planner "
+                  "does not model yet");
 }
 
 TEST_CASE("a model that fits no plan says how far the closest is and what would help") {

@@ -134,19 +134,23 @@ TEST_CASE("MoE model FLOPs reproduce the published model TFLOP/s of the Megatron
   CHECK(rows == 7);
 }
 
-TEST_CASE("a model with experts is refused for planning with its counts; YAML says the same") {
+TEST_CASE("a YAML model with experts loads for planning; latent attention is refused") {
   const std::string yaml =
       "name: tiny-moe\nlayers: 4\nhidden: 1024\nheads: 8\nffn: 4096\nswiglu: true\n"
       "vocab: 32000\nseq_len: 2048\nexperts: 8\nexperts_per_token: 2\nexpert_ffn: 1024\n";
+  CHECK(io::parse_model(yaml, "tiny.yaml").moe.experts == 8);
+  const std::string mla = yaml +
+                          "kv_lora_rank: 128\nqk_nope_head_dim: 64\nqk_rope_head_dim: 32\n"
+                          "v_head_dim: 64\n";
   try {
-    io::parse_model(yaml, "tiny.yaml");
+    io::parse_model(mla, "tiny.yaml");
     FAIL("not refused");
   } catch (const InputError& e) {
-    CHECK(std::string(e.what()) ==
-          "tiny.yaml:9: key 'experts': a mixture-of-experts model (8 experts of 1024, 2 per "
-          "token; 0.2B parameters, 0.1B active): planning one needs expert parallelism, which "
-          "planner does not model yet");
+    CHECK(std::string(e.what()).find("tiny.yaml:12: key 'kv_lora_rank': multi-head latent "
+                                     "attention (kv_lora_rank 128, 8 experts of 1024, 2 per "
+                                     "token;") == 0);
   }
+  CHECK(io::parse_model(mla, "tiny.yaml", true).mla.kv_lora_rank == 128);
   const ModelSpec m = io::parse_model(yaml, "tiny.yaml", true);
   CHECK(m.moe_layers() == 4);
   CHECK(m.total_params() - m.active_params() == doctest::Approx(4 * 6 * 3.0 * 1024 * 1024));

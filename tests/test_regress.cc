@@ -140,3 +140,55 @@ TEST_CASE("accuracy bands: quantiles of the signed errors, the narrowest class w
   CHECK(hi == doctest::Approx(10.0 / 0.92));
   CHECK(band_text(bands[1]) == "-20%/+9%");
 }
+
+TEST_CASE("optional columns: a model file in place of the shape columns, ep and etp anywhere") {
+  // `model` and `published_tflops_per_gpu` among the base columns, the model file relative to the
+  // CSV (here tests/data/).
+  std::string header = kHeader;
+  header.replace(header.find(",layers,"), 8, ",model,layers,");
+  header.replace(header.find(",sp,"), 4, ",ep,etp,sp,");
+  header.insert(header.size() - 1, ",published_tflops_per_gpu");
+  const std::string csv = PLANNER_SOURCE_DIR "/tests/data/c.csv";
+  const std::string dense =
+      "r1,x,dgx-a100-80gb,32,../../configs/models/gpt3-1.3b.yaml,,,,,,,,2048,1,1,32,,,,0,,,512,0,"
+      "full,fp16,,137,megatron-hfu,140\n";
+  const auto cases = parse_cases(header + dense, csv);
+  REQUIRE(cases.size() == 1);
+  CHECK(cases[0].model.layers == 24);
+  CHECK(cases[0].model.hidden == 2048);
+  CHECK(cases[0].model.seq_len == 2048);
+  CHECK(*cases[0].published_tflops_per_gpu == 140);
+  CHECK(!cases[0].knob(KnobId::ep).has_value());
+
+  const std::string moe =
+      "q,x,dgx-h100-80gb,16,hf/Qwen3-30B-A3B/config.json,,,,,,,,4096,1,1,16,1,16,1,,,1,1024,,,fp8,"
+      "29.701,,,203\n";
+  const auto m = parse_cases(header + moe, csv);
+  CHECK(m[0].model.moe.experts == 128);
+  CHECK(m[0].knob(KnobId::ep) == 16);
+  CHECK(m[0].knob(KnobId::etp) == 1);
+
+  auto error_at = [&](const std::string& text) {
+    try {
+      parse_cases(text, csv);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::string bad = dense;
+  bad.replace(bad.find(".yaml,,"), 7, ".yaml,24,");
+  CHECK(error_at(header + bad) ==
+        csv + ":2: column 'layers': must be empty when 'model' names the model file");
+  bad = dense;
+  bad.replace(bad.find(",32,,,,0,"), 9, ",32,,4,,0,");
+  CHECK(error_at(header + bad) == csv + ":2: column 'ep': needs a model with experts");
+  CHECK(error_at(header.substr(0, header.size() - 1) + ",notes\n" + dense) ==
+        csv +
+            ":1: unexpected extra column 'notes' (the optional columns: model, ep, etp, "
+            "published_tflops_per_gpu, framework)");
+  std::string twice = header;
+  twice.replace(twice.find(",etp,"), 5, ",ep,");
+  CHECK(error_at(twice + dense).find("expected column 19 to be 'sp', found 'ep'") !=
+        std::string::npos);
+}

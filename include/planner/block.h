@@ -21,9 +21,16 @@
 namespace planner {
 
 /// The linear layers of a block (an MLP-only block has fc1 and fc2).
-enum LinearIndex { kQkv, kProj, kFc1, kFc2, kNumLinears };
+/// A mixture-of-experts block's MLP adds the router and the routed experts' two grouped GEMMs;
+/// its shared experts are its fc1 and fc2.
+enum LinearIndex { kQkv, kProj, kFc1, kFc2, kRouter, kExpertFc1, kExpertFc2, kNumLinears };
+/// The kernel names of the linears, by LinearIndex.
+inline constexpr const char* kLinearNames[kNumLinears] = {
+    "qkv", "proj", "fc1", "fc2", "router", "expert_fc1", "expert_fc2"};
 
-enum class ModuleKind { norm, linear, attention_core, activation };
+/// `dispatch`: a mixture-of-experts block's token dispatcher (the permutation and all-to-all that
+/// send each token to its experts' ranks, and the combine that brings them back).
+enum class ModuleKind { norm, linear, attention_core, activation, dispatch };
 
 struct Module {
   const char* name = "";
@@ -47,6 +54,12 @@ struct Module {
   /// column-parallel bias is sharded with the output, a row-parallel one is added after the TP
   /// collective, on the tokens outside the TP region.
   double bias = 0;
+  /// Where its weights live: sharded over TP (the default), replicated on every TP rank (the
+  /// router), or a routed expert's, sharded over ep x etp instead.
+  enum class Shard { tp, replicated, experts } shard = Shard::tp;
+  /// A routed experts' linear runs as a grouped GEMM: `groups` GEMMs (the experts on this rank)
+  /// of `tokens` rows each (the tokens routed to one expert). 0 tokens: the block's.
+  double groups = 1, tokens = 0;
 };
 
 /// The layer configuration the modules depend on.
@@ -59,10 +72,11 @@ struct BlockConfig {
   double element_bytes = 2;
   /// Bytes of a linear layer's stored input element (linear_input_bytes: 1 under fp8).
   double linear_input_bytes = 2;
+  int ep = 1, etp = 1;  ///< expert parallelism (a block with experts)
 };
 
 /// Modules a block may have (fixed storage: the search builds a block model per plan).
-inline constexpr int kMaxModules = 16;
+inline constexpr int kMaxModules = 20;
 
 struct BlockModel {
   std::array<Module, kMaxModules> storage{};
@@ -72,6 +86,9 @@ struct BlockModel {
   const Module* end() const { return storage.data() + count; }
   void add(const Module& m) { storage.at(count++) = m; }
   double params() const;  ///< before TP sharding
+  /// Weights on one rank: the TP-sharded ones over tp, the routed experts' over ep x etp.
+  double rank_params(int tp, int ep, int etp) const;
+  double expert_rank_params(int ep, int etp) const;  ///< the routed experts' part of it
   double stored_bytes(Recompute r) const;
   int tp_collectives() const;
   const Module* linear(int index) const;  ///< nullptr when the block has none such

@@ -33,6 +33,7 @@ enum class Rejection {
   out_of_memory,
   offload_invalid,     ///< the offload asked for needs what the plan or the profile lacks
   host_out_of_memory,  ///< the offloaded state does not fit in the node's host memory
+  experts_invalid,     ///< ep / etp do not fit the model's experts or the stage's ranks
   count_
 };
 inline constexpr int kNumRejections = static_cast<int>(Rejection::count_);
@@ -43,6 +44,7 @@ struct Breakdown {
   double compute_s = 0;    ///< forward, backward and recompute work of the critical stage
   double tp_comm_s = 0;    ///< exposed TP collectives
   double cp_comm_s = 0;    ///< exposed CP exchange (ring attention's K,V send/receive)
+  double ep_comm_s = 0;    ///< exposed expert dispatch and combine (all-to-all, etp gathers)
   double pp_comm_s = 0;    ///< exposed stage-to-stage transfers
   double dp_comm_s = 0;    ///< exposed DP reduction and ZeRO gathers
   double bubble_s = 0;     ///< pipeline fill and drain
@@ -137,7 +139,8 @@ struct EstimateCache {
 struct StageTimes {
   std::vector<double> t;
   int critical = 0;
-  double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, cp = 0, p2p = 0;
+  double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, cp = 0, ep = 0,
+         p2p = 0;
 };
 
 /// Storage an estimate reuses: the caller that estimates many plans (the search) owns one, so

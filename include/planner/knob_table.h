@@ -18,6 +18,8 @@ enum class KnobId {
   pp,
   dp,
   cp,
+  ep,
+  etp,
   vpp,
   mbs,
   gbs,

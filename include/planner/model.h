@@ -24,6 +24,25 @@ struct LayerArch {
   int global_every = 0;
 };
 
+/// A mixture-of-experts decoder's MLPs (Fedus et al. 2022; Jiang et al. 2024, Mixtral): in an MoE
+/// layer a router (a hidden x experts linear) sends each token to `topk` of `experts` routed
+/// expert MLPs of `expert_ffn`, beside shared experts every token goes through. `experts` 0: a
+/// dense model. Which layers are MoE: after the first `first_dense` (DeepSeek-V3's
+/// first_k_dense_replace, kept dense with the model's `ffn`), every `every`th, counting from 1
+/// (Llama 4 Maverick's interleave_moe_layer_step 2: layers 2, 4, 6 ... are MoE).
+struct MoeSpec {
+  int experts = 0;
+  int topk = 0;
+  int expert_ffn = 0;        ///< one routed expert's MLP width (moe_intermediate_size)
+  int shared_ffn = 0;        ///< all shared experts' MLP width together; 0: none
+  int first_dense = 0;       ///< leading dense layers
+  int every = 1;             ///< of the other layers, every Nth is MoE
+  bool expert_bias = false;  ///< biases on the experts' linears (gpt-oss)
+  bool router_bias = false;  ///< a per-expert bias on the router (gpt-oss; DeepSeek-V3's score
+                             ///< correction bias)
+  bool any() const { return experts > 1; }
+};
+
 /// One block as the cost model sees it: a transformer layer, or an MLP (a projector).
 struct LayerShape {
   int hidden = 0, heads = 0, kv_heads = 0, ffn = 0;
@@ -34,6 +53,9 @@ struct LayerShape {
   int sequences = 1;   ///< sequences per training sample (image tiles for a ViT)
   bool causal = true;  ///< causal decoder: context parallelism and causal skipping apply
   LayerArch arch;      ///< head width, biases, extra norms, sliding window (decoder layers)
+  /// A mixture-of-experts layer's experts (experts > 1); the MLP of `ffn` is then its shared
+  /// experts' (moe.shared_ffn, none when 0). Its first_dense and every are the model's.
+  MoeSpec moe;
   int head_dim() const { return arch.head_dim > 0 ? arch.head_dim : hidden / heads; }
   /// Width of all query heads, heads x head_dim (the hidden size unless head_dim says otherwise).
   double q_width() const { return double(heads) * head_dim(); }
@@ -53,25 +75,6 @@ struct Component {
   std::string name;
   int layers = 0;
   LayerShape shape;
-};
-
-/// A mixture-of-experts decoder's MLPs (Fedus et al. 2022; Jiang et al. 2024, Mixtral): in an MoE
-/// layer a router (a hidden x experts linear) sends each token to `topk` of `experts` routed
-/// expert MLPs of `expert_ffn`, beside shared experts every token goes through. `experts` 0: a
-/// dense model. Which layers are MoE: after the first `first_dense` (DeepSeek-V3's
-/// first_k_dense_replace, kept dense with the model's `ffn`), every `every`th, counting from 1
-/// (Llama 4 Maverick's interleave_moe_layer_step 2: layers 2, 4, 6 ... are MoE).
-struct MoeSpec {
-  int experts = 0;
-  int topk = 0;
-  int expert_ffn = 0;        ///< one routed expert's MLP width (moe_intermediate_size)
-  int shared_ffn = 0;        ///< all shared experts' MLP width together; 0: none
-  int first_dense = 0;       ///< leading dense layers
-  int every = 1;             ///< of the other layers, every Nth is MoE
-  bool expert_bias = false;  ///< biases on the experts' linears (gpt-oss)
-  bool router_bias = false;  ///< a per-expert bias on the router (gpt-oss; DeepSeek-V3's score
-                             ///< correction bias)
-  bool any() const { return experts > 1; }
 };
 
 /// Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, section 2.1): queries through a
@@ -111,8 +114,14 @@ struct ModelSpec {
   bool attention_sinks = false;     ///< a learned sink logit per head and layer (gpt-oss)
 
   int head_dim() const { return arch.head_dim > 0 ? arch.head_dim : hidden / heads; }
-  /// The decoder's layer as a LayerShape.
+  /// The decoder's dense layer as a LayerShape.
   LayerShape decoder_shape() const;
+  /// The decoder's mixture-of-experts layer (a model with experts).
+  LayerShape moe_shape() const;
+  /// Whether decoder layer `i` (from 0) is a mixture-of-experts layer.
+  bool is_moe_layer(int i) const {
+    return moe.any() && i >= moe.first_dense && (i + 1) % moe.every == 0;
+  }
   /// Pipeline-partitionable blocks: every encoder layer, then every decoder layer.
   int blocks() const;
   /// Encoder parameters (zero for a plain decoder).
@@ -138,9 +147,8 @@ struct ModelSpec {
   double active_params() const;
 };
 
-/// Why a model with experts is refused for planning, with its counts: "a mixture-of-experts model
-/// (128 experts of 768, 8 per token; 30.5B parameters, 3.4B active): planning one needs ...".
-std::string experts_refusal(const ModelSpec& m);
+/// Why a model with multi-head latent attention is refused for planning, with its counts.
+std::string latent_attention_refusal(const ModelSpec& m);
 
 /// Throws InputError (naming `file`) when sizes are not positive, heads % kv_heads != 0, or
 /// hidden % heads != 0 without an explicit head_dim.

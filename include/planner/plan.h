@@ -75,6 +75,12 @@ struct Plan {
   /// before their backward (Megatron-Core's layer-level CPU offloading through Transformer
   /// Engine, --cpu-offloading-num-layers; activations only, its weights default off).
   int offload_activation_layers = 0;
+  /// Expert parallelism (a model with experts; Megatron-Core's "parallel folding", Liu et al.
+  /// 2025, arXiv 2504.14960): the routed experts are split over ep ranks and each expert's MLP
+  /// over etp, the tp x cp x dp ranks of a stage regrouped as etp x ep x expert-dp (etp
+  /// innermost); attention keeps tp x cp x dp. 1 and 1 for a dense model.
+  int ep = 1;
+  int etp = 1;
   bool offloads() const {
     return offload_optimizer != OffloadDevice::none || offload_params != OffloadDevice::none;
   }
@@ -91,6 +97,12 @@ struct Plan {
   /// reduced and ZeRO shards over them, as Megatron-LM's data-parallel group with context
   /// parallelism does.
   long long weight_replicas() const { return 1LL * dp * cp; }
+  /// The ranks that hold the same experts (expert data parallel): a stage's tp x cp x dp ranks
+  /// over ep x etp. Expert gradients are reduced and their optimizer states shard over them.
+  long long expert_replicas() const {
+    const long long group = 1LL * ep * etp;
+    return group > 0 ? 1LL * tp * cp * dp / group : 0;
+  }
   int microbatches() const {
     const long long d = 1LL * mbs * dp;
     return d > 0 ? static_cast<int>(gbs / d) : 0;

@@ -26,6 +26,9 @@ struct RegressionCase {
   std::optional<int> knob(KnobId id) const { return knobs[static_cast<int>(id)]; }
   int gbs = 0;
   std::optional<double> measured_iter_time_s, measured_tflops_per_gpu;
+  /// The source's own model TFLOP/s (`published_tflops_per_gpu`): for checking the planner's
+  /// FLOP count against the measured time, not a measurement.
+  std::optional<double> published_tflops_per_gpu;
   /// The framework version the run used (the optional `framework` column): the row is predicted
   /// on its execution stack. None: the loaded profile's default stack (Megatron-LM's, or a legacy
   /// software block's).

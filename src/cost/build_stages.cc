@@ -42,10 +42,10 @@ EndChunks end_chunks(const BlockLayout& layout, const Partition& part) {
 void uniform_chunks(const BlockCost& one, double gather, const Partition& part, Stages& st) {
   const int V = static_cast<int>(part.size());
   const double fwd = one.fwd_s, bwd = one.bwd_s, weight = one.bwd_weight_s;
-  const double comp = one.compute_s, tpc = one.tp_comm_s, cpc = one.cp_comm_s;
+  const double comp = one.compute_s, tpc = one.tp_comm_s, cpc = one.cp_comm_s, epc = one.ep_comm_s;
   ChunkCost* chunks = st.chunks.data();
   double *compute = st.chunk_compute_s.data(), *tp = st.chunk_tp_s.data(),
-         *cp = st.chunk_cp_s.data();
+         *cp = st.chunk_cp_s.data(), *ep = st.chunk_ep_s.data();
   const int* sizes = part.data();
   auto set = [&](int vs, double fwd_gather, double bwd_gather) {
     const double n = sizes[vs];
@@ -53,6 +53,7 @@ void uniform_chunks(const BlockCost& one, double gather, const Partition& part, 
     compute[vs] = n * comp;
     tp[vs] = n * tpc + (fwd_gather + bwd_gather);
     cp[vs] = n * cpc;
+    ep[vs] = n * epc;
   };
   // The receiver's all-gather of what crossed a boundary: the input (forward) of every chunk but
   // the first, the output gradient (backward) of every chunk but the last.
@@ -66,8 +67,8 @@ void uniform_chunks(const BlockCost& one, double gather, const Partition& part, 
 void uniform_loads(const BlockCost& one, const PlanCosts& pc, const Partition& part, int pp,
                    EndChunks ends, Stages& st) {
   const int V = static_cast<int>(part.size());
-  const double params = one.params, act = one.act_bytes, full = one.full_act_bytes,
-               gathered = 2.0 * one.largest_matrix;
+  const double params = one.params, experts = one.expert_params, act = one.act_bytes,
+               full = one.full_act_bytes, gathered = 2.0 * one.largest_matrix;
   const int* sizes = part.data();
   StageLoad* load = st.load.data();
   int* blocks = st.blocks_per_stage.data();
@@ -77,6 +78,7 @@ void uniform_loads(const BlockCost& one, const PlanCosts& pc, const Partition& p
       StageLoad& ld = load[vs - row];
       const double n = sizes[vs];
       ld.params += n * params;
+      ld.expert_params += n * experts;
       ld.act_per_mb += n * act;
       if (n > 0) {
         ld.once_bytes = std::max(ld.once_bytes, full);
@@ -126,7 +128,7 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
   for (int vs = 0, s = 0; vs < V; ++vs, s = s + 1 == pp ? 0 : s + 1) {  // s = vs % pp
     const int b1 = b0 + part[vs];
     ChunkCost cc;
-    double compute = 0, tp = 0, cp = 0;
+    double compute = 0, tp = 0, cp = 0, ep = 0;
     StageLoad& ld = st.load[s];
     for (size_t k = 0; k < pc.shape.size(); ++k) {
       const int n = layout.prefix[k][b1] - layout.prefix[k][b0];
@@ -134,7 +136,9 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
       const BlockCost& bc = pc.shape[k];
       cc.fwd_s += n * bc.fwd_s, cc.bwd_s += n * bc.bwd_s, cc.bwd_weight_s += n * bc.bwd_weight_s;
       compute += n * bc.compute_s, tp += n * bc.tp_comm_s, cp += n * bc.cp_comm_s;
+      ep += n * bc.ep_comm_s;
       ld.params += n * bc.params;
+      ld.expert_params += n * bc.expert_params;
       ld.act_per_mb += n * bc.act_bytes;
       ld.once_bytes = std::max(ld.once_bytes, bc.full_act_bytes);
       ld.zero3_gather = std::max(ld.zero3_gather, 2.0 * bc.largest_matrix);
@@ -159,6 +163,7 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
     }
     st.chunks[vs] = cc;
     st.chunk_compute_s[vs] = compute, st.chunk_tp_s[vs] = tp, st.chunk_cp_s[vs] = cp;
+    st.chunk_ep_s[vs] = ep;
     st.blocks_per_stage[s] += part[vs];
     b0 = b1;
   }
@@ -173,6 +178,7 @@ void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
   st.chunk_compute_s.resize(V);
   st.chunk_tp_s.resize(V);
   st.chunk_cp_s.resize(V);
+  st.chunk_ep_s.resize(V);
   st.load.assign(p.pp, StageLoad{});
   st.blocks_per_stage.assign(p.pp, 0);
   if (pc.shape.size() == 1)

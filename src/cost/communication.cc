@@ -58,6 +58,16 @@ GroupLayout dp_group(const Plan& p, const ClusterProfile& c) {
     return nested_group_layout(p.cp, p.tp, p.dp, p.tp * p.cp * p.pp, c.nvlink_domain);
   return group_layout(p.dp * p.cp, p.tp, c.nvlink_domain);
 }
+GroupLayout ep_group(const Plan& p, const ClusterProfile& c) {
+  return group_layout(p.ep, p.etp, c.nvlink_domain);
+}
+GroupLayout etp_group(const Plan& p, const ClusterProfile& c) {
+  return group_layout(p.etp, 1, c.nvlink_domain);
+}
+GroupLayout expert_dp_group(const Plan& p, const ClusterProfile& c) {
+  const long long replicas = p.expert_replicas();
+  return group_layout(static_cast<int>(std::max(1LL, replicas)), p.ep * p.etp, c.nvlink_domain);
+}
 GroupLayout pp_pair(const Plan& p, const ClusterProfile& c) {
   if (p.pp <= 1) return GroupLayout{};
   return group_layout(2, p.order == RankOrder::tp_pp_dp ? p.tp * p.cp : p.tp * p.cp * p.dp,
@@ -180,6 +190,17 @@ double collective_time_s(const ClusterProfile& cl, Collective coll, double bytes
     return std::min(t.ring, t.tree);
   }
   return collective_latency_s(cl, coll, g) + across_domains_bandwidth_s(cl, coll, bytes, g);
+}
+
+double alltoall_time_s(const ClusterProfile& cl, double bytes, const GroupLayout& g) {
+  if (g.ranks <= 1 || bytes <= 0) return 0.0;
+  if (g.nodes <= 1) return collective_time_s(cl, Collective::alltoall, bytes, g);
+  const int ci = static_cast<int>(Collective::alltoall);
+  const double n = g.ranks, local = g.ranks_per_node;
+  const double off_node = bytes * (n - local) / n, on_node = bytes * (local - 1) / n;
+  const double nic_s = off_node / (cl.inter_share() * tier_busbw_Bps(cl.inter.cost[ci], bytes));
+  const double nvlink_s = on_node / tier_busbw_Bps(cl.intra.cost[ci], bytes);
+  return collective_latency_s(cl, Collective::alltoall, g) + std::max(nic_s, nvlink_s);
 }
 
 double exposed_after_overlap(double t, double window, double tail_fraction, double slowdown) {

@@ -155,11 +155,13 @@ Shard shard_of(const LayerShape& l, const LayerConfig& cfg) {
 void add_gemms(const Gpu& gpu, Dtype dt, const BlockModel& bm, std::vector<Kernel>& out) {
   for (const Module& m : bm) {
     if (m.kind != ModuleKind::linear) continue;
-    const LinearShapes l = linear_shapes(bm.tokens, m.in, m.out);
+    const LinearShapes l = linear_shapes(m.tokens > 0 ? m.tokens : bm.tokens, m.in, m.out);
     for (auto [pass, g] : {std::pair{Pass::forward, l.fwd},
                            {Pass::backward_data, l.bwd_data},
-                           {Pass::backward_weight, l.bwd_weight}})
+                           {Pass::backward_weight, l.bwd_weight}}) {
+      g.batch = m.groups;  // a routed experts' grouped GEMM: one per expert on this rank
       out.push_back({m.name, KernelClass::gemm, pass, g, 0, g.flops(), gemm_time_s(gpu, dt, g)});
+    }
   }
 }
 
@@ -227,8 +229,18 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   double norm = l.attention ? s.tokens * kResidualBytesPerHidden * s.h / outside_tp : 0.0;
   double bias_flops = 0;
   int norms = 0;
+  double moe_bytes = 0;  // the router's softmax and top-k, the permutations, the experts' act
+  int moe_kernels = 0;
   for (const Module& m : bm) {
-    bias_flops += kBiasFlopsPerElement * bm.tokens * m.bias;
+    bias_flops += kBiasFlopsPerElement * (m.tokens > 0 ? m.tokens * m.groups : bm.tokens) * m.bias;
+    if (m.linear == kRouter) moe_bytes += kRouterBytesPerLogit * m.tokens * m.out, ++moe_kernels;
+    if (m.kind == ModuleKind::dispatch)
+      moe_bytes += kMoePermuteBytesPerElement * m.tokens * m.groups * m.in, moe_kernels += 2;
+    if (m.kind == ModuleKind::activation && m.tokens > 0) {  // the routed experts' activation
+      const Module* fc2 = bm.linear(kExpertFc2);
+      const double width = fc2 ? fc2->in : 0.0;
+      moe_bytes += m.tokens * 2.0 * ((l.swiglu ? 2.0 : 1.0) * width + width), ++moe_kernels;
+    }
     if (m.kind != ModuleKind::norm) continue;
     norm += s.tokens * kNormBytesPerElement * m.in;
     ++norms;
@@ -249,6 +261,22 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
                  bias_flops,
                  f * norm / bw + norm_launch});
   out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
+  if (moe_kernels > 0) {
+    out.push_back({"moe_routing",
+                   ew,
+                   Pass::forward,
+                   {},
+                   moe_bytes,
+                   0,
+                   moe_bytes / bw + moe_kernels * launch});
+    out.push_back({"moe_routing",
+                   ew,
+                   Pass::backward_data,
+                   {},
+                   f * moe_bytes,
+                   0,
+                   f * moe_bytes / bw + moe_kernels * launch});
+  }
 }
 
 /// FP8 linears: each one's input cast (forward) and output-gradient cast (backward), on this
@@ -269,11 +297,10 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
 }
 
 LinearIndex linear_index(const char* name) {
-  constexpr const char* kNames[kNumLinears] = {"qkv", "proj", "fc1", "fc2"};
   for (int i = 0; i < kNumLinears; ++i)
-    if (std::strcmp(name, kNames[i]) == 0) return static_cast<LinearIndex>(i);
+    if (std::strcmp(name, kLinearNames[i]) == 0) return static_cast<LinearIndex>(i);
   throw std::logic_error(std::string("layer_compute: GEMM kernel '") + name +
-                         "' is none of the four linear layers");
+                         "' is none of the block's linear layers");
 }
 
 }  // namespace
@@ -282,7 +309,9 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
                                   const LayerConfig& cfg) {
   const Shard s = shard_of(l, cfg);
   std::vector<Kernel> k;
-  const BlockModel bm = block_model(l, {cfg.tp, cfg.cp, cfg.mbs, cfg.sp, cfg.attention});
+  BlockConfig bc{cfg.tp, cfg.cp, cfg.mbs, cfg.sp, cfg.attention};
+  bc.ep = cfg.ep, bc.etp = cfg.etp;
+  const BlockModel bm = block_model(l, bc);
   add_gemms(c.gpu, cfg.dtype, bm, k);
   if (l.attention) add_attention(l, c, cfg, k);
   add_elementwise(l, s, bm, c, cfg, k);

@@ -161,6 +161,35 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   return d;
 }
 
+DpCost expert_dp_cost(const ClusterProfile& c, const Plan& p, double expert_params_rank,
+                      double fwd_window, double bwd_window, const DpCost& dense) {
+  DpCost d;
+  if (p.expert_replicas() <= 1 || expert_params_rank <= 0) return d;
+  const GroupLayout g = expert_dp_group(p, c);
+  const Overlaps ov = overlaps_of(p, c);
+  const double slow = c.gpu.overlap_compute_slowdown;
+  const double grad_bytes = expert_params_rank * grad_wire_bytes(p.dtype);
+  const int buckets = std::max(
+      1, static_cast<int>(std::ceil(expert_params_rank / ddp_bucket_params(p.expert_replicas()))));
+  const double bucket = 1.0 / buckets;
+  // What the dense reduction leaves of each window (it runs first, on the same stream).
+  const double bwd = std::max(0.0, bwd_window - dense.total), fwd = std::max(0.0, fwd_window);
+  if (p.zero == 0) {
+    const double ar =
+        buckets * collective_time_s(c, Collective::allreduce, grad_bytes / buckets, g);
+    d.total = ar;
+    d.exposed = exposed_part(ar, bwd, bucket, ov.grad_reduce, slow);
+  } else {
+    const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, g);
+    const double ag = collective_time_s(c, Collective::allgather,
+                                        expert_params_rank * weight_bytes_per_param(p.dtype), g);
+    d.total = rs + ag;
+    d.exposed = exposed_part(rs, bwd, bucket, ov.grad_reduce, slow) +
+                exposed_part(ag, fwd, bucket, ov.param_gather, slow);
+  }
+  return d;
+}
+
 DpCost int8_allreduce_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                            double params_rank, double bwd_window) {
   const int buckets = dp_buckets(p, params_rank);

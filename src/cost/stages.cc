@@ -17,7 +17,16 @@ BlockLayout block_layout(const ModelSpec& m) {
   };
   for (const Component& c : m.encoders) add(c.shape, c.layers);
   b.first_decoder = b.count();
-  add(m.decoder_shape(), m.layers);
+  if (!m.moe.any()) {
+    add(m.decoder_shape(), m.layers);
+  } else {  // the dense layers' shape and the MoE layers', in layer order
+    const LayerShape dense = m.decoder_shape(), moe = m.moe_shape();
+    const int moe_layers = m.moe_layers(), first = static_cast<int>(b.shapes.size());
+    if (moe_layers < m.layers) b.shapes.push_back(dense);
+    b.shapes.push_back(moe);
+    const int moe_index = static_cast<int>(b.shapes.size()) - 1;
+    for (int i = 0; i < m.layers; ++i) b.shape_of.push_back(m.is_moe_layer(i) ? moe_index : first);
+  }
   b.prefix.assign(b.shapes.size(), std::vector<int>(b.shape_of.size() + 1, 0));
   for (size_t k = 0; k < b.shapes.size(); ++k)
     for (size_t i = 0; i < b.shape_of.size(); ++i)
@@ -26,6 +35,23 @@ BlockLayout block_layout(const ModelSpec& m) {
 }
 
 namespace {
+
+/// One pass of a mixture-of-experts layer's token dispatcher on one rank: the dispatch and the
+/// combine all-to-all of its token copies (16-bit: Megatron-Core dispatches in the activations'
+/// precision unless FP8 dispatch is asked for) over the ep ranks, and with etp > 1 the
+/// all-gather and reduce-scatter of the received tokens over the etp ranks that share experts.
+/// Not overlapped with compute (Megatron-Core's --overlap-moe-expert-parallel-comm is off by
+/// default).
+double expert_dispatch_s(const ClusterProfile& c, const Plan& p, const Module& dispatch) {
+  const double bytes = kDispatchBytesPerElement * dispatch.tokens * dispatch.in;
+  double t = 2.0 * alltoall_time_s(c, bytes, ep_group(p, c));
+  if (p.etp > 1) {
+    const GroupLayout g = etp_group(p, c);
+    t += collective_time_s(c, Collective::allgather, bytes * p.etp, g) +
+         collective_time_s(c, Collective::reduce_scatter, bytes * p.etp, g);
+  }
+  return t;
+}
 
 /// What a block shape's cost shares across the plans of one layer configuration: the block model
 /// and its per-rank figures, and the TP and CP collectives' times.
@@ -38,7 +64,7 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   const int cp = l.causal ? p.cp : 1;
   const BlockModel& bm = sc.model =
       block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn, activation_element_bytes(p.dtype),
-                      linear_input_bytes(p.dtype)});
+                      linear_input_bytes(p.dtype), p.ep, p.etp});
   const double e = activation_element_bytes(p.dtype);  // fp32 under tf32, else 16-bit
   const double act = e * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
   sc.boundary_bytes = act;
@@ -55,12 +81,18 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
     const double ring = (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c));
     sc.cp_fwd_s = std::max(0.0, ring - lc.fwd_attn_s);
   }
-  sc.params = bm.params() / p.tp;
+  for (const Module& m : bm)  // a mixture-of-experts layer's dispatch and combine
+    if (m.kind == ModuleKind::dispatch) sc.ep_per_pass_s += expert_dispatch_s(c, p, m);
+  sc.params = bm.rank_params(p.tp, p.ep, p.etp);
+  sc.expert_params = bm.expert_rank_params(p.ep, p.etp);
   for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
     sc.act_bytes[int(r)] = bm.stored_bytes(r);
   sc.full_act_bytes = sc.act_bytes[int(Recompute::none)];
   for (const Module& m : bm)  // ZeRO-3 gathers one module's weights at a time
-    if (m.gathered) sc.largest_matrix = std::max(sc.largest_matrix, m.params / p.tp);
+    if (m.gathered)
+      sc.largest_matrix = std::max(sc.largest_matrix, m.shard == Module::Shard::experts
+                                                          ? m.params / (double(p.ep) * p.etp)
+                                                          : m.params / p.tp);
   return sc;
 }
 
@@ -91,23 +123,25 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
         fwd_tp += beside(rs, g.fwd_s), bwd_tp += beside(ag, g.bwd_data_s);
     }
   }
-  const double cp_fwd = sc.cp_fwd_s;
+  const double cp_fwd = sc.cp_fwd_s, ep = sc.ep_per_pass_s;
   double recompute = 0, recompute_comm = 0;
-  if (p.recompute == Recompute::full) recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd;
+  if (p.recompute == Recompute::full) recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd + ep;
   if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
   BlockCost b;
   b.compute = lc;
   b.times.fwd_compute_s = lc.fwd_s();
   b.times.bwd_compute_s = lc.bwd_s() + recompute;
-  b.times.fwd_comm_s = fwd_tp + cp_fwd;
-  b.times.bwd_comm_s = bwd_tp + 2 * cp_fwd + recompute_comm;
+  b.times.fwd_comm_s = fwd_tp + cp_fwd + ep;
+  b.times.bwd_comm_s = bwd_tp + 2 * cp_fwd + ep + recompute_comm;
   b.fwd_s = b.times.fwd_compute_s + b.times.fwd_comm_s;
   b.bwd_s = b.times.bwd_compute_s + b.times.bwd_comm_s;
   b.bwd_weight_s = lc.bwd_weight_s;
   b.compute_s = b.times.fwd_compute_s + b.times.bwd_compute_s;
   b.cp_comm_s = 3 * cp_fwd + (p.recompute == Recompute::full ? cp_fwd : 0.0);
-  b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s;
+  b.ep_comm_s = 2 * ep + (p.recompute == Recompute::full ? ep : 0.0);
+  b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s - b.ep_comm_s;
   b.params = sc.params;
+  b.expert_params = sc.expert_params;
   b.act_bytes = sc.act_bytes[int(p.recompute)];
   b.full_act_bytes = sc.full_act_bytes;
   b.largest_matrix = sc.largest_matrix;
@@ -119,7 +153,7 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
 CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const BlockLayout& layout) {
   const AttentionKernel attn = p.attention.value_or(c.software.attention);
-  const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, p.dtype, attn};
+  const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, p.dtype, attn, p.ep, p.etp};
   CellCosts cell;
   for (const LayerShape& l : layout.shapes)
     cell.shape.push_back(shape_cell(l, c, p, layer_compute(l, c, cfg), attn));
@@ -223,6 +257,7 @@ Partition fill(const std::vector<double>& t, const std::vector<StageLoad>& add, 
   for (size_t i = 0; i < t.size(); ++i) {
     StageLoad next = load;
     next.params += add[i].params, next.act_per_mb += add[i].act_per_mb;
+    next.expert_params += add[i].expert_params;
     next.once_bytes = std::max(next.once_bytes, add[i].once_bytes);
     const int stage = static_cast<int>(part.size()) % p.pp;
     if (n > 0 && (acc + t[i] > limit_s || !fits(next, stage))) {
@@ -254,7 +289,7 @@ Partition balanced_partition(const BlockLayout& layout, const PlanCosts& pc, con
   for (int i = 0; i < n; ++i) {
     const BlockCost& bc = pc.shape[layout.shape_of[i]];
     t[i] = bc.fwd_s + bc.bwd_s;
-    add[i] = {bc.params, bc.act_bytes, bc.full_act_bytes, 0};
+    add[i] = {bc.params, bc.expert_params, bc.act_bytes, bc.full_act_bytes, 0};
   }
   t[layout.first_decoder] += pc.embed_s;
   add[layout.first_decoder].params += pc.embed_params;

@@ -415,10 +415,7 @@ ModelSpec read_config(const Config& c, bool experts_ok, const Architecture* forc
   // (default 10000).
   if (arch.family == Family::llama) m.rope_theta = c.get_number("rope_theta", kDefaultRopeTheta);
   validate(c, m);
-  if (m.moe.any() && !experts_ok) {
-    const std::string key = c.find({"num_local_experts", "num_experts", "n_routed_experts"});
-    c.fail(key, experts_refusal(m));
-  }
+  if (m.mla.any() && !experts_ok) c.fail(c.find({"kv_lora_rank"}), latent_attention_refusal(m));
   spdlog::debug(
       "{}: {} as {} layers, hidden {}, {} heads ({} kv) of {}, ffn {}{}, vocab {}, seq {}, {}{}{}",
       c.file(), arch.name, m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim(), m.ffn,

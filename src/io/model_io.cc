@@ -74,7 +74,7 @@ ModelSpec read_decoder(const YamlReader& r, bool in_list, bool experts_ok) {
   } catch (const InputError& e) {  // re-raise with the line of the offending key
     r.fail(e.key(), e.message());
   }
-  if (m.moe.any() && !experts_ok) r.fail("experts", experts_refusal(m));
+  if (m.mla.any() && !experts_ok) r.fail("kv_lora_rank", latent_attention_refusal(m));
   return m;
 }
 

@@ -10,9 +10,10 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
   std::vector<Diagnostic> d;
   const Plan& p = e.plan;
   const Breakdown& b = e.breakdown;
-  const double comm = b.tp_comm_s + b.cp_comm_s + b.pp_comm_s + b.dp_comm_s;
+  const double comm = b.tp_comm_s + b.cp_comm_s + b.ep_comm_s + b.pp_comm_s + b.dp_comm_s;
   const double ratio = comm > 0 ? b.compute_s / (2 * comm) : 1e9;
-  const std::string cp_part = p.cp > 1 ? fmt("CP {:.3f}, ", b.cp_comm_s) : "";
+  const std::string cp_part = (p.cp > 1 ? fmt("CP {:.3f}, ", b.cp_comm_s) : "") +
+                              (p.ep > 1 || p.etp > 1 ? fmt("EP {:.3f}, ", b.ep_comm_s) : "");
   d.push_back(
       {"compute_vs_comm", ratio < 1 ? "warning" : "info",
        fmt("T_comp = {:.3f} s against 2 x T_comm = {:.3f} s (exposed TP {:.3f}, {}PP {:.3f}, DP "

@@ -90,6 +90,7 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   share(out, "compute", b.compute_s, t);
   share(out, "TP communication", b.tp_comm_s, t);
   if (e.plan.cp > 1) share(out, "CP communication", b.cp_comm_s, t);
+  if (e.plan.ep > 1 || e.plan.etp > 1) share(out, "EP communication", b.ep_comm_s, t);
   share(out, "PP communication", b.pp_comm_s, t);
   share(out, "DP communication", b.dp_comm_s, t);
   if (e.dp_bucket_bytes > 0 && dp_group(e.plan, *ctx.cluster).nodes > 1)

@@ -183,6 +183,7 @@ std::string estimate_plot_svg(const RunContext& ctx, const Estimate& e) {
                                {"PP comm", b.pp_comm_s}, {"DP comm", b.dp_comm_s},
                                {"bubble", b.bubble_s},   {"optimizer", b.optimizer_s}};
   if (e.plan.cp > 1) time.insert(time.begin() + 2, {"CP comm", b.cp_comm_s});
+  if (e.plan.ep > 1 || e.plan.etp > 1) time.insert(time.begin() + 2, {"EP comm", b.ep_comm_s});
   if (e.plan.uses_host()) time.push_back({"offload", b.offload_s});
   double time_total = 0;
   for (const Segment& s : time) time_total += s.value;

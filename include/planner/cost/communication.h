@@ -32,6 +32,12 @@ GroupLayout tp_group(const Plan& p, const ClusterProfile& c);
 GroupLayout cp_group(const Plan& p, const ClusterProfile& c);
 /// The gradient-reduction and ZeRO group: the dp x cp ranks that hold the same weights.
 GroupLayout dp_group(const Plan& p, const ClusterProfile& c);
+/// Megatron-Core's expert groups under parallel folding: a stage's tp x cp x dp ranks as etp x
+/// ep x expert-dp, etp innermost (its "tp-ep-dp-pp" expert order).
+GroupLayout ep_group(const Plan& p, const ClusterProfile& c);
+GroupLayout etp_group(const Plan& p, const ClusterProfile& c);
+/// The expert-data-parallel group: the ranks holding the same experts, ep x etp apart.
+GroupLayout expert_dp_group(const Plan& p, const ClusterProfile& c);
 /// Two neighbouring pipeline stages (a send/recv pair).
 GroupLayout pp_pair(const Plan& p, const ClusterProfile& c);
 /// Whether the plan's groups sit differently under the other rank order (false: both orders
@@ -69,6 +75,13 @@ double allreduce_time_s(const ClusterProfile& c, double bytes, const GroupLayout
 /// tree (allreduce_algorithm).
 double collective_time_s(const ClusterProfile& c, Collective coll, double bytes,
                          const GroupLayout& g);
+
+/// One all-to-all in which each rank sends `bytes` (the nccl-tests size), 1 / ranks of it to each
+/// member. Inside one NVLink domain: collective_time_s. Across domains every rank's share for the
+/// other domains, (ranks - ranks_per_node) / ranks of it, leaves through the rank's own share of
+/// its host's NICs (no ring aggregates it: each pair exchanges directly), the rest over NVLink;
+/// the slower of the two sets the time.
+double alltoall_time_s(const ClusterProfile& c, double bytes, const GroupLayout& g);
 
 /// The latency (alpha) part of collective_time_s: the tier's measured latency, plus a hop per
 /// extra node step of a ring (allgather, reduce-scatter, all-to-all: nodes - 1; all-reduce:

@@ -104,7 +104,20 @@ struct LayerConfig {
   bool sp = false;
   Dtype dtype = Dtype::bf16;
   AttentionKernel attention = AttentionKernel::flash;
+  int ep = 1, etp = 1;  ///< expert parallelism (a block with experts)
 };
+
+/// A mixture-of-experts layer's token permutation before the dispatch all-to-all and its inverse
+/// after the combine (Megatron-Core moe_utils permute / unpermute: a gather and a weighted
+/// scatter-add of 16-bit token rows), read and written once each per token copy and hidden
+/// element, in each pass: 2 x (2 + 2) bytes.
+inline constexpr double kMoePermuteBytesPerElement = 8;
+/// Bytes of one token element the expert dispatcher sends: 16-bit (Megatron-Core's all-to-all
+/// dispatcher moves the activations as they are; FP8 dispatch is an option not modelled).
+inline constexpr double kDispatchBytesPerElement = 2;
+/// The router's softmax (or sigmoid) and top-k over fp32 logits per token and expert: the GEMM's
+/// output read and the probabilities written, 4 + 4 bytes; as much again backward.
+inline constexpr double kRouterBytesPerLogit = 8;
 
 enum class KernelClass { gemm, attention, elementwise };
 enum class Pass { forward, backward_data, backward_weight };

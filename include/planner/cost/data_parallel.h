@@ -83,4 +83,13 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                double fwd_window, double bwd_window, const LayerCompute& lc, int stage_blocks,
                std::vector<double>* scratch = nullptr, double warmup_fraction = 0);
 
+/// The routed experts' gradient reduction over the expert-data-parallel ranks (Megatron-Core
+/// reduces expert and dense gradients in separate buffers, each over its own group): an
+/// all-reduce per bucket (zero=0), or a reduce-scatter and the next forward's parameter
+/// all-gather (the distributed optimizer, zero=1), beside what is left of the backward and
+/// forward windows after the dense reduction (`dense`). `expert_params_rank`: the most loaded
+/// stage's expert parameters on one rank. Zero when no rank shares its experts.
+DpCost expert_dp_cost(const ClusterProfile& c, const Plan& p, double expert_params_rank,
+                      double fwd_window, double bwd_window, const DpCost& dense);
+
 }  // namespace planner

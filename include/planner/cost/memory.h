@@ -69,7 +69,10 @@ double microbatches_in_flight(const Plan& p);
 
 /// What one pipeline stage holds on one rank, before ZeRO sharding.
 struct StageLoad {
-  double params = 0;        ///< weights on this rank
+  double params = 0;  ///< weights on this rank
+  /// The routed experts' part of params: their gradients and optimizer states shard over the
+  /// expert-data-parallel ranks (Plan::expert_replicas), not dp x cp.
+  double expert_params = 0;
   double act_per_mb = 0;    ///< activations stored per micro-batch in flight (all chunks)
   double once_bytes = 0;    ///< held for one micro-batch at a time: backward working set, logits
   double zero3_gather = 0;  ///< parameters gathered at once under ZeRO-3 (current + prefetch)
@@ -114,8 +117,10 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
   mem.grads = host_gradients && p.offload_optimizer != OffloadDevice::none
                   ? deepspeed_offload_grad_bytes(load.params, p)
                   : load.params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
-  mem.optimizer = load.params * optimizer_bytes_per_param(p.dtype) /
-                  (p.zero >= 1 ? p.weight_replicas() : 1) * (1.0 - p.offloaded_fraction());
+  const double dense = load.params - load.expert_params;
+  mem.optimizer = (dense / (p.zero >= 1 ? p.weight_replicas() : 1) +
+                   load.expert_params / (p.zero >= 1 ? p.expert_replicas() : 1)) *
+                  optimizer_bytes_per_param(p.dtype) * (1.0 - p.offloaded_fraction());
   if (p.zero >= 3) mem.weights += load.zero3_gather * weight_bytes;
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;
   const double used = mem.weights + mem.grads + mem.optimizer + mem.activations;

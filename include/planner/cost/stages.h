@@ -29,8 +29,10 @@ struct BlockCost {
   double fwd_s = 0, bwd_s = 0;  ///< compute plus exposed TP/CP communication; bwd has recompute
   double bwd_weight_s = 0;      ///< weight-gradient GEMMs (what ZB-H1 defers)
   double compute_s = 0, tp_comm_s = 0, cp_comm_s = 0;  ///< the last two exposed
-  double params = 0;                                   ///< per rank, before ZeRO
-  double act_bytes = 0;                                ///< stored per micro-batch
+  double ep_comm_s = 0;       ///< the expert dispatcher's collectives, exposed
+  double params = 0;          ///< per rank, before ZeRO
+  double expert_params = 0;   ///< the routed experts' part of params (expert-data-parallel)
+  double act_bytes = 0;       ///< stored per micro-batch
   double full_act_bytes = 0;  ///< without recompute: the backward working set
   double largest_matrix = 0;  ///< parameters, gathered at once under ZeRO-3
   LayerCompute compute;
@@ -64,6 +66,8 @@ struct ShapeCell {
   /// the TP collectives of one pass, none overlapped.
   double tp_allgather_s = 0, tp_reduce_scatter_s = 0, tp_per_pass_s = 0;
   double cp_fwd_s = 0;        ///< the ring attention exchange's exposed part, per forward
+  double ep_per_pass_s = 0;   ///< the expert dispatcher's collectives per pass (exposed)
+  double expert_params = 0;   ///< as in BlockCost
   double boundary_bytes = 0;  ///< the activation a stage boundary carries
   double params = 0, full_act_bytes = 0, largest_matrix = 0;  ///< as in BlockCost
   std::array<double, 3> act_bytes{};                          ///< stored, by Recompute
@@ -101,7 +105,7 @@ void split_partition(int layers, const Plan& p, Partition& part);
 /// Per-virtual-stage costs and per-physical-stage loads of a partition.
 struct Stages {
   std::vector<ChunkCost> chunks;  ///< per virtual stage, one micro-batch
-  std::vector<double> chunk_compute_s, chunk_tp_s, chunk_cp_s;
+  std::vector<double> chunk_compute_s, chunk_tp_s, chunk_cp_s, chunk_ep_s;
   std::vector<StageLoad> load;        ///< per physical stage
   std::vector<int> blocks_per_stage;  ///< per physical stage (sum of its chunks)
 };

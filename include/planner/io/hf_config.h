@@ -39,9 +39,9 @@ ModelSpec load_hf_config(const std::string& path, bool experts_ok = false);
 /// whatever their hidden_act (a gelu hidden_activation or hidden_act sets arch.gelu_gate: GeGLU,
 /// the same cost); GPT-2 and GPT-NeoX a plain two-matrix MLP.
 /// Mixture-of-experts architectures (Mixtral, Qwen3-MoE, gpt-oss, DeepSeek-V3 with its latent
-/// attention, Llama 4's text_config) fill ModelSpec::moe and ::mla; unless `experts_ok`, such a
-/// model is then refused with its counts (planning it needs expert parallelism). Expert keys in
-/// a dense architecture's config (a relabelled Mixtral) are refused whatever `experts_ok` says.
+/// attention, Llama 4's text_config) fill ModelSpec::moe and ::mla; unless `experts_ok`, a model
+/// with latent attention is then refused with its counts (not in the block model yet). Expert keys
+/// in a dense architecture's config (a relabelled Mixtral) are refused whatever `experts_ok` says.
 ModelSpec parse_hf_config(const std::string& json_text, const std::string& file,
                           bool experts_ok = false);
 

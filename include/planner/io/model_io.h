@@ -6,8 +6,8 @@
 namespace planner::io {
 
 /// Reads a model file once: a Hugging Face config.json (see is_hf_config) or model YAML. A model
-/// with experts is refused with its counts (experts_summary) unless `experts_ok`: the cost model
-/// does not plan expert parallelism yet; its counts and FLOPs are ModelSpec's.
+/// with multi-head latent attention is refused with its counts (latent_attention_refusal) unless
+/// `experts_ok`: the cost model does not plan it yet; its counts and FLOPs are ModelSpec's.
 ModelSpec load_model(const std::string& path, bool experts_ok = false);
 /// The same on a file's bytes, read already; `file` names it (and decides JSON by its extension).
 ModelSpec parse_model_file(const std::string& text, const std::string& file,
