@@ -70,6 +70,63 @@ void add_experts(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
   bm.add(fc2);
 }
 
+/// Multi-head latent attention as Megatron-Core's MLASelfAttention builds it (DeepSeek-V2,
+/// Liu et al. 2024, s.2.1): the query and the key-value down-projections (replicated on every TP
+/// rank, run on the layer's gathered input), their RMSNorms, the column-parallel up-projections
+/// to every head's query (qk_nope + qk_rope wide) and key and value, the attention core over those
+/// heads, and the row-parallel output projection from the values (v_head_dim each). The shared
+/// RoPE key comes out of the key-value down-projection.
+void add_latent_attention(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
+  using K = ModuleKind;
+  const MlaSpec& a = l.mla;
+  const int cp = l.causal ? cfg.cp : 1;
+  const double t = cfg.tp, o = cfg.sp ? t : 1.0, e = cfg.element_bytes, li = cfg.linear_input_bytes;
+  const double s = double(l.seq) / cp * l.sequences, sb = s * cfg.mbs, h = l.hidden;
+  const double H = l.heads, dqk = a.qk_head_dim(), dv = a.v_head_dim;
+  const double ql = a.q_lora_rank, kvl = a.kv_lora_rank, rope = a.qk_rope_head_dim;
+  auto same = [](double bytes) { return std::array<double, 3>{bytes, bytes, 0.0}; };
+  auto replicated = [](Module m) {
+    m.shard = Module::Shard::replicated;
+    return m;
+  };
+  // The layer's input, gathered once for both down-projections (column-parallel's gather).
+  if (ql > 0) {
+    bm.add(replicated(
+        {"q_down", K::linear, kQDown, h, ql, h * ql, same(li * sb * h / o), true, 0, true, 0.0}));
+    bm.add(replicated({"q_norm", K::norm, -1, ql, 0, ql, same(e * sb * ql), false, 0, false, 0.0}));
+    bm.add({"q_up", K::linear, kQUp, ql, H * dqk / t, ql * H * dqk, same(li * sb * ql), false, 0,
+            true, 0.0});
+  } else {
+    bm.add({"q_up", K::linear, kQUp, h, H * dqk / t, h * H * dqk, same(li * sb * h / o), true, 0,
+            true, 0.0});
+  }
+  bm.add(replicated({"kv_down", K::linear, kKvDown, h, kvl + rope, h * (kvl + rope), same(0.0),
+                     false, 0, true, 0.0}));
+  bm.add(
+      replicated({"kv_norm", K::norm, -1, kvl, 0, kvl, same(e * sb * kvl), false, 0, false, 0.0}));
+  bm.add({"kv_up", K::linear, kKvUp, kvl, H * (a.qk_nope_head_dim + dv) / t,
+          kvl * H * (a.qk_nope_head_dim + dv), same(li * sb * kvl), false, 0, true, 0.0});
+  // The core keeps each head's query, key (with the RoPE part) and value, and the softmax
+  // statistics (flash) or the scores, softmax and dropout mask.
+  const double kept = e * sb * H * (2.0 * dqk + dv) / t;
+  const double scores = (2.0 * e + 1.0) * H * s * double(l.seq) * cfg.mbs / t,
+               stats = 4.0 * H * sb / t;
+  const bool flash = cfg.attention == AttentionKernel::flash;
+  bm.add({"attention",
+          K::attention_core,
+          -1,
+          0,
+          0,
+          0,
+          {kept + (flash ? stats : scores), kept + (flash ? stats : 0.0), 0.0},
+          false,
+          0,
+          false,
+          0.0});
+  bm.add({"proj", K::linear, kProj, H * dv / t, h, H * dv * h,
+          same(li * sb * H * dv / t + sb * h / o), false, 1, true, 0.0});
+}
+
 }  // namespace
 
 BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
@@ -116,15 +173,19 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   Module norm1 = norm("norm1");
   norm1.stored[static_cast<int>(Recompute::full)] = e * sbh / o;
   bm.add(norm1);
-  bm.add({"qkv", K::linear, kQkv, h, qkv_out / t, h * qkv_out + (x.qkv_bias ? qkv_out : 0.0),
-          same(li * sbh / o), true, 0, true, x.qkv_bias ? qkv_out / t : 0.0});
-  if (x.qk_norm)  // Qwen3: one head_dim-wide RMSNorm over every query head, one over every key
-    bm.add({"qk_norm", K::norm, -1, (a + g) * d / t, 0, 2.0 * d, same(e * sb * (a + g) * d / t),
-            false, 0, false, 0});
-  bm.add({"attention", K::attention_core, -1, 0, 0, 0, core, false, 0, false, 0});
-  // Its input inside the TP region, and the dropout mask after it outside.
-  bm.add({"proj", K::linear, kProj, qw / t, h, qw * h + (x.proj_bias ? h : 0.0),
-          same(li * sb * qw / t + sbh / o), false, 1, true, x.proj_bias ? h / o : 0.0});
+  if (l.mla.any()) {
+    add_latent_attention(l, cfg, bm);
+  } else {
+    bm.add({"qkv", K::linear, kQkv, h, qkv_out / t, h * qkv_out + (x.qkv_bias ? qkv_out : 0.0),
+            same(li * sbh / o), true, 0, true, x.qkv_bias ? qkv_out / t : 0.0});
+    if (x.qk_norm)  // Qwen3: one head_dim-wide RMSNorm over every query head, one over every key
+      bm.add({"qk_norm", K::norm, -1, (a + g) * d / t, 0, 2.0 * d, same(e * sb * (a + g) * d / t),
+              false, 0, false, 0});
+    bm.add({"attention", K::attention_core, -1, 0, 0, 0, core, false, 0, false, 0});
+    // Its input inside the TP region, and the dropout mask after it outside.
+    bm.add({"proj", K::linear, kProj, qw / t, h, qw * h + (x.proj_bias ? h : 0.0),
+            same(li * sb * qw / t + sbh / o), false, 1, true, x.proj_bias ? h / o : 0.0});
+  }
   if (x.sandwich_norms) bm.add(norm("post_attention_norm"));
   bm.add(norm("norm2"));
   if (l.moe.any()) add_experts(l, cfg, bm);

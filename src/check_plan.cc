@@ -149,11 +149,22 @@ Rejection check_offload(const ClusterProfile& c, const Plan& p, std::string* rea
 /// without it at d98e8a64).
 Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) {
   auto no = [&](auto&& why) { return fail(Rejection::experts_invalid, reason, why); };
+  const bool overlap = p.ep_comm_overlap.value_or(false);
   if (!m.moe.any()) {
     if (p.ep > 1 || p.etp > 1)
       return no([&] { return fmt("ep={} etp={} need a model with experts", p.ep, p.etp); });
+    if (overlap)
+      return no([] { return std::string("ep_comm_overlap=1 needs a model with experts"); });
     return Rejection::none;
   }
+  // TransformerConfig.__post_init__ at d98e8a64: the overlap needs expert parallelism, vpp with
+  // pp > 1, and no full recomputation.
+  if (overlap && (p.ep == 1 || (p.pp > 1 && p.vpp == 1) || p.recompute == Recompute::full))
+    return no([] {
+      return std::string(
+          "ep_comm_overlap=1 needs ep > 1, vpp > 1 when pp > 1, and no full recomputation "
+          "(Megatron-Core's TransformerConfig checks)");
+    });
   if (p.zero >= 2)
     return no([&] {
       return fmt(

@@ -434,6 +434,15 @@ Framework parse_framework(const std::string& text, const std::string& option, bo
 bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Plan& p,
              std::string* reason) {
   if (refuses_common(m, c, p, reason)) return true;
+  // DeepSpeed's MoE layer (ep_size) and torchtitan's expert parallelism exist, but their launch
+  // files are not written for it here: the experts are planned on Megatron-Core's stack.
+  if (m.moe.any() && f != Framework::megatron)
+    return no(reason, [&] {
+      return fmt(
+          "{} is not planned for a model with experts here: expert parallelism is "
+          "planned and emitted for Megatron-LM (--framework megatron)",
+          info(f).title);
+    });
   if (is_2021(f) && refuses_2021(f, p, reason)) return true;
   if (f == Framework::torchtitan ? refuses_torchtitan(p, reason)
       : is_megatron(f)           ? refuses_megatron(f, c, p, reason)

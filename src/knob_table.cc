@@ -193,6 +193,11 @@ std::array<KnobDef, kNumKnobs> make_table() {
        "TP collectives pipelined with their GEMMs (needs sp), 0,1 (default: the framework's stack)",
        bits, 0, 0, true, true, "tpo", 3, [](const Plan& p) { return tri(p.tp_comm_overlap); },
        [](Plan& p, int v) { p.tp_comm_overlap = untri(v); }},
+      {K::ep_comm_overlap, "ep_comm_overlap",
+       "the expert all-to-all beside another micro-batch's compute (Megatron-LM's "
+       "--overlap-moe-expert-parallel-comm), 0,1 (default 0; ep > 1)",
+       bits, 0, 0, true, true, "epo", 3, [](const Plan& p) { return tri(p.ep_comm_overlap); },
+       [](Plan& p, int v) { p.ep_comm_overlap = untri(v); }},
       {K::grad_compression, "grad_compression",
        "DeepSpeed's compressed optimizers none, onebit_adam, zero_one_adam, onebit_lamb (default "
        "none; zero=0, tp=pp=1)",

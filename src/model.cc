@@ -36,6 +36,7 @@ LayerShape ModelSpec::decoder_shape() const {
   s.hidden = hidden, s.heads = heads, s.kv_heads = kv_heads, s.ffn = ffn, s.swiglu = swiglu;
   s.seq = seq_len, s.sequences = 1, s.causal = true;
   s.arch = arch;
+  s.mla = mla;
   return s;
 }
 
@@ -70,58 +71,18 @@ double ModelSpec::output_params() const { return tied_embeddings ? 0.0 : double(
 
 namespace {
 
-/// The dense layer's MLP weights and biases (fc1 and fc2 of its block model).
-double dense_mlp_params(const ModelSpec& m) {
-  const BlockModel b = block_model(m.decoder_shape());
-  double p = 0;
-  for (int i : {kFc1, kFc2})
-    if (const Module* l = b.linear(i)) p += l->params;
-  return p;
-}
-
-/// The standard attention's projections (Q, K, V and output, with their biases) and per-head
-/// norms, which latent attention replaces.
-double standard_attention_params(const ModelSpec& m) {
-  const BlockModel b = block_model(m.decoder_shape());
-  double p = 0;
-  for (const Module& mod : b)
-    if (mod.linear == kQkv || mod.linear == kProj || std::string_view(mod.name) == "qk_norm")
-      p += mod.params;
-  return p;
-}
-
-/// Latent attention's weights as DeepseekV3Attention builds them (transformers v4.51
-/// modeling_deepseek_v3.py): q_a_proj, its norm and q_b_proj (or q_proj), kv_a_proj_with_mqa
-/// (the compressed KV and the shared RoPE key), its norm, kv_b_proj, o_proj; no biases.
-double mla_params(const ModelSpec& m) {
-  const MlaSpec& a = m.mla;
-  const double h = m.hidden, H = m.heads;
-  const double q = a.q_lora_rank > 0 ? h * a.q_lora_rank + a.q_lora_rank +
-                                           double(a.q_lora_rank) * H * a.qk_head_dim()
-                                     : h * H * a.qk_head_dim();
-  const double kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
-                    double(a.kv_lora_rank) * H * (a.qk_nope_head_dim + a.v_head_dim);
-  return q + kv + H * a.v_head_dim * h;
-}
-
-/// An MoE layer's MLP with `experts` of its routed experts: those experts (gated like the dense
-/// MLP, with gpt-oss's biases), the shared experts and the router.
-double moe_mlp_params(const ModelSpec& m, double experts) {
-  const MoeSpec& e = m.moe;
-  const double h = m.hidden, matrices = m.swiglu ? 3.0 : 2.0;
-  const double expert =
-      matrices * h * e.expert_ffn + (e.expert_bias ? (matrices - 1) * e.expert_ffn + h : 0.0);
-  return experts * expert + matrices * h * e.shared_ffn + h * e.experts +
-         (e.router_bias ? e.experts : 0.0);
-}
-
-/// All decoder layers' parameters, the MoE layers' with `routed` of their experts.
+/// All decoder layers' parameters, as their block models have them, the MoE layers' with
+/// `routed` of their experts; gpt-oss's sink logits (one per head) beside.
 double decoder_params(const ModelSpec& m, double routed) {
-  double dense = m.layer_params();
-  if (m.mla.any()) dense += mla_params(m) - standard_attention_params(m);
-  if (m.attention_sinks) dense += m.heads;
+  const double sinks = m.attention_sinks ? m.heads : 0.0;
+  const double dense = block_model(m.decoder_shape()).params() + sinks;
   const int moe = m.moe_layers();
-  const double moe_layer = dense - dense_mlp_params(m) + moe_mlp_params(m, routed);
+  if (moe == 0) return m.layers * dense;
+  const BlockModel b = block_model(m.moe_shape());
+  double experts = 0;
+  for (const Module& mod : b)
+    if (mod.shard == Module::Shard::experts) experts += mod.params;
+  const double moe_layer = b.params() - experts * (1.0 - routed / m.moe.experts) + sinks;
   return (m.layers - moe) * dense + moe * moe_layer;
 }
 
@@ -143,18 +104,6 @@ double ModelSpec::total_params() const {
   if (!moe.any() && !mla.any() && !attention_sinks)  // the dense layer as the block model has it
     return layers * layer_params() + non_decoder_params(*this);
   return decoder_params(*this, moe.experts) + non_decoder_params(*this);
-}
-
-std::string latent_attention_refusal(const ModelSpec& m) {
-  const MoeSpec& e = m.moe;
-  return fmt(
-      "multi-head latent attention (kv_lora_rank {}{}; {:.1f}B parameters, {:.1f}B active): "
-      "planning it needs its projections and compressed KV in the block model, which planner "
-      "does not model yet",
-      m.mla.kv_lora_rank,
-      e.any() ? fmt(", {} experts of {}, {} per token", e.experts, e.expert_ffn, e.topk)
-              : std::string(),
-      m.total_params() / 1e9, m.active_params() / 1e9);
 }
 
 double ModelSpec::active_params() const {

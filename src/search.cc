@@ -41,6 +41,7 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   if (m.moe.any())
     for (int e = 2; e <= std::min(m.moe.experts, gpus); e *= 2)
       if (m.moe.experts % e == 0) k[K::ep].push_back(e);
+  if (m.moe.any()) k[K::ep_comm_overlap] = {kUnset, 1};  // off is the stack's default
   // Offload to host memory where a plan does not fit without it (the search skips an offload
   // plan whose twin without offload fits: offload only adds time); all the states moved.
   if (c.host.present()) {

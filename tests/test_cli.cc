@@ -80,7 +80,8 @@ TEST_CASE("suggest --format csv has a header and K rows") {
   // The columns: every knob of the knob table, the metrics, the framework and the plan string.
   CHECK(r.out.rfind(
             "rank,tp,pp,dp,cp,ep,etp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,order,dtype,attn,"
-            "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,grad_compression,zeropp,"
+            "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,ep_comm_overlap,"
+            "grad_compression,zeropp,"
             "offload_activations,"
             "offload_optimizer,offload_params,offload_pct,iteration_time_s,",
             0) == 0);
@@ -134,9 +135,7 @@ TEST_CASE("bad input: one clear message and exit 2") {
                      "80.0 GiB") != std::string::npos);
 }
 
-TEST_CASE(
-    "a mixture-of-experts config is planned with expert parallelism; latent attention "
-    "is refused") {
+TEST_CASE("mixture-of-experts configs are planned with expert parallelism, latent attention too") {
   const std::string moe = "tests/data/hf/mixtral-8x7b-v0.1.json";
   const Run s = planner("suggest --model " + moe + " " + kCluster +
                         " --gpus 16 --global-batch 64 --top 3 --format json");
@@ -153,13 +152,13 @@ TEST_CASE(
   check_error("estimate " + kModel + " " + kCluster + " --plan \"tp=1,pp=8,dp=128,ep=2,gbs=1024\"",
               "option --plan: ep=2 etp=1 need a model with experts (model "
               "configs/models/gpt3-175b.yaml, cluster hw_profiles/dgx-a100-80gb.yaml)");
-  const std::string mla = "tests/data/hf/deepseek-v3.json";
-  check_error("suggest --model " + mla + " " + kCluster + " --gpus 8 --global-batch 8",
-              mla +
-                  ":20: key 'kv_lora_rank': multi-head latent attention (kv_lora_rank 512, 256 "
-                  "experts of 2048, 8 per token; 671.0B parameters, 37.6B active): planning it "
-                  "needs its projections and compressed KV in the block model, which planner "
-                  "does not model yet");
+  // DeepSeek-V3 (latent attention, 256 experts) on one node: no plan, and how many GPUs its
+  // states alone need.
+  const Run ds = planner("suggest --model tests/data/hf/deepseek-v3.json " + kCluster +
+                         " --gpus 8 --global-batch 8");
+  CHECK(ds.rc == 2);
+  CHECK(ds.out.find("no plan fits") != std::string::npos);
+  CHECK(ds.out.find("at least 141 GPUs of 80 GiB") != std::string::npos);
 }
 
 TEST_CASE("a model that fits no plan says how far the closest is and what would help") {

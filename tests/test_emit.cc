@@ -95,6 +95,17 @@ const HfEmitCase kHfEmitCases[] = {
      "tp=8,pp=1,dp=1,mbs=1,gbs=8,zero=0,recompute=full,sp=1"},
 };
 
+const HfEmitCase kMoeEmitCases[] = {
+    {"moe-qwen3-30b", "tests/data/hf/Qwen3-30B-A3B/config.json",
+     "tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1,recompute=full,dtype=fp8"},
+    {"moe-gpt-oss-120b", "tests/data/hf/gpt-oss-120b/config.json",
+     "tp=1,pp=4,dp=16,ep=8,mbs=1,gbs=1280,zero=1,recompute=full"},
+    {"moe-mixtral", "tests/data/hf/Mixtral-8x7B-v0.1/config.json",
+     "tp=4,pp=2,dp=2,ep=8,sp=1,mbs=1,gbs=64,zero=1"},
+    {"moe-llama4-maverick", "tests/data/hf/Llama-4-Maverick-17B-128E-Instruct/config.json",
+     "tp=8,pp=8,dp=2,ep=16,sp=1,mbs=1,gbs=64,zero=1,recompute=full"},
+};
+
 /// Megatron-DeepSpeed refuses sequence parallelism: the same plan without it.
 std::string without_sp(const std::string& plan) {
   const std::string sp = ",sp=1";
@@ -151,6 +162,8 @@ std::vector<Case> all_cases() {
                "tp=1,pp=1,dp=64,mbs=4,gbs=256,dtype=fp16,grad_compression=zero_one_adam", D});
   v.push_back({"ds-tf32", kGpt3, kA100,
                "tp=8,pp=16,dp=8,mbs=1,gbs=1536,recompute=full,sp=1,dtype=tf32", D});
+  // Mixture-of-experts models (issue 18): expert parallelism on Megatron-LM only.
+  for (const auto& moe : kMoeEmitCases) v.push_back({moe.name, moe.model, kH100, moe.plan, M});
   // Hugging Face configs with head_dim, QKV biases, per-head norms and sliding windows.
   for (auto [name, model, plan] : kHfEmitCases) {
     v.push_back({std::string("hf-") + name, model, kH100, plan, M});
@@ -191,7 +204,15 @@ std::map<std::string, std::set<std::string>> flags_by_array(const std::string& s
     std::istringstream words(rest);
     for (std::string w; words >> w;)
       if (w.rfind("--", 0) == 0) out[array].insert(w.substr(0, w.find_first_of("=);")));
-    if (!array.empty() && rest.find(')') != std::string::npos) array.clear();
+    // A ')' inside a quoted value ("([0]*3+[1]*58)", --moe-layer-freq) does not close it.
+    std::string unquoted;
+    bool quoted = false;
+    for (char ch : rest)
+      if (ch == '"')
+        quoted = !quoted;
+      else if (!quoted)
+        unquoted += ch;
+    if (!array.empty() && unquoted.find(')') != std::string::npos) array.clear();
   }
   return out;
 }
@@ -375,7 +396,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
     }
   }
   // Two scripts per Megatron case, one launcher per DeepSpeed and torchtitan case.
-  CHECK(n == 2 * 16 + 18 + 1);
+  CHECK(n == 2 * 20 + 18 + 1);
   fs::remove_all(dir);
 }
 
@@ -839,4 +860,31 @@ TEST_CASE("ZeRO++ is written as DeepSpeed's three keys, with hpZ over the node's
                    emit::Framework::deepspeed};
   for (const auto& f : emitted(plain))
     CHECK(f.contents.find("zero_quantized") == std::string::npos);
+}
+
+TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in its list form") {
+  auto script = [&](const HfEmitCase& c) {
+    for (const auto& f : emitted({c.name, c.model, kH100, c.plan, emit::Framework::megatron}))
+      if (f.name == "megatron_torchrun.sh") return f.contents;
+    FAIL("no launch script for " << c.name);
+    return std::string();
+  };
+  const std::string qwen = script(kMoeEmitCases[0]), maverick = script(kMoeEmitCases[3]);
+  for (const char* flag :
+       {"--num-experts 128 ", "--moe-router-topk 8 ", "--moe-ffn-hidden-size 768 ",
+        "--expert-model-parallel-size 8 ", "--expert-tensor-parallel-size 1 ",
+        "--moe-grouped-gemm ", "--moe-token-dispatcher-type alltoall "}) {
+    CAPTURE(flag);
+    CHECK(qwen.find(std::string("\n  ") + flag) != std::string::npos);
+  }
+  CHECK(qwen.find("--moe-layer-freq") == std::string::npos);  // every layer has experts
+  // Llama 4 Maverick: layers 2, 4, 6 ... (counting from 1) have experts, beside a shared expert.
+  // Megatron-LM's integer form would put them on layers 1, 3, 5 ...: the list form is written.
+  CHECK(maverick.find("\n  --moe-layer-freq \"([0,1]*24)\" ") != std::string::npos);
+  CHECK(maverick.find("\n  --moe-shared-expert-intermediate-size 8192 ") != std::string::npos);
+  // DeepSpeed and torchtitan are not planned for experts: refused with the reason.
+  for (auto f : {emit::Framework::deepspeed, emit::Framework::torchtitan})
+    CHECK_THROWS_WITH_AS(emitted({"moe", kMoeEmitCases[2].model, kH100,
+                                  "tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=64,zero=1", f}),
+                         doctest::Contains("not planned for a model with experts"), InputError);
 }

@@ -9,7 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "fixtures.h"
+#include "planner/block.h"
+#include "planner/cost/communication.h"
+#include "planner/cost/compute.h"
+#include "planner/cost/data_parallel.h"
+#include "planner/cost/stages.h"
 #include "planner/error.h"
+#include "planner/estimate.h"
 #include "planner/io/csv.h"
 #include "planner/io/model_io.h"
 #include "planner/model.h"
@@ -21,7 +28,7 @@ namespace {
 const std::string kData = PLANNER_SOURCE_DIR "/tests/data/";
 
 ModelSpec moe(const std::string& folder) {
-  return io::load_model(kData + "hf/" + folder + "/config.json", true);
+  return io::load_model(kData + "hf/" + folder + "/config.json");
 }
 
 double off_pct(double x, double published) { return 100.0 * (x / published - 1.0); }
@@ -111,7 +118,7 @@ TEST_CASE("MoE model FLOPs reproduce the published model TFLOP/s of the Megatron
   while (std::getline(in, line)) {
     if (line.empty()) continue;
     REQUIRE(io::split_csv(line, f));
-    ModelSpec m = io::load_model(kData + f[col["model"]], true);
+    ModelSpec m = io::load_model(kData + f[col["model"]]);
     m.seq_len = std::stoi(f[col["seq"]]);
     const double gbs = std::stod(f[col["gbs"]]), gpus = std::stod(f[col["num_gpus"]]);
     const double seconds = std::stod(f[col["measured_iter_time_s"]]);
@@ -134,7 +141,7 @@ TEST_CASE("MoE model FLOPs reproduce the published model TFLOP/s of the Megatron
   CHECK(rows == 7);
 }
 
-TEST_CASE("a YAML model with experts loads for planning; latent attention is refused") {
+TEST_CASE("a YAML model with experts or latent attention loads for planning") {
   const std::string yaml =
       "name: tiny-moe\nlayers: 4\nhidden: 1024\nheads: 8\nffn: 4096\nswiglu: true\n"
       "vocab: 32000\nseq_len: 2048\nexperts: 8\nexperts_per_token: 2\nexpert_ffn: 1024\n";
@@ -142,26 +149,137 @@ TEST_CASE("a YAML model with experts loads for planning; latent attention is ref
   const std::string mla = yaml +
                           "kv_lora_rank: 128\nqk_nope_head_dim: 64\nqk_rope_head_dim: 32\n"
                           "v_head_dim: 64\n";
-  try {
-    io::parse_model(mla, "tiny.yaml");
-    FAIL("not refused");
-  } catch (const InputError& e) {
-    CHECK(std::string(e.what()).find("tiny.yaml:12: key 'kv_lora_rank': multi-head latent "
-                                     "attention (kv_lora_rank 128, 8 experts of 1024, 2 per "
-                                     "token;") == 0);
-  }
-  CHECK(io::parse_model(mla, "tiny.yaml", true).mla.kv_lora_rank == 128);
-  const ModelSpec m = io::parse_model(yaml, "tiny.yaml", true);
+  CHECK(io::parse_model(mla, "tiny.yaml").mla.kv_lora_rank == 128);
+  const ModelSpec m = io::parse_model(yaml, "tiny.yaml");
   CHECK(m.moe_layers() == 4);
   CHECK(m.total_params() - m.active_params() == doctest::Approx(4 * 6 * 3.0 * 1024 * 1024));
-  CHECK_THROWS_WITH_AS(io::parse_model(yaml + "first_dense_layers: 5\n", "tiny.yaml", true),
+  CHECK_THROWS_WITH_AS(io::parse_model(yaml + "first_dense_layers: 5\n", "tiny.yaml"),
                        "tiny.yaml:12: key 'first_dense_layers': is implausibly large (5 > 4)",
                        InputError);
-  CHECK_THROWS_WITH_AS(io::parse_model(yaml + "experts_per_token: 9\n", "t.yaml", true),
+  CHECK_THROWS_WITH_AS(io::parse_model(yaml + "experts_per_token: 9\n", "t.yaml"),
                        doctest::Contains("experts_per_token"), InputError);
   CHECK_THROWS_WITH_AS(
       io::parse_model("name: x\nlayers: 4\nhidden: 1024\nheads: 8\nffn: 4096\nswiglu: true\n"
                       "vocab: 32000\nseq_len: 2048\nexpert_ffn: 1024\n",
                       "x.yaml"),
       "x.yaml:9: key 'expert_ffn': needs 'experts'", InputError);
+}
+
+TEST_CASE("an MoE block: router, dispatcher and grouped expert GEMMs at the per-expert tokens") {
+  const ModelSpec m = moe("Qwen3-30B-A3B");  // 128 experts of 768, top 8, hidden 2048, gated
+  LayerShape l = m.moe_shape();
+  l.seq = 4096;
+  for (int ep : {1, 8, 16}) {
+    CAPTURE(ep);
+    BlockConfig cfg;
+    cfg.ep = ep;
+    const BlockModel bm = block_model(l, cfg);
+    const Module* router = bm.linear(kRouter);
+    const Module* fc1 = bm.linear(kExpertFc1);
+    const Module* fc2 = bm.linear(kExpertFc2);
+    REQUIRE(router);
+    REQUIRE(fc1);
+    REQUIRE(fc2);
+    CHECK(bm.linear(kFc1) == nullptr);  // no shared expert
+    // 4096 tokens x 8 copies over 128 / ep local experts: 256 ep tokens each.
+    CHECK(fc1->groups == 128.0 / ep);
+    CHECK(fc1->tokens == 4096.0 * 8 * ep / 128);
+    CHECK(fc1->out == 2 * 768);
+    CHECK(fc2->in == 768);
+    CHECK(router->out == 128);
+    CHECK(router->shard == Module::Shard::replicated);
+    // Per rank: the routed experts over ep, the rest whole (tp = 1).
+    CHECK(bm.expert_rank_params(ep, 1) == doctest::Approx(128.0 * 3 * 2048 * 768 / ep));
+    CHECK(bm.rank_params(1, ep, 1) - bm.expert_rank_params(ep, 1) ==
+          doctest::Approx(bm.params() - 128.0 * 3 * 2048 * 768));
+    // The experts' GEMM FLOPs on a rank do not depend on ep: T x topk x 3 x 2 x h x f forward.
+    const LayerCompute lc =
+        layer_compute(l, fixtures::cluster("dgx-h100-80gb"),
+                      {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, ep, 1});
+    CHECK(lc.linear[kExpertFc1].fwd_s > 0);
+    double expert_flops = 0;
+    for (const Kernel& k :
+         layer_kernels(l, fixtures::cluster("dgx-h100-80gb"),
+                       {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, ep, 1}))
+      if (k.pass == Pass::forward && std::string(k.name).rfind("expert_fc", 0) == 0)
+        expert_flops += k.flops;
+    CHECK(expert_flops == doctest::Approx(2.0 * 4096 * 8 * 3 * 2048 * 768));
+  }
+  // The block model's parameters are ModelSpec's count: every layer an MoE one here.
+  const BlockLayout layout = block_layout(m);
+  REQUIRE(layout.shapes.size() == 1);
+  CHECK(m.layers * block_model(layout.shapes[0]).params() + m.embedding_params() +
+            m.output_params() + m.final_norm_params() ==
+        doctest::Approx(m.total_params()));
+}
+
+TEST_CASE("dense and MoE layers in layer order: the layout has both shapes") {
+  ModelSpec m = moe("Llama-4-Maverick-17B-128E-Instruct");
+  const BlockLayout layout = block_layout(m);
+  REQUIRE(layout.shapes.size() == 2);
+  CHECK(layout.shape_of[0] == 0);  // layer 1 dense, layer 2 MoE (interleave_moe_layer_step 2)
+  CHECK(layout.shape_of[1] == 1);
+  CHECK(layout.prefix[1].back() == m.moe_layers());
+  CHECK(layout.shapes[1].moe.experts == 128);
+  CHECK(layout.shapes[1].ffn == m.moe.shared_ffn);
+}
+
+TEST_CASE("the all-to-all: NVLink inside a domain, each rank's NIC share for the rest") {
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const double S = 256e6;
+  const GroupLayout node{8, 8, 1}, two{16, 8, 2};
+  CHECK(alltoall_time_s(c, S, node) == collective_time_s(c, Collective::alltoall, S, node));
+  const int a2a = static_cast<int>(Collective::alltoall);
+  const double nic = S * 8 / 16 / (c.inter_share() * tier_busbw_Bps(c.inter.cost[a2a], S));
+  const double nvl = S * 7 / 16 / tier_busbw_Bps(c.intra.cost[a2a], S);
+  CHECK(alltoall_time_s(c, S, two) ==
+        doctest::Approx(collective_latency_s(c, Collective::alltoall, two) + std::max(nic, nvl)));
+  CHECK(alltoall_time_s(c, S, two) > alltoall_time_s(c, S, node));
+}
+
+TEST_CASE("expert parallelism: the plan checks and the expert-data-parallel group") {
+  const ModelSpec m = moe("Qwen3-30B-A3B");
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  auto why = [&](const std::string& plan) {
+    std::string reason;
+    Plan p = parse_plan(plan, "--plan");
+    if (check_plan(m, c, p, {}, &reason) == Rejection::none) return std::string("valid");
+    return reason;
+  };
+  CHECK(why("tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=64,zero=1") == "valid");
+  CHECK(why("tp=1,pp=1,dp=16,ep=32,mbs=1,gbs=64,zero=1").find("ep x etp = 32 must divide") == 0);
+  CHECK(why("tp=1,pp=1,dp=16,ep=3,mbs=1,gbs=48,zero=1") == "ep=3 does not divide the 128 experts");
+  CHECK(why("tp=2,pp=1,dp=8,ep=8,mbs=1,gbs=64,zero=1").find("needs sp=1") != std::string::npos);
+  CHECK(why("tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=64,zero=3").find("zero=3 with experts") == 0);
+  CHECK(why("tp=1,pp=1,dp=16,ep=8,etp=5,mbs=1,gbs=64,zero=1") ==
+        "etp=5 does not divide the experts' width 768");
+  const Plan p = parse_plan("tp=2,pp=1,dp=16,ep=8,sp=1,mbs=1,gbs=64,zero=1", "--plan");
+  CHECK(p.expert_replicas() == 4);
+  const GroupLayout edp = expert_dp_group(p, c);  // ranks 8 apart: one per node
+  CHECK(edp.ranks == 4);
+  CHECK(edp.ranks_per_node == 1);
+  // No rank shares its experts: nothing to reduce.
+  const Plan alone = parse_plan("tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=64,zero=1", "--plan");
+  CHECK(expert_dp_cost(c, alone, 1e9, 1, 1, {}).total == 0);
+  CHECK(expert_dp_cost(c, p, 1e9, 1, 1, {}).total > 0);
+}
+
+TEST_CASE("expert states shard over the expert-data-parallel ranks; EP time is its own term") {
+  const ModelSpec m = moe("Qwen3-30B-A3B");
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const Estimate e8 = estimate(
+      m, c, parse_plan("tp=1,pp=2,dp=8,ep=8,mbs=1,gbs=1024,zero=1,recompute=full", "--plan"));
+  const Estimate e4 = estimate(
+      m, c, parse_plan("tp=1,pp=2,dp=8,ep=4,mbs=1,gbs=1024,zero=1,recompute=full", "--plan"));
+  REQUIRE(e8.ok());
+  REQUIRE(e4.ok());
+  // ep 8 halves the experts' weights and gradients on a rank; their optimizer states are
+  // sharded over 8 / ep ranks either way, so they are the same.
+  CHECK(e8.memory.weights < e4.memory.weights);
+  CHECK(e8.memory.optimizer == doctest::Approx(e4.memory.optimizer).epsilon(1e-9));
+  CHECK(e8.breakdown.ep_comm_s > 0);
+  CHECK(e8.breakdown.tp_comm_s == 0);  // tp = 1: the dispatcher's time is not TP's
+  const Estimate e1 =
+      estimate(m, c, parse_plan("tp=1,pp=2,dp=8,mbs=1,gbs=1024,zero=1,recompute=full", "--plan"));
+  CHECK(e1.breakdown.ep_comm_s == 0);
 }

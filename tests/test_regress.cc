@@ -185,8 +185,8 @@ TEST_CASE("optional columns: a model file in place of the shape columns, ep and 
   CHECK(error_at(header + bad) == csv + ":2: column 'ep': needs a model with experts");
   CHECK(error_at(header.substr(0, header.size() - 1) + ",notes\n" + dense) ==
         csv +
-            ":1: unexpected extra column 'notes' (the optional columns: model, ep, etp, "
-            "published_tflops_per_gpu, framework)");
+            ":1: unexpected extra column 'notes' (the optional columns: model, "
+            "published_tflops_per_gpu, framework and any plan knob of --plan but dtype)");
   std::string twice = header;
   twice.replace(twice.find(",etp,"), 5, ",ep,");
   CHECK(error_at(twice + dense).find("expected column 19 to be 'sp', found 'ep'") !=

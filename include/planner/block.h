@@ -23,10 +23,25 @@ namespace planner {
 /// The linear layers of a block (an MLP-only block has fc1 and fc2).
 /// A mixture-of-experts block's MLP adds the router and the routed experts' two grouped GEMMs;
 /// its shared experts are its fc1 and fc2.
-enum LinearIndex { kQkv, kProj, kFc1, kFc2, kRouter, kExpertFc1, kExpertFc2, kNumLinears };
+/// Latent attention replaces qkv by the query and key-value down- and up-projections.
+enum LinearIndex {
+  kQkv,
+  kProj,
+  kFc1,
+  kFc2,
+  kRouter,
+  kExpertFc1,
+  kExpertFc2,
+  kQDown,
+  kQUp,
+  kKvDown,
+  kKvUp,
+  kNumLinears
+};
 /// The kernel names of the linears, by LinearIndex.
 inline constexpr const char* kLinearNames[kNumLinears] = {
-    "qkv", "proj", "fc1", "fc2", "router", "expert_fc1", "expert_fc2"};
+    "qkv",        "proj",   "fc1",  "fc2",     "router", "expert_fc1",
+    "expert_fc2", "q_down", "q_up", "kv_down", "kv_up"};
 
 /// `dispatch`: a mixture-of-experts block's token dispatcher (the permutation and all-to-all that
 /// send each token to its experts' ranks, and the combine that brings them back).

@@ -34,6 +34,7 @@ enum class KnobId {
   overlap_grad_reduce,
   overlap_param_gather,
   tp_comm_overlap,
+  ep_comm_overlap,
   grad_compression,
   zeropp,
   offload_activations,

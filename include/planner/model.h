@@ -43,6 +43,16 @@ struct MoeSpec {
   bool any() const { return experts > 1; }
 };
 
+/// Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, section 2.1): queries through a
+/// q_lora_rank down- and up-projection (0: one hidden x heads x qk-width projection), keys and
+/// values through a kv_lora_rank compression shared by all heads, with qk_rope_head_dim of
+/// decoupled RoPE keys; each head's query and key are qk_nope + qk_rope wide, its value v wide.
+struct MlaSpec {
+  int q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
+  bool any() const { return kv_lora_rank > 0; }
+  int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+};
+
 /// One block as the cost model sees it: a transformer layer, or an MLP (a projector).
 struct LayerShape {
   int hidden = 0, heads = 0, kv_heads = 0, ffn = 0;
@@ -56,6 +66,8 @@ struct LayerShape {
   /// A mixture-of-experts layer's experts (experts > 1); the MLP of `ffn` is then its shared
   /// experts' (moe.shared_ffn, none when 0). Its first_dense and every are the model's.
   MoeSpec moe;
+  /// Multi-head latent attention in place of the Q, K and V projections (DeepSeek-V3).
+  MlaSpec mla;
   int head_dim() const { return arch.head_dim > 0 ? arch.head_dim : hidden / heads; }
   /// Width of all query heads, heads x head_dim (the hidden size unless head_dim says otherwise).
   double q_width() const { return double(heads) * head_dim(); }
@@ -75,16 +87,6 @@ struct Component {
   std::string name;
   int layers = 0;
   LayerShape shape;
-};
-
-/// Multi-head latent attention (DeepSeek-V2, Liu et al. 2024, section 2.1): queries through a
-/// q_lora_rank down- and up-projection (0: one hidden x heads x qk-width projection), keys and
-/// values through a kv_lora_rank compression shared by all heads, with qk_rope_head_dim of
-/// decoupled RoPE keys; each head's query and key are qk_nope + qk_rope wide, its value v wide.
-struct MlaSpec {
-  int q_lora_rank = 0, kv_lora_rank = 0, qk_nope_head_dim = 0, qk_rope_head_dim = 0, v_head_dim = 0;
-  bool any() const { return kv_lora_rank > 0; }
-  int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
 };
 
 /// RoPE's base when a model does not name one: Su et al. 2021 (RoFormer) Eq. 15's 10000, the
@@ -146,9 +148,6 @@ struct ModelSpec {
   /// count "active" parameters). Equals total_params() for a dense model.
   double active_params() const;
 };
-
-/// Why a model with multi-head latent attention is refused for planning, with its counts.
-std::string latent_attention_refusal(const ModelSpec& m);
 
 /// Throws InputError (naming `file`) when sizes are not positive, heads % kv_heads != 0, or
 /// hidden % heads != 0 without an explicit head_dim.

@@ -58,6 +58,10 @@ struct Plan {
   /// whether it offers them: framework.h). DP gradient reduction beside the backward, ZeRO-1/2's
   /// parameter gather beside the next forward, TP collectives pipelined with their GEMMs.
   std::optional<bool> overlap_grad_reduce, overlap_param_gather, tp_comm_overlap;
+  /// The expert dispatcher's all-to-all beside another micro-batch's compute (Megatron-Core's
+  /// --overlap-moe-expert-parallel-comm with --delay-wgrad-compute: the forward of one
+  /// micro-batch and the backward of another interleaved layer by layer). Off by default.
+  std::optional<bool> ep_comm_overlap;
   /// Offload: the optimizer's states and step (DeepSpeed offload_optimizer, Megatron-Core
   /// --optimizer-cpu-offload), the parameters under ZeRO-3 (DeepSpeed offload_param), and the
   /// percentage of this rank's optimizer states moved (Megatron --optimizer-offload-fraction,

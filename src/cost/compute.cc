@@ -168,7 +168,10 @@ void add_gemms(const Gpu& gpu, Dtype dt, const BlockModel& bm, std::vector<Kerne
 void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg,
                    std::vector<Kernel>& out) {
   const Gpu& gpu = c.gpu;
-  const double heads = double(l.heads) / cfg.tp, d = l.head_dim();
+  // Latent attention's heads take qk_nope + qk_rope-wide scores and v_head_dim-wide values: the
+  // two GEMMs' mean width.
+  const double heads = double(l.heads) / cfg.tp,
+               d = l.mla.any() ? (l.mla.qk_head_dim() + l.mla.v_head_dim) / 2.0 : l.head_dim();
   const int cp = l.causal ? cfg.cp : 1;
   const double batch = double(cfg.mbs) * l.sequences * heads;
   const double sq = double(l.seq) / cp, sk = l.seq;

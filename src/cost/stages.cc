@@ -123,22 +123,32 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
         fwd_tp += beside(rs, g.fwd_s), bwd_tp += beside(ag, g.bwd_data_s);
     }
   }
-  const double cp_fwd = sc.cp_fwd_s, ep = sc.ep_per_pass_s;
+  const double cp_fwd = sc.cp_fwd_s;
+  double fwd_ep = sc.ep_per_pass_s, bwd_ep = sc.ep_per_pass_s;
+  if (p.ep_comm_overlap.value_or(false)) {
+    // Megatron-Core's combined 1F1B: a layer's forward of one micro-batch runs beside the same
+    // layer's backward of another, so each pass's dispatch and combine hide behind the other
+    // pass's compute; what outlasts it is exposed, and the compute slows beside it.
+    const double slow = c.gpu.overlap_compute_slowdown;
+    fwd_ep = exposed_after_overlap(sc.ep_per_pass_s, lc.bwd_s(), 0.0, slow);
+    bwd_ep = exposed_after_overlap(sc.ep_per_pass_s, lc.fwd_s(), 0.0, slow);
+  }
   double recompute = 0, recompute_comm = 0;
-  if (p.recompute == Recompute::full) recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd + ep;
+  if (p.recompute == Recompute::full)
+    recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd + fwd_ep;
   if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
   BlockCost b;
   b.compute = lc;
   b.times.fwd_compute_s = lc.fwd_s();
   b.times.bwd_compute_s = lc.bwd_s() + recompute;
-  b.times.fwd_comm_s = fwd_tp + cp_fwd + ep;
-  b.times.bwd_comm_s = bwd_tp + 2 * cp_fwd + ep + recompute_comm;
+  b.times.fwd_comm_s = fwd_tp + cp_fwd + fwd_ep;
+  b.times.bwd_comm_s = bwd_tp + 2 * cp_fwd + bwd_ep + recompute_comm;
   b.fwd_s = b.times.fwd_compute_s + b.times.fwd_comm_s;
   b.bwd_s = b.times.bwd_compute_s + b.times.bwd_comm_s;
   b.bwd_weight_s = lc.bwd_weight_s;
   b.compute_s = b.times.fwd_compute_s + b.times.bwd_compute_s;
   b.cp_comm_s = 3 * cp_fwd + (p.recompute == Recompute::full ? cp_fwd : 0.0);
-  b.ep_comm_s = 2 * ep + (p.recompute == Recompute::full ? ep : 0.0);
+  b.ep_comm_s = fwd_ep + bwd_ep + (p.recompute == Recompute::full ? fwd_ep : 0.0);
   b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s - b.ep_comm_s;
   b.params = sc.params;
   b.expert_params = sc.expert_params;

@@ -40,6 +40,13 @@ ArgGroup parallel_group(const ModelSpec& m, const Plan& p, const StageSplit& spl
                   : "1F1B without interleaving: P2P not overlapped (validate_args turns "
                     "overlap_p2p_comm off)");
   if (p.sp) g.args.push_back({"--sequence-parallel", "", "needs CUDA_DEVICE_MAX_CONNECTIONS=1"});
+  if (m.moe.any()) {  // parallel folding: the expert groups inside a stage's tp x cp x dp ranks
+    g.args.push_back({"--expert-model-parallel-size", std::to_string(p.ep),
+                      fmt("{} experts per rank", m.moe.experts / p.ep)});
+    // Megatron-LM's default is tp's (validate_args); the plan's is written out.
+    g.args.push_back({"--expert-tensor-parallel-size", std::to_string(p.etp),
+                      fmt("{} expert-data-parallel replicas", p.expert_replicas())});
+  }
   if (p.order == RankOrder::tp_pp_dp)
     g.args.push_back({"--use-tp-pp-dp-mapping", "",
                       "order=tp-pp-dp: the pipeline stages beside TP inside a node, data "
@@ -122,6 +129,12 @@ ArgGroup overlap_group(const ClusterProfile& c, const Plan& p) {
     g.notes.push_back(
         p.sp ? "TP group spans nodes: no --tp-comm-overlap (its userbuffers work inside a node)"
              : "sp=0: no --tp-comm-overlap (it needs sequence parallelism)");
+  if (p.ep_comm_overlap.value_or(false)) {
+    g.args.push_back({"--overlap-moe-expert-parallel-comm", "",
+                      "the plan's ep_comm_overlap=1: the all-to-all beside another "
+                      "micro-batch's compute"});
+    g.args.push_back({"--delay-wgrad-compute", "", "its weight gradients deferred to fill it"});
+  }
   if (p.weight_replicas() == 1) {
     g.notes.push_back("dp x cp = 1: no gradient reduction to overlap");
     return g;
@@ -178,6 +191,64 @@ ArgGroup precision_group(const ClusterProfile& c, const Plan& p) {
   return g;
 }
 
+/// --moe-layer-freq: 1 when every layer has experts, else the pattern as a Python list expression
+/// that Megatron-LM's parser evaluates (moe_freq_type; 1 an MoE layer, 0 a dense one): runs,
+/// "([0]*3+[1]*58)", or a repeated block, "([0,1]*24)". Not its integer form: an integer N makes
+/// layers 0, N, 2N ... MoE (gpt_layer_specs.py: i % N == 0), where the Hugging Face configs make
+/// every Nth layer counting from 1 MoE (Llama 4's interleave_moe_layer_step).
+std::string moe_layer_freq(const ModelSpec& m) {
+  if (m.moe_layers() == m.layers) return "1";
+  std::vector<int> is(m.layers);
+  for (int i = 0; i < m.layers; ++i) is[i] = m.is_moe_layer(i) ? 1 : 0;
+  std::vector<std::pair<int, int>> runs;  // value, length
+  for (int v : is)
+    if (!runs.empty() && runs.back().first == v)
+      ++runs.back().second;
+    else
+      runs.push_back({v, 1});
+  std::string out;
+  if (runs.size() <= 4) {
+    for (const auto& [v, n] : runs) out += fmt("{}[{}]*{}", out.empty() ? "" : "+", v, n);
+    return "\"(" + out + ")\"";
+  }
+  for (int period = 2; period <= m.layers / 2; ++period) {
+    if (m.layers % period != 0) continue;
+    bool repeats = true;
+    for (int i = period; i < m.layers && repeats; ++i) repeats = is[i] == is[i - period];
+    if (!repeats) continue;
+    for (int i = 0; i < period; ++i) out += fmt("{}{}", i ? "," : "", is[i]);
+    return fmt("\"([{}]*{})\"", out, m.layers / period);
+  }
+  for (int v : is) out += fmt("{}{}", out.empty() ? "" : ",", v);
+  return "\"[" + out + "]\"";
+}
+
+/// A mixture-of-experts model's flags (Megatron-LM's MoE arguments at the recorded commit).
+void add_experts(ArgGroup& g, const ModelSpec& m) {
+  const MoeSpec& x = m.moe;
+  g.args.push_back({"--num-experts", std::to_string(x.experts), "routed experts"});
+  g.args.push_back({"--moe-router-topk", std::to_string(x.topk), "experts per token"});
+  g.args.push_back({"--moe-ffn-hidden-size", std::to_string(x.expert_ffn), "one expert's MLP"});
+  if (x.shared_ffn > 0)
+    g.args.push_back({"--moe-shared-expert-intermediate-size", std::to_string(x.shared_ffn),
+                      "the shared experts together"});
+  if (m.moe_layers() != m.layers)
+    g.args.push_back({"--moe-layer-freq", moe_layer_freq(m),
+                      fmt("{} of {} layers have experts", m.moe_layers(), m.layers)});
+  g.args.push_back({"--moe-grouped-gemm", "", "the experts on a rank as one grouped GEMM"});
+  g.args.push_back({"--moe-token-dispatcher-type", "alltoall", "the dispatcher the cost has"});
+  g.args.push_back({"--moe-router-load-balancing-type", "aux_loss", ""});
+  g.args.push_back({"--moe-aux-loss-coeff", "1e-2", "the parser help's recommended start"});
+  g.notes.push_back(
+      "the prediction assumes balanced routing (as NVIDIA's published MoE benchmarks force with "
+      "--moe-router-force-load-balancing, for benchmarking only): a real router's imbalance "
+      "makes the busiest expert rank slower");
+  if (x.expert_bias || x.router_bias)
+    g.notes.push_back(
+        "the experts' and router's biases are costed but have no flag here: check "
+        "the model's own Megatron-Bridge provider");
+}
+
 ArgGroup model_group(const EmitRequest& r) {
   const ModelSpec& m = r.model;
   const bool llama = llama_style(m);
@@ -211,6 +282,7 @@ ArgGroup model_group(const EmitRequest& r) {
   add_layer_arch(g, m, llama,
                  {fmt("Megatron-LM at {:.8}", kCommit), "--kv-channels", "--add-qkv-bias",
                   "--qk-layernorm", "--window-size", "--window-attn-skip-freq"});
+  if (m.moe.any()) add_experts(g, m);
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),
                     fmt("vocab {} padded to {} (x tp {})", m.vocab,

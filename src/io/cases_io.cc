@@ -96,11 +96,11 @@ bool is_profile_name(const std::string& name) {
 }
 
 /// Optional columns, anywhere among the base ones: `model`, a model file (YAML or config.json,
-/// relative to the CSV) in place of the shape columns; `ep` and `etp`, expert-parallel and
-/// expert-tensor-parallel sizes; `published_tflops_per_gpu`, the source's own model TFLOP/s
-/// (informational); `framework`, the framework version the run used, whose execution stack the
-/// row is predicted on (regress applies a framework's refusals only when given --framework).
-const std::vector<std::string> kOptionalColumns = {"model", "ep", "etp", "published_tflops_per_gpu",
+/// relative to the CSV) in place of the shape columns; `published_tflops_per_gpu`, the source's
+/// own model TFLOP/s (informational); `framework`, the framework version the run used, whose
+/// execution stack the row is predicted on (regress applies a framework's refusals only when
+/// given --framework); and any plan knob (ep, etp, ep_comm_overlap ...), read as --plan reads it.
+const std::vector<std::string> kOptionalColumns = {"model", "published_tflops_per_gpu",
                                                    "framework"};
 
 /// The shape columns a `model` file replaces.
@@ -119,8 +119,7 @@ void read_model(const Row& r, RegressionCase& c, LoadedModels& loaded) {
     const std::filesystem::path file =
         std::filesystem::path(r.file()).parent_path() / r.text("model");
     auto it = loaded.find(file.string());
-    if (it == loaded.end())
-      it = loaded.emplace(file.string(), io::load_model(file.string(), true)).first;
+    if (it == loaded.end()) it = loaded.emplace(file.string(), io::load_model(file.string())).first;
     m = it->second;
     m.seq_len = r.integer("seq");
     m.name = c.id;
@@ -205,8 +204,9 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
   size_t next = 0;
   for (size_t i = 0; i < fields.size(); ++i) {
     const std::string& name = fields[i];
-    const bool optional =
-        std::find(kOptionalColumns.begin(), kOptionalColumns.end(), name) != kOptionalColumns.end();
+    const bool optional = std::find(kOptionalColumns.begin(), kOptionalColumns.end(), name) !=
+                              kOptionalColumns.end() ||
+                          (find_knob(name) != nullptr && name != "dtype");
     if (next < kColumns.size() && name == kColumns[next]) {
       at[name] = i, ++next;
     } else if (optional && !at.count(name)) {
@@ -218,8 +218,8 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
     } else {
       throw InputError(file, 1, "",
                        "unexpected extra column '" + name +
-                           "' (the optional columns: model, ep, "
-                           "etp, published_tflops_per_gpu, framework)");
+                           "' (the optional columns: model, published_tflops_per_gpu, "
+                           "framework and any plan knob of --plan but dtype)");
     }
   }
   if (next < kColumns.size())

@@ -378,7 +378,7 @@ void read_experts(const Config& c, const Architecture& arch, ModelSpec& m) {
 }
 
 /// `forced`: the architecture a wrapper's text_config has (it names none itself).
-ModelSpec read_config(const Config& c, bool experts_ok, const Architecture* forced = nullptr) {
+ModelSpec read_config(const Config& c, const Architecture* forced = nullptr) {
   const Architecture& arch = forced ? *forced : architecture_of(c);
   if (arch.experts == Experts::none) refuse_experts(c);
   const bool gpt2 = arch.family == Family::gpt2;
@@ -415,7 +415,6 @@ ModelSpec read_config(const Config& c, bool experts_ok, const Architecture* forc
   // (default 10000).
   if (arch.family == Family::llama) m.rope_theta = c.get_number("rope_theta", kDefaultRopeTheta);
   validate(c, m);
-  if (m.mla.any() && !experts_ok) c.fail(c.find({"kv_lora_rank"}), latent_attention_refusal(m));
   spdlog::debug(
       "{}: {} as {} layers, hidden {}, {} heads ({} kv) of {}, ffn {}{}, vocab {}, seq {}, {}{}{}",
       c.file(), arch.name, m.layers, m.hidden, m.heads, m.kv_heads, m.head_dim(), m.ffn,
@@ -446,18 +445,16 @@ bool is_hf_config(const std::string& text, const std::string& file) {
   return is_json(text);  // `{name: x}` is a YAML flow mapping, not JSON
 }
 
-ModelSpec load_hf_config(const std::string& path, bool experts_ok) {
-  return parse_hf_config(read_file(path), path, experts_ok);
-}
+ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_file(path), path); }
 
-ModelSpec parse_hf_config(const std::string& text, const std::string& file, bool experts_ok) {
+ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
   const json doc = parse_json(text, file);
   if (!doc.is_object())
     throw InputError(file, 1, "", "expected a JSON object (a Hugging Face config.json)");
   const Config c(doc, text, file);
   if (c.find({"architectures"}).empty() || !doc["architectures"].is_array() ||
       doc["architectures"].empty() || !doc["architectures"][0].is_string())
-    return read_config(c, experts_ok);
+    return read_config(c);
   const std::string name = doc["architectures"][0].get<std::string>();
   for (const char* wrapper : kTextConfigWrappers)
     if (name == wrapper) {
@@ -466,11 +463,11 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file, bool
       const Architecture* text_arch = nullptr;
       for (const Architecture& a : kArchitectures)
         if (a.experts == Experts::llama4) text_arch = &a;
-      ModelSpec m = read_config(Config(doc["text_config"], text, file), experts_ok, text_arch);
+      ModelSpec m = read_config(Config(doc["text_config"], text, file), text_arch);
       m.name = model_name(c);
       return m;
     }
-  return read_config(c, experts_ok);
+  return read_config(c);
 }
 
 }  // namespace planner::io

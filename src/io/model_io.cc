@@ -51,7 +51,7 @@ int positive_int(const YamlReader& r, const std::string& key) {
 }
 
 /// The decoder's keys; in a `components:` list they sit beside `type: decoder`.
-ModelSpec read_decoder(const YamlReader& r, bool in_list, bool experts_ok) {
+ModelSpec read_decoder(const YamlReader& r, bool in_list) {
   std::vector<std::string> keys = kModelKeys;
   if (in_list) keys.push_back("type");
   r.check_keys(keys);
@@ -74,7 +74,6 @@ ModelSpec read_decoder(const YamlReader& r, bool in_list, bool experts_ok) {
   } catch (const InputError& e) {  // re-raise with the line of the offending key
     r.fail(e.key(), e.message());
   }
-  if (m.mla.any() && !experts_ok) r.fail("kv_lora_rank", latent_attention_refusal(m));
   return m;
 }
 
@@ -123,7 +122,7 @@ void validate_components(const YamlReader& r, const YAML::Node& list, const Mode
 }
 
 /// `components:` — encoders in order, then exactly one decoder, last.
-ModelSpec read_components(const YamlReader& r, bool experts_ok) {
+ModelSpec read_components(const YamlReader& r) {
   r.check_keys({"name", "components"});
   const YAML::Node list = r.node("components");
   if (!list.IsSequence() || list.size() == 0) r.fail("components", "expected a list of components");
@@ -134,7 +133,7 @@ ModelSpec read_components(const YamlReader& r, bool experts_ok) {
     const bool last = i + 1 == list.size();
     if (type == "decoder") {
       if (!last) c.fail("type", "the decoder must be the last component");
-      ModelSpec m = read_decoder(c, true, experts_ok);
+      ModelSpec m = read_decoder(c, true);
       m.name = r.get_string("name");
       m.encoders = std::move(encoders);
       validate_components(r, list, m);
@@ -148,24 +147,22 @@ ModelSpec read_components(const YamlReader& r, bool experts_ok) {
   r.fail("components", "no decoder component (it must be the last one)");
 }
 
-ModelSpec read_model(const YamlReader& r, bool experts_ok) {
-  return r.has("components") ? read_components(r, experts_ok) : read_decoder(r, false, experts_ok);
+ModelSpec read_model(const YamlReader& r) {
+  return r.has("components") ? read_components(r) : read_decoder(r, false);
 }
 
 }  // namespace
 
-ModelSpec load_model(const std::string& path, bool experts_ok) {
-  return parse_model_file(read_file(path), path, experts_ok);
-}
+ModelSpec load_model(const std::string& path) { return parse_model_file(read_file(path), path); }
 
-ModelSpec parse_model_file(const std::string& text, const std::string& file, bool experts_ok) {
+ModelSpec parse_model_file(const std::string& text, const std::string& file) {
   if (is_hf_config(text, file))  // a Hugging Face config.json
-    return parse_hf_config(text, file, experts_ok);
-  return parse_model(text, file, experts_ok);
+    return parse_hf_config(text, file);
+  return parse_model(text, file);
 }
 
-ModelSpec parse_model(const std::string& text, const std::string& file, bool experts_ok) {
-  return read_model(YamlReader(parse_yaml_text(text, file), file), experts_ok);
+ModelSpec parse_model(const std::string& text, const std::string& file) {
+  return read_model(YamlReader(parse_yaml_text(text, file), file));
 }
 
 }  // namespace planner::io

@@ -21,7 +21,7 @@ bool is_hf_config(const std::string& text, const std::string& file);
 
 /// Reads a config.json; errors (unknown architecture, missing key, wrong type, sizes that do not
 /// divide) throw InputError naming the file, the line of the key and the key.
-ModelSpec load_hf_config(const std::string& path, bool experts_ok = false);
+ModelSpec load_hf_config(const std::string& path);
 
 /// Parses config.json text; `file` names it in errors and, without `_name_or_path`, the model.
 /// Mapping: num_hidden_layers|n_layer -> layers, hidden_size|n_embd -> hidden,
@@ -39,10 +39,8 @@ ModelSpec load_hf_config(const std::string& path, bool experts_ok = false);
 /// whatever their hidden_act (a gelu hidden_activation or hidden_act sets arch.gelu_gate: GeGLU,
 /// the same cost); GPT-2 and GPT-NeoX a plain two-matrix MLP.
 /// Mixture-of-experts architectures (Mixtral, Qwen3-MoE, gpt-oss, DeepSeek-V3 with its latent
-/// attention, Llama 4's text_config) fill ModelSpec::moe and ::mla; unless `experts_ok`, a model
-/// with latent attention is then refused with its counts (not in the block model yet). Expert keys
-/// in a dense architecture's config (a relabelled Mixtral) are refused whatever `experts_ok` says.
-ModelSpec parse_hf_config(const std::string& json_text, const std::string& file,
-                          bool experts_ok = false);
+/// attention, Llama 4's text_config) fill ModelSpec::moe and ::mla. Expert keys in a dense
+/// architecture's config (a relabelled Mixtral) are refused, never read as a dense model.
+ModelSpec parse_hf_config(const std::string& json_text, const std::string& file);
 
 }  // namespace planner::io
