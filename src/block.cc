@@ -36,7 +36,7 @@ void add_experts(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
   bm.add(router);
   // The combine keeps the experts' outputs to weigh them by the probabilities in the backward.
   Module dispatch{"dispatch", K::dispatch, -1, h, 0, 0, same(e * slots * h), false, 0, false, 0};
-  dispatch.tokens = copies, dispatch.groups = cfg.etp;
+  dispatch.tokens = copies, dispatch.groups = cfg.etp, dispatch.out = x.topk;
   bm.add(dispatch);
   Module fc1{"expert_fc1",
              K::linear,

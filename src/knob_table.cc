@@ -198,6 +198,14 @@ std::array<KnobDef, kNumKnobs> make_table() {
        "--overlap-moe-expert-parallel-comm), 0,1 (default 0; ep > 1)",
        bits, 0, 0, true, true, "epo", 3, [](const Plan& p) { return tri(p.ep_comm_overlap); },
        [](Plan& p, int v) { p.ep_comm_overlap = untri(v); }},
+      {K::dispatcher, "dispatcher",
+       "the experts' token dispatcher alltoall or flex (DeepEP: once per node over the network), "
+       "default alltoall; the search tries flex where the ep group spans nodes",
+       words_of<Dispatcher>(), 0, 0, true, true, "disp", -8,
+       [](const Plan& p) {
+         return p.dispatcher == Dispatcher::alltoall ? kUnset : int(p.dispatcher);
+       },
+       [](Plan& p, int v) { p.dispatcher = v == kUnset ? Dispatcher::alltoall : Dispatcher(v); }},
       {K::grad_compression, "grad_compression",
        "DeepSpeed's compressed optimizers none, onebit_adam, zero_one_adam, onebit_lamb (default "
        "none; zero=0, tp=pp=1)",

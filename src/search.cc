@@ -36,12 +36,6 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   k[K::schedule] = {int(Schedule::one_f_one_b)};
   for (const KnobDef& d : knob_table())  // the execution knobs: the stack's own choice
     if (d.searched && d.optional) k[d.id] = {kUnset};
-  // Expert parallelism for a model with experts: every power of two dividing them (check_plan
-  // keeps those whose groups fold into a stage's ranks); etp 1, as Megatron-Bridge's MoE recipes.
-  if (m.moe.any())
-    for (int e = 2; e <= std::min(m.moe.experts, gpus); e *= 2)
-      if (m.moe.experts % e == 0) k[K::ep].push_back(e);
-  if (m.moe.any()) k[K::ep_comm_overlap] = {kUnset, 1};  // off is the stack's default
   // Offload to host memory where a plan does not fit without it (the search skips an offload
   // plan whose twin without offload fits: offload only adds time); all the states moved.
   if (c.host.present()) {
@@ -54,6 +48,18 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
     k[K::split] = {kUnset, int(PipelineSplit::short_ends), int(PipelineSplit::embed_loss)};
   // Both rank orders: the pipeline inside a node pays where TP leaves room in it.
   k[K::order] = {kUnset, int(RankOrder::tp_pp_dp)};
+  // Expert parallelism for a model with experts: every power of two dividing them (check_plan
+  // keeps those whose groups fold into a stage's ranks), etp 1 as Megatron-Bridge's MoE recipes,
+  // the all-to-all overlap and the flex dispatcher; ZeRO-1 at most and no ZeRO-3 parameter
+  // offload (the experts' states shard under the distributed optimizer only).
+  if (m.moe.any()) {
+    for (int e = 2; e <= std::min(m.moe.experts, gpus); e *= 2)
+      if (m.moe.experts % e == 0) k[K::ep].push_back(e);
+    k[K::ep_comm_overlap] = {kUnset, 1};  // off is the stack's default
+    k[K::dispatcher] = {kUnset, int(Dispatcher::flex)};
+    k[K::zero] = {0, 1};
+    k[K::offload_params] = {kUnset};
+  }
   return k;
 }
 
@@ -325,6 +331,7 @@ class Searcher {
   /// Every plan of one (GPU count, tp, cp, mbs, sp) cell: each pp, then the inner knobs.
   void cell(int gpus, int tp, int cp, int mbs, int sp) {
     computed_ = false;
+    expert_cells_.clear();
     for (size_t ip = 0; ip < k_[KnobId::pp].size(); ++ip) {
       Plan p;
       p.tp = tp, p.cp = cp, p.pp = k_[KnobId::pp][ip], p.mbs = mbs, p.sp = sp != 0;
@@ -420,6 +427,15 @@ class Searcher {
 
   void record(const Plan& p) {
     if (inner_.duplicate(at_, p)) return;
+    // Without expert parallelism the expert knobs change nothing (a plan another position gave);
+    // the flex dispatcher differs from the all-to-all only across nodes.
+    // (Only where the search tries the plain value too: a value the user fixed is estimated.)
+    if (p.ep == 1 && ((p.ep_comm_overlap && tries_unset(KnobId::ep_comm_overlap)) ||
+                      (p.dispatcher != Dispatcher::alltoall && tries_unset(KnobId::dispatcher))))
+      return;
+    if (p.dispatcher == Dispatcher::flex && tries_unset(KnobId::dispatcher) &&
+        ep_group(p, c_).nodes <= 1)
+      return;
     // The other rank order is another plan only where it moves the DP group or a stage pair.
     if (p.order != RankOrder::tp_cp_dp_pp && !rank_order_matters(p, c_)) return;
     if (inner_.offload_run_start(at_)) twin_ = Rejection::none, twin_known_ = false;
@@ -449,11 +465,27 @@ class Searcher {
     }
   }
 
+  /// Whether the search tries knob `id` at its unset (default) value too.
+  bool tries_unset(KnobId id) const {
+    const std::vector<int>& v = k_[id];
+    return std::find(v.begin(), v.end(), kUnset) != v.end();
+  }
+
   /// The cell's block and head costs (cell_costs), computed once the first plan needs them: cells
   /// whose GPU counts none of the pp values fit cost only their enumeration.
   void layer_costs(const Plan& p) {
-    if (computed_ && p.ep == cell_ep_ && p.etp == cell_etp_) return;
-    computed_ = true, cell_ep_ = p.ep, cell_etp_ = p.etp;
+    const ExpertKey key{p.ep, p.etp, p.dispatcher};
+    if (computed_ && key == cell_key_) return;
+    // The expert knobs turn inside the cell: each combination's costs are kept until it ends.
+    for (auto& [k, costs] : expert_cells_)
+      if (k == key) {
+        std::swap(cache_.cell, costs);
+        std::swap(cell_key_, k);
+        computed_ = true;
+        return;
+      }
+    if (computed_) expert_cells_.push_back({cell_key_, std::move(cache_.cell)});
+    computed_ = true, cell_key_ = key;
     cache_.cell = cell_costs(m_, c_, p, cache_.layout);
   }
 
@@ -472,7 +504,17 @@ class Searcher {
   std::vector<long long> plans_per_pp_;
   int blocks_ = 0;
   bool computed_ = false;
-  int cell_ep_ = 1, cell_etp_ = 1;  ///< the expert parallelism the cell's costs are for
+  /// The expert knobs a cell's block costs depend on, those the current costs are for, and the
+  /// costs of the cell's other combinations so far.
+  struct ExpertKey {
+    int ep = 1, etp = 1;
+    Dispatcher dispatcher = Dispatcher::alltoall;
+    bool operator==(const ExpertKey& o) const {
+      return ep == o.ep && etp == o.etp && dispatcher == o.dispatcher;
+    }
+  };
+  ExpertKey cell_key_;
+  std::vector<std::pair<ExpertKey, CellCosts>> expert_cells_;
   /// The current run of offload values: how its plan without offload fared.
   Rejection twin_ = Rejection::none;
   bool twin_known_ = false;

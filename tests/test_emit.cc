@@ -104,6 +104,8 @@ const HfEmitCase kMoeEmitCases[] = {
      "tp=4,pp=2,dp=2,ep=8,sp=1,mbs=1,gbs=64,zero=1"},
     {"moe-llama4-maverick", "tests/data/hf/Llama-4-Maverick-17B-128E-Instruct/config.json",
      "tp=8,pp=8,dp=2,ep=16,sp=1,mbs=1,gbs=64,zero=1,recompute=full"},
+    {"moe-deepseek-v3", "tests/data/hf/DeepSeek-V3/config.json",
+     "tp=8,pp=1,dp=128,ep=256,sp=1,mbs=1,gbs=1024,zero=1,recompute=full"},
 };
 
 /// Megatron-DeepSpeed refuses sequence parallelism: the same plan without it.
@@ -396,7 +398,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
     }
   }
   // Two scripts per Megatron case, one launcher per DeepSpeed and torchtitan case.
-  CHECK(n == 2 * 20 + 18 + 1);
+  CHECK(n == 2 * 21 + 18 + 1);
   fs::remove_all(dir);
 }
 
@@ -882,6 +884,15 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
   // Megatron-LM's integer form would put them on layers 1, 3, 5 ...: the list form is written.
   CHECK(maverick.find("\n  --moe-layer-freq \"([0,1]*24)\" ") != std::string::npos);
   CHECK(maverick.find("\n  --moe-shared-expert-intermediate-size 8192 ") != std::string::npos);
+  // DeepSeek-V3: three dense layers first, latent attention with Megatron-LM's head-dim names.
+  const std::string ds = script(kMoeEmitCases[4]);
+  for (const char* flag :
+       {"--moe-layer-freq \"([0]*3+[1]*58)\" ", "--multi-latent-attention ", "--q-lora-rank 1536\n",
+        "--kv-lora-rank 512\n", "--qk-head-dim 128 ", "--qk-pos-emb-head-dim 64 ",
+        "--v-head-dim 128\n", "--expert-model-parallel-size 256 "}) {
+    CAPTURE(flag);
+    CHECK(ds.find(std::string("\n  ") + flag) != std::string::npos);
+  }
   // DeepSpeed and torchtitan are not planned for experts: refused with the reason.
   for (auto f : {emit::Framework::deepspeed, emit::Framework::torchtitan})
     CHECK_THROWS_WITH_AS(emitted({"moe", kMoeEmitCases[2].model, kH100,

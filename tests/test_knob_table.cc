@@ -59,6 +59,7 @@ TEST_CASE("every knob round-trips through the plan string, in the table's order"
                         (k.id == KnobId::order && v == int(RankOrder::tp_cp_dp_pp)) ||
                         (k.id == KnobId::zeropp && v == 0) ||
                         ((k.id == KnobId::ep || k.id == KnobId::etp) && v == 1) ||
+                        (k.id == KnobId::dispatcher && v == int(Dispatcher::alltoall)) ||
                         ((k.id == KnobId::offload_optimizer || k.id == KnobId::offload_params) &&
                          v == int(OffloadDevice::none)) ||
                         (k.id == KnobId::offload_pct && v == 100) ||

@@ -20,6 +20,7 @@
 #include "planner/io/csv.h"
 #include "planner/io/model_io.h"
 #include "planner/model.h"
+#include "planner/search.h"
 
 using namespace planner;
 
@@ -282,4 +283,68 @@ TEST_CASE("expert states shard over the expert-data-parallel ranks; EP time is i
   const Estimate e1 =
       estimate(m, c, parse_plan("tp=1,pp=2,dp=8,mbs=1,gbs=1024,zero=1,recompute=full", "--plan"));
   CHECK(e1.breakdown.ep_comm_s == 0);
+}
+
+TEST_CASE("the flex dispatcher: one network crossing per node a token reaches, not per copy") {
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const double S = 256e6;
+  const GroupLayout node{8, 8, 1}, four{32, 8, 4};
+  // Inside one NVLink domain it is the all-to-all.
+  CHECK(node_dedup_dispatch_s(c, S, node, 8) == alltoall_time_s(c, S, node));
+  // Across 4 nodes with 8 copies a token: 3 (1 - (3/4)^8) = 2.70 remote nodes, not the 6 copies
+  // of 8 that leave the node on average.
+  const int a2a = static_cast<int>(Collective::alltoall);
+  const double nic = S / 8 * 3 * (1 - std::pow(0.75, 8)) /
+                     (c.inter_share() * tier_busbw_Bps(c.inter.cost[a2a], S));
+  const double nvl = S * 31 / 32 / tier_busbw_Bps(c.intra.cost[a2a], S);
+  CHECK(node_dedup_dispatch_s(c, S, four, 8) ==
+        doctest::Approx(collective_latency_s(c, Collective::alltoall, four) + std::max(nic, nvl)));
+  CHECK(node_dedup_dispatch_s(c, S, four, 8) < alltoall_time_s(c, S, four));
+}
+
+TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's compute") {
+  ModelSpec m = moe("Qwen3-30B-A3B");
+  m.seq_len = 4096;  // the published runs' length
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const std::string base = "tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1";
+  const Estimate plain = estimate(m, c, parse_plan(base, "--plan"));
+  const Estimate hidden = estimate(m, c, parse_plan(base + ",ep_comm_overlap=1", "--plan"));
+  REQUIRE(plain.ok());
+  REQUIRE(hidden.ok());
+  // Every pass's all-to-all fits beside the other pass's compute: what stays is the progress the
+  // compute loses beside it, slowdown / (1 + slowdown) of the collective (exposed_after_overlap).
+  const double slow = c.gpu.overlap_compute_slowdown;
+  CHECK(hidden.breakdown.ep_comm_s ==
+        doctest::Approx(plain.breakdown.ep_comm_s * slow / (1 + slow)).epsilon(0.01));
+  CHECK(hidden.iteration_time_s < plain.iteration_time_s);
+  CHECK(hidden.breakdown.compute_s == doctest::Approx(plain.breakdown.compute_s));
+  std::string why;
+  Plan full = parse_plan(base + ",ep_comm_overlap=1,recompute=full", "--plan");
+  CHECK(check_plan(m, c, full, {}, &why) == Rejection::experts_invalid);
+  CHECK(why.find("no full recomputation") != std::string::npos);
+  Plan flat = parse_plan("tp=1,pp=2,dp=8,ep=8,mbs=1,gbs=1024,zero=1,ep_comm_overlap=1", "--plan");
+  CHECK(check_plan(m, c, flat, {}, &why) == Rejection::experts_invalid);
+}
+
+TEST_CASE("suggest for a model with experts: ep, the overlap and the dispatcher searched") {
+  const ModelSpec m = moe("Qwen3-30B-A3B");
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  SearchOptions o;
+  o.gpus = {32};
+  o.global_batch = 256;
+  o.top_k = 200;
+  const SearchResult r = search(m, c, default_knobs(m, c, 32), o);
+  REQUIRE(!r.top.empty());
+  bool ep = false, overlap = false, flex = false;
+  for (const Estimate& e : r.top) {
+    ep |= e.plan.ep > 1;
+    overlap |= e.plan.ep_comm_overlap.value_or(false);
+    flex |= e.plan.dispatcher == Dispatcher::flex;
+    // flex is tried only where the ep group leaves a node
+    if (e.plan.dispatcher == Dispatcher::flex) CHECK(ep_group(e.plan, c).nodes > 1);
+    CHECK(e.plan.zero <= 1);
+  }
+  CHECK(ep);
+  CHECK(overlap);
+  CHECK(flex);
 }

@@ -52,7 +52,8 @@ struct Module {
   ModuleKind kind = ModuleKind::norm;
   int linear = -1;         ///< LinearIndex of a linear module
   double in = 0, out = 0;  ///< a linear's weight, in x out, on one TP rank; a norm's elements
-                           ///< per token on one rank (in)
+                           ///< per token on one rank (in); a dispatcher's hidden width (in) and
+                           ///< copies per token (out, the router's topk)
   double params = 0;       ///< weights and biases before TP sharding (norms: scale and bias)
   /// Activation bytes it keeps for the backward, per micro-batch on one rank, indexed by Recompute
   /// (Korthikanti et al. 2022, Table 2, term by term).

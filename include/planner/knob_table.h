@@ -35,6 +35,7 @@ enum class KnobId {
   overlap_param_gather,
   tp_comm_overlap,
   ep_comm_overlap,
+  dispatcher,
   grad_compression,
   zeropp,
   offload_activations,

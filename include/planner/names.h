@@ -37,6 +37,9 @@ inline constexpr std::array<EnumName<PipelineSplit>, 3> kSplitNames = {
 inline constexpr std::array<EnumName<RankOrder>, 2> kRankOrderNames = {
     {{RankOrder::tp_cp_dp_pp, "tp-cp-dp-pp"}, {RankOrder::tp_pp_dp, "tp-pp-dp"}}};
 
+inline constexpr std::array<EnumName<Dispatcher>, 2> kDispatcherNames = {
+    {{Dispatcher::alltoall, "alltoall"}, {Dispatcher::flex, "flex"}}};
+
 inline constexpr std::array<EnumName<OffloadDevice>, 3> kOffloadNames = {
     {{OffloadDevice::none, "none"}, {OffloadDevice::cpu, "cpu"}, {OffloadDevice::nvme, "nvme"}}};
 
@@ -47,6 +50,7 @@ inline constexpr std::array<EnumName<GradCompression>, 4> kCompressionNames = {
      {GradCompression::onebit_lamb, "onebit_lamb"}}};
 
 constexpr const auto& names_of(Dtype) { return kDtypeNames; }
+constexpr const auto& names_of(Dispatcher) { return kDispatcherNames; }
 constexpr const auto& names_of(GradCompression) { return kCompressionNames; }
 constexpr const auto& names_of(OffloadDevice) { return kOffloadNames; }
 constexpr const auto& names_of(PipelineSplit) { return kSplitNames; }

@@ -34,6 +34,11 @@ enum class OffloadDevice { none, cpu, nvme };
 /// 0/1 Adam and 1-bit LAMB, which after an uncompressed warm-up of freeze_step steps all-reduce
 /// the momentum as 1-bit signs with error feedback (Tang et al. 2021, arXiv 2102.02888).
 enum class GradCompression { none, onebit_adam, zero_one_adam, onebit_lamb };
+/// A mixture-of-experts layer's token dispatcher (Megatron-Core --moe-token-dispatcher-type):
+/// `alltoall`, NCCL's all-to-all of every token copy; `flex` with DeepEP's kernels, which send a
+/// token once to each node that holds any of its experts and forward it there over NVLink
+/// (DeepEP README: "forwarding data from NVLink domain to RDMA domain").
+enum class Dispatcher { alltoall, flex };
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 
@@ -62,6 +67,7 @@ struct Plan {
   /// --overlap-moe-expert-parallel-comm with --delay-wgrad-compute: the forward of one
   /// micro-batch and the backward of another interleaved layer by layer). Off by default.
   std::optional<bool> ep_comm_overlap;
+  Dispatcher dispatcher = Dispatcher::alltoall;
   /// Offload: the optimizer's states and step (DeepSpeed offload_optimizer, Megatron-Core
   /// --optimizer-cpu-offload), the parameters under ZeRO-3 (DeepSpeed offload_param), and the
   /// percentage of this rank's optimizer states moved (Megatron --optimizer-offload-fraction,

@@ -203,6 +203,19 @@ double alltoall_time_s(const ClusterProfile& cl, double bytes, const GroupLayout
   return collective_latency_s(cl, Collective::alltoall, g) + std::max(nic_s, nvlink_s);
 }
 
+double node_dedup_dispatch_s(const ClusterProfile& cl, double bytes, const GroupLayout& g,
+                             double topk) {
+  if (g.nodes <= 1 || topk <= 0) return alltoall_time_s(cl, bytes, g);
+  const int ci = static_cast<int>(Collective::alltoall);
+  const double nodes = g.nodes, per_token = bytes / topk;
+  const double remote_nodes = (nodes - 1) * (1 - std::pow(1 - 1 / nodes, topk));
+  const double nic_s =
+      per_token * remote_nodes / (cl.inter_share() * tier_busbw_Bps(cl.inter.cost[ci], bytes));
+  const double nvlink_s =
+      bytes * (g.ranks - 1.0) / g.ranks / tier_busbw_Bps(cl.intra.cost[ci], bytes);
+  return collective_latency_s(cl, Collective::alltoall, g) + std::max(nic_s, nvlink_s);
+}
+
 double exposed_after_overlap(double t, double window, double tail_fraction, double slowdown) {
   const double tail = t * tail_fraction, beside = t - tail;
   if (beside >= window * (1 + slowdown)) return tail + beside - window;

@@ -289,8 +289,10 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
   const double bw = c.gpu.hbm_achieved_Bps(), launch = c.gpu.gemm.launch_s;
   for (const Module& m : bm) {
     if (m.kind != ModuleKind::linear) continue;
-    const double in = (m.column_parallel && cfg.sp ? bm.tokens / cfg.tp : bm.tokens) * m.in;
-    const double grad = bm.tokens * m.out;
+    // A routed experts' linear casts every token copy it runs (its groups x tokens rows).
+    const double rows = m.tokens > 0 ? m.tokens * m.groups : bm.tokens;
+    const double in = (m.column_parallel && cfg.sp ? rows / cfg.tp : rows) * m.in;
+    const double grad = rows * m.out;
     for (auto [pass, elements] : {std::pair{Pass::forward, in}, {Pass::backward_data, grad}}) {
       const double bytes = kFp8CastTransposeBytes * elements;
       out.push_back(

@@ -44,11 +44,14 @@ namespace {
 /// default).
 double expert_dispatch_s(const ClusterProfile& c, const Plan& p, const Module& dispatch) {
   const double bytes = kDispatchBytesPerElement * dispatch.tokens * dispatch.in;
-  double t = 2.0 * alltoall_time_s(c, bytes, ep_group(p, c));
+  const GroupLayout g = ep_group(p, c);
+  double t =
+      2.0 * (p.dispatcher == Dispatcher::flex ? node_dedup_dispatch_s(c, bytes, g, dispatch.out)
+                                              : alltoall_time_s(c, bytes, g));
   if (p.etp > 1) {
-    const GroupLayout g = etp_group(p, c);
-    t += collective_time_s(c, Collective::allgather, bytes * p.etp, g) +
-         collective_time_s(c, Collective::reduce_scatter, bytes * p.etp, g);
+    const GroupLayout e = etp_group(p, c);
+    t += collective_time_s(c, Collective::allgather, bytes * p.etp, e) +
+         collective_time_s(c, Collective::reduce_scatter, bytes * p.etp, e);
   }
   return t;
 }

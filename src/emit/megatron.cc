@@ -224,7 +224,7 @@ std::string moe_layer_freq(const ModelSpec& m) {
 }
 
 /// A mixture-of-experts model's flags (Megatron-LM's MoE arguments at the recorded commit).
-void add_experts(ArgGroup& g, const ModelSpec& m) {
+void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
   const MoeSpec& x = m.moe;
   g.args.push_back({"--num-experts", std::to_string(x.experts), "routed experts"});
   g.args.push_back({"--moe-router-topk", std::to_string(x.topk), "experts per token"});
@@ -236,7 +236,14 @@ void add_experts(ArgGroup& g, const ModelSpec& m) {
     g.args.push_back({"--moe-layer-freq", moe_layer_freq(m),
                       fmt("{} of {} layers have experts", m.moe_layers(), m.layers)});
   g.args.push_back({"--moe-grouped-gemm", "", "the experts on a rank as one grouped GEMM"});
-  g.args.push_back({"--moe-token-dispatcher-type", "alltoall", "the dispatcher the cost has"});
+  if (p.dispatcher == Dispatcher::flex) {
+    g.args.push_back({"--moe-token-dispatcher-type", "flex", "the plan's dispatcher=flex"});
+    g.args.push_back(
+        {"--moe-flex-dispatcher-backend", "deepep",
+         "DeepEP: a token crosses the network once per node (needs DeepEP installed)"});
+  } else {
+    g.args.push_back({"--moe-token-dispatcher-type", "alltoall", "NCCL all-to-all"});
+  }
   g.args.push_back({"--moe-router-load-balancing-type", "aux_loss", ""});
   g.args.push_back({"--moe-aux-loss-coeff", "1e-2", "the parser help's recommended start"});
   g.notes.push_back(
@@ -282,7 +289,17 @@ ArgGroup model_group(const EmitRequest& r) {
   add_layer_arch(g, m, llama,
                  {fmt("Megatron-LM at {:.8}", kCommit), "--kv-channels", "--add-qkv-bias",
                   "--qk-layernorm", "--window-size", "--window-attn-skip-freq"});
-  if (m.moe.any()) add_experts(g, m);
+  if (m.mla.any()) {  // MLASelfAttention; Megatron-LM's qk-head-dim is the part without RoPE
+    const MlaSpec& a = m.mla;
+    g.args.push_back({"--multi-latent-attention", "", "latent attention in place of Q, K, V"});
+    if (a.q_lora_rank > 0) g.args.push_back({"--q-lora-rank", std::to_string(a.q_lora_rank), ""});
+    g.args.push_back({"--kv-lora-rank", std::to_string(a.kv_lora_rank), ""});
+    g.args.push_back({"--qk-head-dim", std::to_string(a.qk_nope_head_dim), "qk_nope_head_dim"});
+    g.args.push_back(
+        {"--qk-pos-emb-head-dim", std::to_string(a.qk_rope_head_dim), "qk_rope_head_dim"});
+    g.args.push_back({"--v-head-dim", std::to_string(a.v_head_dim), ""});
+  }
+  if (m.moe.any()) add_experts(g, m, r.plan);
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),
                     fmt("vocab {} padded to {} (x tp {})", m.vocab,

@@ -83,6 +83,14 @@ double collective_time_s(const ClusterProfile& c, Collective coll, double bytes,
 /// the slower of the two sets the time.
 double alltoall_time_s(const ClusterProfile& c, double bytes, const GroupLayout& g);
 
+/// DeepEP's dispatch (or combine) of one rank's `bytes` of token copies, `topk` copies a token,
+/// over `g`: each token crosses the network once to every other node that holds one of its
+/// experts (uniform routing: (nodes - 1)(1 - (1 - 1/nodes)^topk) nodes on average) at the rank's
+/// NIC share, and every copy moves over NVLink inside the destination node, whichever is slower.
+/// Inside one NVLink domain it is the all-to-all.
+double node_dedup_dispatch_s(const ClusterProfile& c, double bytes, const GroupLayout& g,
+                             double topk);
+
 /// The latency (alpha) part of collective_time_s: the tier's measured latency, plus a hop per
 /// extra node step of a ring (allgather, reduce-scatter, all-to-all: nodes - 1; all-reduce:
 /// 2(nodes - 1)) or of the all-reduce's tree (2 log2(nodes)) across nodes.
