@@ -276,7 +276,7 @@ void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
     throw InputError(
         "", 0, "",
         fmt("the knob ranges span {:.0f} plans, over the limit of {:.0e}; narrow --pp, "
-            "--vpp, --mbs or --tp",
+            "--vpp, --mbs, --tp or --ep",
             space, limits::kSearchPlans));
 }
 
@@ -430,7 +430,7 @@ class Searcher {
     // Without expert parallelism the expert knobs change nothing (a plan another position gave);
     // the flex dispatcher differs from the all-to-all only across nodes.
     // (Only where the search tries the plain value too: a value the user fixed is estimated.)
-    if (p.ep == 1 && ((p.ep_comm_overlap && tries_unset(KnobId::ep_comm_overlap)) ||
+    if (p.ep == 1 && ((p.ep_comm_overlap.value_or(false) && tries_unset(KnobId::ep_comm_overlap)) ||
                       (p.dispatcher != Dispatcher::alltoall && tries_unset(KnobId::dispatcher))))
       return;
     if (p.dispatcher == Dispatcher::flex && tries_unset(KnobId::dispatcher) &&
@@ -465,10 +465,12 @@ class Searcher {
     }
   }
 
-  /// Whether the search tries knob `id` at its unset (default) value too.
+  /// Whether the search tries knob `id` at its plain value too (unset, or 0: no overlap, the
+  /// all-to-all dispatcher).
   bool tries_unset(KnobId id) const {
     const std::vector<int>& v = k_[id];
-    return std::find(v.begin(), v.end(), kUnset) != v.end();
+    return std::find(v.begin(), v.end(), kUnset) != v.end() ||
+           std::find(v.begin(), v.end(), 0) != v.end();
   }
 
   /// The cell's block and head costs (cell_costs), computed once the first plan needs them: cells

@@ -254,7 +254,7 @@ TEST_CASE("a search too wide to finish in about a second is refused before it st
       "suggest --model configs/models/gpt3-1.3b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml ";
   check_error(s + "--gpus 64-4096 --global-batch 4096 --mbs 1-32",
               "the knob ranges span 400250880 plans, over the limit of 2e+08; narrow --pp, --vpp, "
-              "--mbs or --tp");
+              "--mbs, --tp or --ep");
   check_error(s + "--gpus 1024 --cp 1-1000 --mbs 1-1000 --global-batch 1536",
               "the knob ranges give 8e+07 combinations of GPU count, tp, cp, mbs, sp and pp, over "
               "the limit of 5e+06; narrow --gpus, --tp, --cp, --mbs or --pp");

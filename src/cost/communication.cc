@@ -65,8 +65,11 @@ GroupLayout etp_group(const Plan& p, const ClusterProfile& c) {
   return group_layout(p.etp, 1, c.nvlink_domain);
 }
 GroupLayout expert_dp_group(const Plan& p, const ClusterProfile& c) {
-  const long long replicas = p.expert_replicas();
-  return group_layout(static_cast<int>(std::max(1LL, replicas)), p.ep * p.etp, c.nvlink_domain);
+  // Knob values are bounded (kMaxKnob), their product is not: the stride in 64 bits, capped.
+  const long long replicas = std::max(1LL, p.expert_replicas());
+  const long long stride = std::min<long long>(1LL * p.ep * p.etp, kMaxKnob);
+  return group_layout(static_cast<int>(std::min<long long>(replicas, kMaxKnob)),
+                      static_cast<int>(stride), c.nvlink_domain);
 }
 GroupLayout pp_pair(const Plan& p, const ClusterProfile& c) {
   if (p.pp <= 1) return GroupLayout{};
