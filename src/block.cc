@@ -18,7 +18,8 @@ void add_experts(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
   const double o = cfg.sp ? cfg.tp : 1.0, e = cfg.element_bytes, li = cfg.linear_input_bytes;
   const double h = l.hidden, E = x.experts, fe = x.expert_ffn, up = (l.swiglu ? 2.0 : 1.0) * fe;
   const double tokens = double(l.seq) / cp * l.sequences * cfg.mbs / o;
-  const double copies = tokens * x.topk, slots = copies * cfg.etp;
+  // The busiest rank (routing imbalance) receives `imbalance` times the mean token copies.
+  const double copies = tokens * x.topk * x.imbalance, slots = copies * cfg.etp;
   const double local = E / cfg.ep, per_expert = slots / local, et = cfg.etp;
   auto same = [](double bytes) { return std::array<double, 3>{bytes, bytes, 0.0}; };
   Module router{"router",
@@ -89,23 +90,32 @@ void add_latent_attention(const LayerShape& l, const BlockConfig& cfg, BlockMode
     m.shard = Module::Shard::replicated;
     return m;
   };
-  // The layer's input, gathered once for both down-projections (column-parallel's gather).
+  // The down-projections are duplicated on every TP rank and run on its sequence-parallel share of
+  // the tokens; their RMSNorms too. The up-projections are column-parallel (LayerNormLinear with
+  // --qk-layernorm: the norm, then the gather of the compressed tensors, then the GEMM).
+  auto local = [&](Module m) {
+    m.shard = Module::Shard::replicated;
+    m.tokens = sb / o;
+    return m;
+  };
   if (ql > 0) {
+    bm.add(local(
+        {"q_down", K::linear, kQDown, h, ql, h * ql, same(li * sb * h / o), false, 0, true, 0.0}));
     bm.add(replicated(
-        {"q_down", K::linear, kQDown, h, ql, h * ql, same(li * sb * h / o), true, 0, true, 0.0}));
-    bm.add(replicated({"q_norm", K::norm, -1, ql, 0, ql, same(e * sb * ql), false, 0, false, 0.0}));
-    bm.add({"q_up", K::linear, kQUp, ql, H * dqk / t, ql * H * dqk, same(li * sb * ql), false, 0,
+        {"q_norm", K::norm, -1, ql / o, 0, ql, same(e * sb * ql / o), false, 0, false, 0.0}));
+    bm.add({"q_up", K::linear, kQUp, ql, H * dqk / t, ql * H * dqk, same(li * sb * ql / o), true, 0,
             true, 0.0});
   } else {
     bm.add({"q_up", K::linear, kQUp, h, H * dqk / t, h * H * dqk, same(li * sb * h / o), true, 0,
             true, 0.0});
   }
-  bm.add(replicated({"kv_down", K::linear, kKvDown, h, kvl + rope, h * (kvl + rope), same(0.0),
-                     false, 0, true, 0.0}));
-  bm.add(
-      replicated({"kv_norm", K::norm, -1, kvl, 0, kvl, same(e * sb * kvl), false, 0, false, 0.0}));
+  // It reads the same layer input as the query's projection, which keeps it.
+  bm.add(local({"kv_down", K::linear, kKvDown, h, kvl + rope, h * (kvl + rope), same(0.0), false, 0,
+                true, 0.0}));
+  bm.add(replicated(
+      {"kv_norm", K::norm, -1, kvl / o, 0, kvl, same(e * sb * kvl / o), false, 0, false, 0.0}));
   bm.add({"kv_up", K::linear, kKvUp, kvl, H * (a.qk_nope_head_dim + dv) / t,
-          kvl * H * (a.qk_nope_head_dim + dv), same(li * sb * kvl), false, 0, true, 0.0});
+          kvl * H * (a.qk_nope_head_dim + dv), same(li * sb * kvl / o), true, 0, true, 0.0});
   // The core keeps each head's query, key (with the RoPE part) and value, and the softmax
   // statistics (flash) or the scores, softmax and dropout mask.
   const double kept = e * sb * H * (2.0 * dqk + dv) / t;

@@ -160,12 +160,16 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
   }
   // TransformerConfig.__post_init__ at d98e8a64: the overlap needs expert parallelism, vpp with
   // pp > 1, and no full recomputation.
-  if (overlap && (p.ep == 1 || (p.pp > 1 && p.vpp == 1) || p.recompute == Recompute::full))
+  if (overlap && (p.ep == 1 || (p.pp > 1 && p.vpp == 1) || p.recompute == Recompute::full ||
+                  p.dtype == Dtype::tf32))
     return no([] {
       return std::string(
-          "ep_comm_overlap=1 needs ep > 1, vpp > 1 when pp > 1, and no full recomputation "
-          "(Megatron-Core's TransformerConfig checks)");
+          "ep_comm_overlap=1 needs ep > 1, vpp > 1 when pp > 1, no full recomputation and bf16, "
+          "fp16 or fp8 (Megatron-Core's TransformerConfig checks)");
     });
+  // token_dispatcher.py at d98e8a64: "DeepEP dispatcher requires TPxEP > 1".
+  if (p.dispatcher == Dispatcher::flex && 1LL * p.ep * p.etp == 1)
+    return no([] { return std::string("dispatcher=flex needs ep x etp > 1 (DeepEP)"); });
   if (p.zero >= 2)
     return no([&] {
       return fmt(

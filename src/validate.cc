@@ -58,6 +58,11 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   if (!e.ok()) throw InputError("", 0, "--plan", rejection_message(e));
   if (!m.encoders.empty())
     throw InputError("", 0, "--model", "validate runs decoder layers; this model has encoders");
+  if (m.moe.any() || m.mla.any())
+    throw InputError("", 0, "--model",
+                     "validate's workload has no mixture-of-experts or latent-attention kernels "
+                     "(router, grouped expert GEMMs, dispatch, MLA projections) yet; it would time "
+                     "a dense layer that is not this model's");
   Workload w;
   w.plan = p;
   w.model = m.name;

@@ -60,10 +60,11 @@ _planner() {
         --emit) _planner_words 'megatron deepspeed torchtitan'; return ;;
         --out) _planner_dirs; return ;;
         --seq-len) :; return ;;
+        --routing-imbalance) :; return ;;
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --ep --etp --vpp --mbs --zero --recompute --sp --schedule --split --order --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --ep-comm-overlap --dispatcher --grad-compression --zeropp --offload-activations --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --ep --etp --vpp --mbs --zero --recompute --sp --schedule --split --order --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --ep-comm-overlap --dispatcher --grad-compression --zeropp --offload-activations --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --routing-imbalance --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -80,10 +81,11 @@ _planner() {
         --trace) _planner_files 'json'; return ;;
         --attention) _planner_words 'flash unfused'; return ;;
         --seq-len) :; return ;;
+        --routing-imbalance) :; return ;;
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --train-tokens --format --trace --attention --seq-len --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --train-tokens --format --trace --attention --seq-len --routing-imbalance --plot --report'; else _planner_words ''; fi ;;
     regress)
       case "$prev" in
         --cases) _planner_files 'csv'; return ;;

@@ -30,6 +30,9 @@ struct LayerArch {
 /// dense model. Which layers are MoE: after the first `first_dense` (DeepSeek-V3's
 /// first_k_dense_replace, kept dense with the model's `ffn`), every `every`th, counting from 1
 /// (Llama 4 Maverick's interleave_moe_layer_step 2: layers 2, 4, 6 ... are MoE).
+/// The largest routing imbalance accepted (every token copy on one rank of 64).
+inline constexpr double kMaxRoutingImbalance = 64;
+
 struct MoeSpec {
   int experts = 0;
   int topk = 0;
@@ -40,6 +43,10 @@ struct MoeSpec {
   bool expert_bias = false;  ///< biases on the experts' linears (gpt-oss)
   bool router_bias = false;  ///< a per-expert bias on the router (gpt-oss; DeepSeek-V3's score
                              ///< correction bias)
+  /// Routing imbalance: the token copies the busiest expert rank receives over the mean (1:
+  /// balanced, as the published benchmarks force it). The model file's `routing_imbalance` or
+  /// --routing-imbalance; the busiest rank's experts and dispatch set the layer's time.
+  double imbalance = 1;
   bool any() const { return experts > 1; }
 };
 

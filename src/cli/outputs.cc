@@ -21,6 +21,10 @@ void add_output_options(CLI::App* s, OutputArgs& a, const std::string& what) {
                 "sequence length in tokens (default: the model file's seq_len, or a Hugging Face "
                 "config's max_position_embeddings up to 8192)")
       ->check(integer_in(1, limits::kSeqLen));
+  s->add_option("--routing-imbalance", a.routing_imbalance,
+                "a model with experts: the token copies the busiest expert rank receives over the "
+                "mean (default 1, balanced routing)")
+      ->check(number_in(1, kMaxRoutingImbalance, false));
   s->add_option("--plot", a.plot, "write " + what + " as SVG to this file");
   s->add_option("--report", a.report,
                 "write a self-contained HTML report (inputs, plans, breakdowns, plots, "
@@ -28,6 +32,12 @@ void add_output_options(CLI::App* s, OutputArgs& a, const std::string& what) {
 }
 
 void apply_seq_len(Inputs& in, const OutputArgs& a) {
+  if (a.routing_imbalance > 0) {  // given (the option itself refuses values under 1)
+    if (!in.model.moe.any())
+      throw InputError("", 0, "--routing-imbalance",
+                       "needs a model with experts; " + in.model_file + " has none");
+    in.model.moe.imbalance = a.routing_imbalance;
+  }
   if (a.seq_len == 0) return;  // not given (the option itself refuses 0)
   in.model.seq_len = a.seq_len;
   spdlog::info("sequence length {} tokens (--seq-len)", a.seq_len);

@@ -12,9 +12,10 @@
 namespace planner::cli {
 
 struct OutputArgs {
-  int seq_len = 0;     ///< --seq-len: the model's sequence length instead of its file's
-  std::string plot;    ///< --plot FILE.svg
-  std::string report;  ///< --report FILE.html
+  int seq_len = 0;               ///< --seq-len: the model's sequence length instead of its file's
+  double routing_imbalance = 0;  ///< --routing-imbalance: a model with experts' (0: its file's)
+  std::string plot;              ///< --plot FILE.svg
+  std::string report;            ///< --report FILE.html
   bool wants_points() const { return !plot.empty() || !report.empty(); }
 };
 
@@ -25,6 +26,8 @@ inline constexpr std::size_t kPlotPoints = std::size_t{1} << 16;
 void add_output_options(CLI::App* s, OutputArgs& a, const std::string& what);
 
 /// --seq-len: replaces the model's (decoder's) sequence length; it must be positive.
+/// --routing-imbalance: replaces a model with experts' routing imbalance (an error for a dense
+/// model).
 void apply_seq_len(Inputs& in, const OutputArgs& a);
 
 /// The `planner emit` line for each framework: the first of `ranked` it can express.

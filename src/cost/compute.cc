@@ -238,7 +238,9 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     bias_flops += kBiasFlopsPerElement * (m.tokens > 0 ? m.tokens * m.groups : bm.tokens) * m.bias;
     if (m.linear == kRouter) moe_bytes += kRouterBytesPerLogit * m.tokens * m.out, ++moe_kernels;
     if (m.kind == ModuleKind::dispatch)
-      moe_bytes += kMoePermuteBytesPerElement * m.tokens * m.groups * m.in, moe_kernels += 2;
+      moe_bytes += kMoePermuteBytesPerElement * (cfg.dtype == Dtype::tf32 ? 2.0 : 1.0) * m.tokens *
+                   m.groups * m.in,
+          moe_kernels += 2;                                  // 16-bit rows; fp32 under tf32
     if (m.kind == ModuleKind::activation && m.tokens > 0) {  // the routed experts' activation
       const Module* fc2 = bm.linear(kExpertFc2);
       const double width = fc2 ? fc2->in : 0.0;

@@ -43,12 +43,12 @@ namespace {
 /// Not overlapped with compute (Megatron-Core's --overlap-moe-expert-parallel-comm is off by
 /// default).
 double expert_dispatch_s(const ClusterProfile& c, const Plan& p, const Module& dispatch) {
-  const double bytes = kDispatchBytesPerElement * dispatch.tokens * dispatch.in;
+  const double bytes = activation_element_bytes(p.dtype) * dispatch.tokens * dispatch.in;
   const GroupLayout g = ep_group(p, c);
   double t =
       2.0 * (p.dispatcher == Dispatcher::flex ? node_dedup_dispatch_s(c, bytes, g, dispatch.out)
                                               : alltoall_time_s(c, bytes, g));
-  if (p.etp > 1) {
+  if (p.etp > 1 && p.dispatcher == Dispatcher::alltoall) {  // flex dispatches over tp x ep at once
     const GroupLayout e = etp_group(p, c);
     t += collective_time_s(c, Collective::allgather, bytes * p.etp, e) +
          collective_time_s(c, Collective::reduce_scatter, bytes * p.etp, e);
@@ -80,7 +80,10 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
   sc.tp_per_pass_s = bm.tp_collectives() * one;
   if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
-    const double kv = 2.0 * e * p.mbs * (double(l.seq) / cp) * l.kv_heads * l.head_dim() / p.tp;
+    // Latent attention exchanges every head's up-projected key (qk_nope + qk_rope) and value.
+    const double kv_width = l.mla.any() ? double(l.heads) * (l.mla.qk_head_dim() + l.mla.v_head_dim)
+                                        : 2.0 * l.kv_heads * l.head_dim();
+    const double kv = e * p.mbs * (double(l.seq) / cp) * kv_width / p.tp;
     const double ring = (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c));
     sc.cp_fwd_s = std::max(0.0, ring - lc.fwd_attn_s);
   }
@@ -132,9 +135,12 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
     // Megatron-Core's combined 1F1B: a layer's forward of one micro-batch runs beside the same
     // layer's backward of another, so each pass's dispatch and combine hide behind the other
     // pass's compute; what outlasts it is exposed, and the compute slows beside it.
-    const double slow = c.gpu.overlap_compute_slowdown;
-    fwd_ep = exposed_after_overlap(sc.ep_per_pass_s, lc.bwd_s(), 0.0, slow);
-    bwd_ep = exposed_after_overlap(sc.ep_per_pass_s, lc.fwd_s(), 0.0, slow);
+    // The first forward and the last backward of the iteration have no pass to pair with: 1 / m
+    // of the collectives stay exposed.
+    const double slow = c.gpu.overlap_compute_slowdown, ep = sc.ep_per_pass_s;
+    const double alone = 1.0 / std::max(1, p.microbatches());
+    fwd_ep = alone * ep + (1 - alone) * exposed_after_overlap(ep, lc.bwd_s(), 0.0, slow);
+    bwd_ep = alone * ep + (1 - alone) * exposed_after_overlap(ep, lc.fwd_s(), 0.0, slow);
   }
   double recompute = 0, recompute_comm = 0;
   if (p.recompute == Recompute::full)

@@ -298,6 +298,11 @@ ArgGroup model_group(const EmitRequest& r) {
     g.args.push_back(
         {"--qk-pos-emb-head-dim", std::to_string(a.qk_rope_head_dim), "qk_rope_head_dim"});
     g.args.push_back({"--v-head-dim", std::to_string(a.v_head_dim), ""});
+    // Without it Megatron-Core's MLA spec makes the q and kv norms identities (gpt_layer_specs.py
+    // at d98e8a64: the up-projections become column_parallel_layer_norm_linear with it).
+    if (!m.arch.qk_norm)
+      g.args.push_back(
+          {"--qk-layernorm", "", "MLA's q_a and kv_a RMSNorms, fused into its up-projections"});
   }
   if (m.moe.any()) add_experts(g, m, r.plan);
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});

@@ -1,6 +1,7 @@
 #include "planner/io/model_io.h"
 
 #include "planner/error.h"
+#include "planner/format.h"
 #include "planner/io/file.h"
 #include "planner/io/hf_config.h"
 #include "planner/io/yaml_util.h"
@@ -14,7 +15,7 @@ const std::vector<std::string> kModelKeys = {
     // mixture of experts (MoeSpec) and latent attention (MlaSpec)
     "experts", "experts_per_token", "expert_ffn", "shared_expert_ffn", "first_dense_layers",
     "moe_every", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim"};
+    "v_head_dim", "routing_imbalance"};
 
 /// The experts and latent attention keys: all of a group or none (validate_model bounds them).
 void read_experts(const YamlReader& r, ModelSpec& m) {
@@ -26,9 +27,15 @@ void read_experts(const YamlReader& r, ModelSpec& m) {
     e.shared_ffn = r.has("shared_expert_ffn") ? r.get_int("shared_expert_ffn") : 0;
     e.first_dense = r.has("first_dense_layers") ? r.get_int("first_dense_layers") : 0;
     e.every = r.has("moe_every") ? r.get_int("moe_every") : 1;
+    if (r.has("routing_imbalance")) {
+      e.imbalance = r.get_double("routing_imbalance");
+      if (!(e.imbalance >= 1 && e.imbalance <= kMaxRoutingImbalance))
+        r.fail("routing_imbalance", fmt("must be from 1 (balanced) to {:g}, got {:g}",
+                                        kMaxRoutingImbalance, e.imbalance));
+    }
   } else {
     for (const char* k : {"experts_per_token", "expert_ffn", "shared_expert_ffn",
-                          "first_dense_layers", "moe_every"})
+                          "first_dense_layers", "moe_every", "routing_imbalance"})
       if (r.has(k)) r.fail(k, "needs 'experts'");
   }
   if (r.has("kv_lora_rank")) {

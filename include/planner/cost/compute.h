@@ -112,9 +112,6 @@ struct LayerConfig {
 /// scatter-add of 16-bit token rows), read and written once each per token copy and hidden
 /// element, in each pass: 2 x (2 + 2) bytes.
 inline constexpr double kMoePermuteBytesPerElement = 8;
-/// Bytes of one token element the expert dispatcher sends: 16-bit (Megatron-Core's all-to-all
-/// dispatcher moves the activations as they are; FP8 dispatch is an option not modelled).
-inline constexpr double kDispatchBytesPerElement = 2;
 /// The router's softmax (or sigmoid) and top-k over fp32 logits per token and expert: the GEMM's
 /// output read and the probabilities written, 4 + 4 bytes; as much again backward.
 inline constexpr double kRouterBytesPerLogit = 8;

@@ -119,7 +119,7 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
                   : load.params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
   const double dense = load.params - load.expert_params;
   mem.optimizer = (dense / (p.zero >= 1 ? p.weight_replicas() : 1) +
-                   load.expert_params / (p.zero >= 1 ? p.expert_replicas() : 1)) *
+                   load.expert_params / (p.zero >= 1 ? std::max(1LL, p.expert_replicas()) : 1)) *
                   optimizer_bytes_per_param(p.dtype) * (1.0 - p.offloaded_fraction());
   if (p.zero >= 3) mem.weights += load.zero3_gather * weight_bytes;
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;
