@@ -355,8 +355,7 @@ TEST_CASE("routing imbalance: the busiest expert rank's token copies set the lay
   ModelSpec m = moe("Qwen3-30B-A3B");
   m.seq_len = 4096;
   const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
-  const Plan p =
-      parse_plan("tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,recompute=full", "--plan");
+  const Plan p = parse_plan("tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,recompute=full", "--plan");
   const Estimate balanced = estimate(m, c, p);
   m.moe.imbalance = 1.5;
   const Estimate skewed = estimate(m, c, p);
@@ -370,7 +369,7 @@ TEST_CASE("routing imbalance: the busiest expert rank's token copies set the lay
       "name: tiny-moe\nlayers: 4\nhidden: 1024\nheads: 8\nffn: 4096\nswiglu: true\n"
       "vocab: 32000\nseq_len: 2048\nexperts: 8\nexperts_per_token: 2\nexpert_ffn: 1024\n";
   CHECK(io::parse_model(yaml + "routing_imbalance: 1.25\n", "t.yaml").moe.imbalance == 1.25);
-  CHECK_THROWS_WITH_AS(io::parse_model(yaml + "routing_imbalance: 0.5\n", "t.yaml"),
-                       "t.yaml:12: key 'routing_imbalance': must be from 1 (balanced) to 64, got 0.5",
-                       InputError);
+  CHECK_THROWS_WITH_AS(
+      io::parse_model(yaml + "routing_imbalance: 0.5\n", "t.yaml"),
+      "t.yaml:12: key 'routing_imbalance': must be from 1 (balanced) to 64, got 0.5", InputError);
 }
