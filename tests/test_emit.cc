@@ -889,7 +889,7 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
   for (const char* flag :
        {"--moe-layer-freq \"([0]*3+[1]*58)\" ", "--multi-latent-attention ", "--q-lora-rank 1536\n",
         "--kv-lora-rank 512\n", "--qk-head-dim 128 ", "--qk-pos-emb-head-dim 64 ",
-        "--v-head-dim 128\n", "--expert-model-parallel-size 256 "}) {
+        "--v-head-dim 128\n", "--qk-layernorm ", "--expert-model-parallel-size 256 "}) {
     CAPTURE(flag);
     CHECK(ds.find(std::string("\n  ") + flag) != std::string::npos);
   }

@@ -188,3 +188,11 @@ TEST_CASE("a plan the model rejects cannot be validated") {
   CHECK_THROWS_WITH(build_workload(m18(), h200(), plan("tp=5,dp=8,mbs=1,gbs=64")),
                     "option --plan: tp=5 does not divide heads=48");
 }
+
+TEST_CASE("a model with experts or latent attention is refused, not timed as a dense layer") {
+  ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
+  m.seq_len = 4096;
+  CHECK_THROWS_WITH_AS(
+      build_workload(m, h200(), plan("tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=64,zero=1,recompute=full")),
+      doctest::Contains("no mixture-of-experts or latent-attention kernels"), InputError);
+}
