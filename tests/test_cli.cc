@@ -145,6 +145,9 @@ TEST_CASE("mixture-of-experts configs are planned with expert parallelism, laten
                         " --plan \"tp=4,pp=2,dp=2,ep=8,sp=1,mbs=1,gbs=64,zero=1\"");
   REQUIRE(e.rc == 0);
   CHECK(e.out.find("EP communication") != std::string::npos);
+  // No accuracy band (the dense runs' residuals), and the warning that says why.
+  CHECK(e.out.find("cross-validated") == std::string::npos);
+  CHECK(e.out.find("the dense runs' accuracy bands do not apply") != std::string::npos);
   check_error("estimate --model " + moe + " " + kCluster +
                   " --plan \"tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=64,zero=1\"",
               "option --plan: ep=16 does not divide the 8 experts (model " + moe +

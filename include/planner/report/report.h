@@ -38,8 +38,10 @@ struct RunContext {
     d.insert(d.end(), extra.begin(), extra.end());
     return d;
   }
-  /// The band of a plan on this cluster in its precision, or nullptr.
+  /// The band of a plan on this cluster in its precision, or nullptr. None for a model with
+  /// experts: the bands are the dense runs' residuals, and the MoE runs' are of another sign.
   const AccuracyBand* band(const Plan& p) const {
+    if (model && model->moe.any()) return nullptr;
     return bands && cluster ? band_for(*bands, cluster->gpu.name, to_string(p.dtype)) : nullptr;
   }
   /// "6144 GPUs" or "GPUs: 64-512" (several counts searched).
