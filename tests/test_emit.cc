@@ -889,7 +889,10 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
   for (const char* flag :
        {"--moe-layer-freq \"([0]*3+[1]*58)\" ", "--multi-latent-attention ", "--q-lora-rank 1536\n",
         "--kv-lora-rank 512\n", "--qk-head-dim 128 ", "--qk-pos-emb-head-dim 64 ",
-        "--v-head-dim 128\n", "--qk-layernorm ", "--expert-model-parallel-size 256 "}) {
+        "--v-head-dim 128\n", "--qk-layernorm ", "--expert-model-parallel-size 256 ",
+        "--moe-router-score-function sigmoid ", "--moe-router-enable-expert-bias ",
+        "--moe-router-num-groups 8 ", "--moe-router-group-topk 4 ",
+        "--moe-router-topk-scaling-factor 2.5 "}) {
     CAPTURE(flag);
     CHECK(ds.find(std::string("\n  ") + flag) != std::string::npos);
   }

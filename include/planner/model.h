@@ -47,6 +47,12 @@ struct MoeSpec {
   /// balanced, as the published benchmarks force it). The model file's `routing_imbalance` or
   /// --routing-imbalance; the busiest rank's experts and dispatch set the layer's time.
   double imbalance = 1;
+  /// The router as DeepSeek-V3 configures it (launch files only, no cost term): sigmoid scores
+  /// (scoring_func), experts in `router_groups` groups of which a token reaches `group_topk`
+  /// (n_group, topk_group), the routed weights scaled by `topk_scale` (routed_scaling_factor).
+  bool sigmoid_router = false;
+  int router_groups = 0, group_topk = 0;
+  double topk_scale = 1;
   bool any() const { return experts > 1; }
 };
 

@@ -244,13 +244,25 @@ void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
   } else {
     g.args.push_back({"--moe-token-dispatcher-type", "alltoall", "NCCL all-to-all"});
   }
+  if (x.sigmoid_router) {  // DeepSeek-V3's router: sigmoid scores, a bias that balances the load
+    g.args.push_back({"--moe-router-score-function", "sigmoid", "scoring_func"});
+    if (x.router_bias)
+      g.args.push_back({"--moe-router-enable-expert-bias", "", "topk_method noaux_tc"});
+  }
+  if (x.router_groups > 1 && x.group_topk > 0) {
+    g.args.push_back({"--moe-router-num-groups", std::to_string(x.router_groups), "n_group"});
+    g.args.push_back({"--moe-router-group-topk", std::to_string(x.group_topk), "topk_group"});
+  }
+  if (x.topk_scale != 1)
+    g.args.push_back(
+        {"--moe-router-topk-scaling-factor", fmt("{:g}", x.topk_scale), "routed_scaling_factor"});
   g.args.push_back({"--moe-router-load-balancing-type", "aux_loss", ""});
   g.args.push_back({"--moe-aux-loss-coeff", "1e-2", "the parser help's recommended start"});
   g.notes.push_back(
       "the prediction assumes balanced routing (as NVIDIA's published MoE benchmarks force with "
       "--moe-router-force-load-balancing, for benchmarking only): a real router's imbalance "
       "makes the busiest expert rank slower");
-  if (x.expert_bias || x.router_bias)
+  if (x.expert_bias || (x.router_bias && !x.sigmoid_router))
     g.notes.push_back(
         "the experts' and router's biases are costed but have no flag here: check "
         "the model's own Megatron-Bridge provider");

@@ -355,6 +355,12 @@ void read_experts(const Config& c, const Architecture& arch, ModelSpec& m) {
       e.shared_ffn = c.count_or("n_shared_experts", 0) * e.expert_ffn;
       e.first_dense = c.count_or("first_k_dense_replace", 0);
       e.router_bias = c.get_string("topk_method") == "noaux_tc";  // e_score_correction_bias
+      e.sigmoid_router = c.get_string("scoring_func") == "sigmoid";
+      e.router_groups = c.count_or("n_group", 0);
+      e.group_topk = c.count_or("topk_group", 0);
+      e.topk_scale = c.get_number("routed_scaling_factor", 1.0);
+      if (!(e.topk_scale > 0 && e.topk_scale < 1e6))
+        c.fail("routed_scaling_factor", "must be a positive number");
       if (optional_int("moe_layer_freq", 1) != 1)
         c.fail("moe_layer_freq", "only 1 (every layer after first_k_dense_replace) is supported");
       {
