@@ -21,7 +21,7 @@ void add_experts(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
   // The busiest rank (routing imbalance) receives `imbalance` times the mean token copies.
   const double copies = tokens * x.topk * x.imbalance, slots = copies * cfg.etp;
   const double local = E / cfg.ep, per_expert = slots / local, et = cfg.etp;
-  auto same = [](double bytes) { return std::array<double, 3>{bytes, bytes, 0.0}; };
+  auto same = [](double bytes) { return std::array<double, 4>{bytes, bytes, 0.0, bytes}; };
   Module router{"router",
                 K::linear,
                 kRouter,
@@ -85,7 +85,7 @@ void add_latent_attention(const LayerShape& l, const BlockConfig& cfg, BlockMode
   const double s = double(l.seq) / cp * l.sequences, sb = s * cfg.mbs, h = l.hidden;
   const double H = l.heads, dqk = a.qk_head_dim(), dv = a.v_head_dim;
   const double ql = a.q_lora_rank, kvl = a.kv_lora_rank, rope = a.qk_rope_head_dim;
-  auto same = [](double bytes) { return std::array<double, 3>{bytes, bytes, 0.0}; };
+  auto same = [](double bytes) { return std::array<double, 4>{bytes, bytes, 0.0, bytes}; };
   auto replicated = [](Module m) {
     m.shard = Module::Shard::replicated;
     return m;
@@ -128,7 +128,8 @@ void add_latent_attention(const LayerShape& l, const BlockConfig& cfg, BlockMode
           0,
           0,
           0,
-          {kept + (flash ? stats : scores), kept + (flash ? stats : 0.0), 0.0},
+          // selective_moe (mla_up_proj) recomputes the up-projected Q, K and V: the statistics
+          {kept + (flash ? stats : scores), kept + (flash ? stats : 0.0), 0.0, flash ? stats : 0.0},
           false,
           0,
           false,
@@ -149,12 +150,22 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   BlockModel bm;
   bm.tokens = sb;
   using K = ModuleKind;
-  auto same = [](double bytes) { return std::array<double, 3>{bytes, bytes, 0.0}; };
+  auto same = [](double bytes) { return std::array<double, 4>{bytes, bytes, 0.0, bytes}; };
   if (!l.attention) {  // a projector MLP: in -> ffn -> hidden, keeping its input
     // Full recompute keeps the block's input (16-bit); otherwise fc1 keeps its (maybe FP8) copy.
     const double in = l.in_features, x = li * sb * in, block_input = e * sb * in;
     for (const Module& m : std::initializer_list<Module>{
-             {"fc1", K::linear, kFc1, in, up / t, in * up, {x, x, block_input}, true, 0, true, 0},
+             {"fc1",
+              K::linear,
+              kFc1,
+              in,
+              up / t,
+              in * up,
+              {x, x, block_input, x},
+              true,
+              0,
+              true,
+              0},
              {"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false, 0},
              {"fc2", K::linear, kFc2, f / t, h, f * h, same(li * sb * f / t), false, 1, true, 0}})
       bm.add(m);
@@ -169,8 +180,9 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   const double qkv_kept = e * sb * qw / t + 2.0 * e * sb * g * d / t;
   const double scores = (2.0 * e + 1.0) * a * s * double(l.seq) * b / t, stats = 4.0 * a * sb / t;
   const bool flash = cfg.attention == AttentionKernel::flash;
-  const std::array<double, 3> core = {qkv_kept + (flash ? stats : scores),
-                                      qkv_kept + (flash ? stats : 0.0), 0.0};
+  const std::array<double, 4> core = {qkv_kept + (flash ? stats : scores),
+                                      qkv_kept + (flash ? stats : 0.0), 0.0,
+                                      qkv_kept + (flash ? stats : 0.0)};
   // A norm outside the TP region keeps its input (e bytes per element) for its backward.
   const Module outside_norm{"norm", K::norm, -1,    h / o, 0, norm_params, same(e * sbh / o),
                             false,  0,       false, 0};
@@ -207,6 +219,19 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
             same(li * sb * f / t + sbh / o), false, 1, true, x.mlp_bias ? h / o : 0.0});
   }
   if (x.sandwich_norms) bm.add(norm("post_mlp_norm"));
+  // selective_moe drops what its output-discarding checkpoints recompute: the experts'
+  // activation output (fc2's input, moe_act) and the two layer norms' outputs (the next linear's
+  // 16-bit input, layernorm; under FP8 Transformer Engine keeps its own FP8 copy of it).
+  for (int i = 0; i < bm.count; ++i) {
+    Module& m = bm.storage[static_cast<size_t>(i)];
+    const int r = static_cast<int>(Recompute::selective_moe);
+    if (m.linear == kExpertFc2) m.stored[r] = 0;
+    // The linears that read a layer norm's output: QKV (or latent attention's first projection)
+    // and the dense or shared MLP's fc1.
+    const bool reads_norm = m.linear == kQkv || m.linear == kQDown || m.linear == kFc1 ||
+                            (m.linear == kQUp && m.in == h);
+    if (reads_norm && li == e) m.stored[r] = 0;
+  }
   return bm;
 }
 

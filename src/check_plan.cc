@@ -153,9 +153,11 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
   if (!m.moe.any()) {
     if (p.ep > 1 || p.etp > 1)
       return no([&] { return fmt("ep={} etp={} need a model with experts", p.ep, p.etp); });
-    if (overlap || p.dispatcher != Dispatcher::alltoall)
-      return no(
-          [] { return std::string("ep_comm_overlap and dispatcher need a model with experts"); });
+    if (overlap || p.dispatcher != Dispatcher::alltoall || p.recompute == Recompute::selective_moe)
+      return no([] {
+        return std::string(
+            "ep_comm_overlap, dispatcher and recompute=selective_moe need a model with experts");
+      });
     return Rejection::none;
   }
   // TransformerConfig.__post_init__ at d98e8a64: the overlap needs expert parallelism, vpp with

@@ -59,6 +59,7 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
     k[K::dispatcher] = {kUnset, int(Dispatcher::flex)};
     k[K::zero] = {0, 1};
     k[K::offload_params] = {kUnset};
+    k[K::recompute].push_back(int(Recompute::selective_moe));
   }
   return k;
 }
@@ -171,14 +172,18 @@ struct InnerKnobs {
       }
     }
   }
-  /// Sets the plan's inner knobs to the positions `at`.
-  void apply(const std::vector<size_t>& at, Plan& p) const {
-    for (size_t i = 0; i < knobs.size(); ++i) knobs[i]->set(p, (*values[i])[at[i]]);
+  /// Sets the plan's inner knobs from position `from` on to the positions `at`.
+  void apply(const std::vector<size_t>& at, Plan& p, size_t from = 0) const {
+    for (size_t i = from; i < knobs.size(); ++i) knobs[i]->set(p, (*values[i])[at[i]]);
   }
-  /// The next position; false after the last.
-  bool advance(std::vector<size_t>& at) const {
+  /// The next position; false after the last. `changed`, when given, receives the first knob
+  /// whose value moved (the ones after it went back to their first value).
+  bool advance(std::vector<size_t>& at, size_t* changed = nullptr) const {
     for (size_t i = knobs.size(); i-- > 0;) {
-      if (++at[i] < values[i]->size()) return true;
+      if (++at[i] < values[i]->size()) {
+        if (changed) *changed = i;
+        return true;
+      }
       at[i] = 0;
     }
     return false;
@@ -377,17 +382,22 @@ class Searcher {
  private:
   /// vpp, the schedules it allows, then the odometer over the other inner knobs.
   void inner_plans_of(Plan& p) {
+    far_vpp_known_ = false;
     for (int vpp : k_[KnobId::vpp]) {
       if (!vpp_tried(k_, blocks_, p.pp, vpp)) continue;  // a default meant for other pp
       const std::vector<Schedule> schedules = schedules_for(vpp, p.pp, k_[KnobId::schedule]);
       if (vpp_never_fits(p, vpp) && count_refused_vpp(p, vpp, schedules)) continue;
       for (Schedule sched : schedules) {
         std::fill(at_.begin(), at_.end(), 0);
-        do {
-          p.vpp = vpp, p.schedule = sched;
-          inner_.apply(at_, p);
+        p.vpp = vpp, p.schedule = sched;
+        inner_.apply(at_, p);
+        // Each step sets only the knobs the odometer moved (record reads the plan, never
+        // writes it).
+        for (size_t changed = 0;;) {
           record(p);
-        } while (inner_.advance(at_));
+          if (!inner_.advance(at_, &changed)) break;
+          inner_.apply(at_, p, changed);
+        }
       }
     }
   }
@@ -404,6 +414,14 @@ class Searcher {
   /// the inner knobs on the split alone, so one check per split value gives every plan's
   /// rejection. False (nothing counted) should a plan of it pass.
   bool count_refused_vpp(Plan& p, int vpp, const std::vector<Schedule>& schedules) {
+    // Past layers + 2 chunks (or without a pipeline) every split refuses every such vpp for the
+    // same reason (split_check), so one vpp's counts stand for all the others of this pp.
+    const bool far = p.pp == 1 || (m_.encoders.empty() && 1LL * p.pp * vpp > blocks_ + 2);
+    if (far && far_vpp_known_) {
+      for (int i = 0; i < kNumRejections; ++i)
+        r_.rejections[i] += far_vpp_counted_[i], r_.evaluated += far_vpp_counted_[i];
+      return true;
+    }
     std::fill(at_.begin(), at_.end(), 0);
     p.vpp = vpp, p.schedule = schedules.front();
     size_t split = inner_.knobs.size();
@@ -422,6 +440,7 @@ class Searcher {
     }
     for (int i = 0; i < kNumRejections; ++i)
       r_.rejections[i] += counted[i], r_.evaluated += counted[i];
+    if (far) far_vpp_counted_ = counted, far_vpp_known_ = true;
     return true;
   }
 
@@ -506,6 +525,9 @@ class Searcher {
   std::vector<long long> plans_per_pp_;
   int blocks_ = 0;
   bool computed_ = false;
+  /// count_refused_vpp's counts for the vpp values past the layers of the current (cell, pp).
+  std::array<long long, kNumRejections> far_vpp_counted_{};
+  bool far_vpp_known_ = false;
   /// The expert knobs a cell's block costs depend on, those the current costs are for, and the
   /// costs of the cell's other combinations so far.
   struct ExpertKey {

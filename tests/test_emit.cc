@@ -106,6 +106,8 @@ const HfEmitCase kMoeEmitCases[] = {
      "tp=8,pp=8,dp=2,ep=16,sp=1,mbs=1,gbs=64,zero=1,recompute=full"},
     {"moe-deepseek-v3", "tests/data/hf/DeepSeek-V3/config.json",
      "tp=8,pp=1,dp=128,ep=256,sp=1,mbs=1,gbs=1024,zero=1,recompute=full"},
+    {"moe-gpt-oss-selective-moe", "tests/data/hf/gpt-oss-120b/config.json",
+     "tp=2,sp=1,pp=4,dp=8,ep=8,mbs=1,gbs=1280,zero=1,recompute=selective_moe"},
 };
 
 /// Megatron-DeepSpeed refuses sequence parallelism: the same plan without it.
@@ -398,7 +400,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
     }
   }
   // Two scripts per Megatron case, one launcher per DeepSpeed and torchtitan case.
-  CHECK(n == 2 * 21 + 18 + 1);
+  CHECK(n == 2 * 22 + 18 + 1);
   fs::remove_all(dir);
 }
 
@@ -896,6 +898,9 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
     CAPTURE(flag);
     CHECK(ds.find(std::string("\n  ") + flag) != std::string::npos);
   }
+  // recompute=selective_moe: Megatron-LM's recompute modules.
+  CHECK(script(kMoeEmitCases[5]).find("\n  --recompute-modules core_attn moe_act layernorm ") !=
+        std::string::npos);
   // DeepSpeed and torchtitan are not planned for experts: refused with the reason.
   for (auto f : {emit::Framework::deepspeed, emit::Framework::torchtitan})
     CHECK_THROWS_WITH_AS(emitted({"moe", kMoeEmitCases[2].model, kH100,

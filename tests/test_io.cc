@@ -179,9 +179,9 @@ TEST_CASE("--plan strings parse, round-trip, and reject unknown knobs") {
                     "--plan: key 'tp': must be a positive integer, got 0");
   CHECK_THROWS_WITH(parse_plan("zero=4", "--plan"),
                     "--plan: key 'zero': must be 0, 1, 2 or 3, got 4");
-  CHECK_THROWS_WITH(
-      parse_plan("recompute=some", "--plan"),
-      "--plan: key 'recompute': unknown value 'some' (expected one of none, selective, full)");
+  CHECK_THROWS_WITH(parse_plan("recompute=some", "--plan"),
+                    "--plan: key 'recompute': unknown value 'some' (expected one of none, "
+                    "selective, full, selective_moe)");
   CHECK_THROWS_WITH(parse_plan("vpp=2,schedule=1f1b", "--plan"),
                     "--plan: key 'vpp': vpp > 1 needs schedule=interleaved");
 }

@@ -31,7 +31,7 @@ TEST_CASE("every enum has one name table, read both ways") {
   for (size_t i = 0; i < kScheduleNames.size(); ++i) CHECK(int(kScheduleNames[i].value) == int(i));
   for (size_t i = 0; i < kRecomputeNames.size(); ++i)
     CHECK(int(kRecomputeNames[i].value) == int(i));
-  CHECK(names_list<Recompute>() == "none, selective or full");
+  CHECK(names_list<Recompute>() == "none, selective, full or selective_moe");
 }
 
 TEST_CASE("every knob round-trips through the plan string, in the table's order") {

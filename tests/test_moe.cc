@@ -373,3 +373,30 @@ TEST_CASE("routing imbalance: the busiest expert rank's token copies set the lay
       io::parse_model(yaml + "routing_imbalance: 0.5\n", "t.yaml"),
       "t.yaml:12: key 'routing_imbalance': must be from 1 (balanced) to 64, got 0.5", InputError);
 }
+
+TEST_CASE("recompute=selective_moe: the experts' activation and the norms' outputs recomputed") {
+  ModelSpec m = moe("Qwen3-30B-A3B");
+  m.seq_len = 4096;
+  const LayerShape l = m.moe_shape();
+  BlockConfig cfg;
+  cfg.ep = 8;
+  const BlockModel bm = block_model(l, cfg);
+  const auto sel = static_cast<int>(Recompute::selective),
+             moe_r = static_cast<int>(Recompute::selective_moe);
+  // The expert fc2's input (the activation's output) and QKV's input (the first norm's output)
+  // are dropped; the rest is selective's.
+  const double dropped = bm.linear(kExpertFc2)->stored[sel] + bm.linear(kQkv)->stored[sel];
+  CHECK(bm.stored_bytes(Recompute::selective_moe) ==
+        doctest::Approx(bm.stored_bytes(Recompute::selective) - dropped));
+  CHECK(bm.linear(kExpertFc2)->stored[moe_r] == 0);
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const std::string base = "tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1";
+  const Estimate s = estimate(m, c, parse_plan(base + ",recompute=selective", "--plan"));
+  const Estimate r = estimate(m, c, parse_plan(base + ",recompute=selective_moe", "--plan"));
+  CHECK(r.memory.activations < s.memory.activations);
+  CHECK(r.breakdown.compute_s > s.breakdown.compute_s);
+  // A dense model has no experts' activation to recompute.
+  std::string why;
+  Plan dense = parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,recompute=selective_moe", "--plan");
+  CHECK(check_plan(fixtures::model("gpt3-1.3b"), c, dense, {}, &why) == Rejection::experts_invalid);
+}

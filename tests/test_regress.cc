@@ -46,9 +46,9 @@ TEST_CASE("malformed case files name the line and the column") {
         "c.csv:2: column 'num_gpus': expected an integer from 1 to 1048576, got 'abc'");
   std::string bad = kRow;
   bad.replace(bad.find(",full,"), 6, ",most,");
-  CHECK(
-      error_of(kHeader + bad) ==
-      "c.csv:2: column 'recompute': unknown value 'most' (expected one of none, selective, full)");
+  CHECK(error_of(kHeader + bad) ==
+        "c.csv:2: column 'recompute': unknown value 'most' (expected one of none, selective, full, "
+        "selective_moe)");
   bad = kRow;
   bad.replace(bad.find(",0,full,"), 8, ",4,full,");
   CHECK(error_of(kHeader + bad) == "c.csv:2: column 'zero': must be 0, 1, 2 or 3, got 4");

@@ -32,7 +32,7 @@ _planner() {
         --vpp) :; return ;;
         --mbs) :; return ;;
         --zero) _planner_words '0 1 2 3'; return ;;
-        --recompute) _planner_words 'none selective full'; return ;;
+        --recompute) _planner_words 'none selective full selective_moe'; return ;;
         --sp) _planner_words '0 1'; return ;;
         --schedule) _planner_words 'gpipe 1f1b interleaved zb-h1'; return ;;
         --split) _planner_words 'even short_ends embed_loss'; return ;;

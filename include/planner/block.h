@@ -57,7 +57,7 @@ struct Module {
   double params = 0;       ///< weights and biases before TP sharding (norms: scale and bias)
   /// Activation bytes it keeps for the backward, per micro-batch on one rank, indexed by Recompute
   /// (Korthikanti et al. 2022, Table 2, term by term).
-  std::array<double, 3> stored{};
+  std::array<double, 4> stored{};
   /// Megatron's TP split: a column-parallel linear (its output sharded: qkv, fc1) takes the
   /// all-gather of its input with sequence parallelism, and its input gradient's reduce-scatter
   /// overlaps its weight gradient; a row-parallel one (proj, fc2) is followed by one TP

@@ -21,8 +21,11 @@ inline constexpr std::array<EnumName<Dtype>, kNumDtypes> kDtypeNames = {
     {{Dtype::fp16, "fp16"}, {Dtype::bf16, "bf16"}, {Dtype::fp8, "fp8"}, {Dtype::tf32, "tf32"}}};
 inline constexpr std::array<EnumName<AttentionKernel>, 2> kAttentionNames = {
     {{AttentionKernel::flash, "flash"}, {AttentionKernel::unfused, "unfused"}}};
-inline constexpr std::array<EnumName<Recompute>, 3> kRecomputeNames = {
-    {{Recompute::none, "none"}, {Recompute::selective, "selective"}, {Recompute::full, "full"}}};
+inline constexpr std::array<EnumName<Recompute>, 4> kRecomputeNames = {
+    {{Recompute::none, "none"},
+     {Recompute::selective, "selective"},
+     {Recompute::full, "full"},
+     {Recompute::selective_moe, "selective_moe"}}};
 inline constexpr std::array<EnumName<Schedule>, 4> kScheduleNames = {
     {{Schedule::gpipe, "gpipe"},
      {Schedule::one_f_one_b, "1f1b"},

@@ -11,7 +11,11 @@ namespace planner {
 inline constexpr int kMaxKnob = 1 << 20;
 inline constexpr int kMaxGlobalBatch = 1 << 28;
 
-enum class Recompute { none, selective, full };
+/// `selective_moe`, for a model with experts: selective's core attention plus the experts'
+/// activation and the layer norms, and latent attention's up-projections (Megatron-LM
+/// --recompute-modules core_attn moe_act layernorm [mla_up_proj], as Megatron-Bridge's MoE
+/// recipes recompute).
+enum class Recompute { none, selective, full, selective_moe };
 enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
 /// How the decoder layers are cut into pipeline stages (cost/stages.h split_partition):
 /// `even`, layers / pp each; `short_ends`, the first and last stage the same number of layers

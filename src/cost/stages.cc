@@ -91,7 +91,8 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
     if (m.kind == ModuleKind::dispatch) sc.ep_per_pass_s += expert_dispatch_s(c, p, m);
   sc.params = bm.rank_params(p.tp, p.ep, p.etp);
   sc.expert_params = bm.expert_rank_params(p.ep, p.etp);
-  for (Recompute r : {Recompute::none, Recompute::selective, Recompute::full})
+  for (Recompute r :
+       {Recompute::none, Recompute::selective, Recompute::full, Recompute::selective_moe})
     sc.act_bytes[int(r)] = bm.stored_bytes(r);
   sc.full_act_bytes = sc.act_bytes[int(Recompute::none)];
   for (const Module& m : bm)  // ZeRO-3 gathers one module's weights at a time
@@ -146,6 +147,11 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   if (p.recompute == Recompute::full)
     recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd + fwd_ep;
   if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
+  // selective_moe: the core attention, the element-wise forward (the norms and activations among
+  // it), and latent attention's up-projections.
+  if (p.recompute == Recompute::selective_moe)
+    recompute =
+        lc.fwd_attn_s + lc.fwd_elementwise_s + lc.linear[kQUp].fwd_s + lc.linear[kKvUp].fwd_s;
   BlockCost b;
   b.compute = lc;
   b.times.fwd_compute_s = lc.fwd_s();

@@ -62,7 +62,7 @@ ArgGroup batch_group(const Plan& p) {
           {}};
 }
 
-ArgGroup memory_group(const Plan& p) {
+ArgGroup memory_group(const Plan& p, bool mla) {
   ArgGroup g{"Memory: activation recomputation and ZeRO", {}, {}};
   // --recompute-method is rejected with granularity 'selective' (validate_args).
   if (p.recompute == Recompute::selective)
@@ -71,6 +71,13 @@ ArgGroup memory_group(const Plan& p) {
     g.args.push_back({"--recompute-granularity", "full", "every layer recomputed ..."});
     g.args.push_back({"--recompute-method", "uniform", ""});
     g.args.push_back({"--recompute-num-layers", "1", "... from its own input"});
+  }
+  if (p.recompute == Recompute::selective_moe) {
+    g.args.push_back({"--recompute-granularity", "selective", ""});
+    g.args.push_back(
+        {"--recompute-modules",
+         mla ? "core_attn moe_act layernorm mla_up_proj" : "core_attn moe_act layernorm",
+         "recompute=selective_moe"});
   }
   if (p.recompute == Recompute::none) g.notes.push_back("recompute=none: no recomputation flags");
   // Layer-level activation offload (Transformer Engine); arguments.py turns cpu_offloading on.
@@ -381,9 +388,10 @@ std::string shared_body(const EmitRequest& r) {
   std::string out = env_block(r.cluster, megatron_env(r)) + "\n";
   out +=
       "# ---- The plan and the model -----------------------------------------------------------\n";
-  out += shell_array("MEGATRON_ARGS",
-                     {parallel_group(r.model, p, r.split), batch_group(p), memory_group(p),
-                      overlap_group(r.cluster, p), precision_group(r.cluster, p), model_group(r)});
+  out +=
+      shell_array("MEGATRON_ARGS", {parallel_group(r.model, p, r.split), batch_group(p),
+                                    memory_group(p, r.model.mla.any()), overlap_group(r.cluster, p),
+                                    precision_group(r.cluster, p), model_group(r)});
   out += "\n" + data_lines(r.model) + "\n";
   ArgGroup schedule = schedule_args();
   schedule.args.push_back({"--log-throughput", "", "TFLOP/s per GPU, to compare too"});

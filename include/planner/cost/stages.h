@@ -70,7 +70,7 @@ struct ShapeCell {
   double expert_params = 0;   ///< as in BlockCost
   double boundary_bytes = 0;  ///< the activation a stage boundary carries
   double params = 0, full_act_bytes = 0, largest_matrix = 0;  ///< as in BlockCost
-  std::array<double, 3> act_bytes{};                          ///< stored, by Recompute
+  std::array<double, 4> act_bytes{};                          ///< stored, by Recompute
 };
 
 /// Every shape's ShapeCell and the embedding's and logits' compute of one layer configuration.
