@@ -269,6 +269,65 @@ void check_activation(Bench& b, bool swiglu) {
                   : ref::bias_gelu_backward(x, bias, dy, rows, f));
 }
 
+/// The router on fp32 logits, then the permutation of its choices into expert order and the
+/// weighted combine, and their gradients; the shapes the workload's (experts, top-k), few rows
+/// of a width that leaves a partial pass of threads.
+void check_moe(Bench& b, const KernelRun& run) {
+  const int T = 70, E = int(run.experts), k = int(run.topk), h = 264;
+  const size_t C = size_t(T) * k;
+  const Vec logits = b.random_f32(size_t(T) * E, 0.0f, 3.0f);
+  DeviceBuffer L = b.upload_f32(logits), P(size_t(T) * E * 4), I(C * 4), W(C * 4);
+  auto* probs = static_cast<float*>(P.get());
+  auto* index = static_cast<int*>(I.get());
+  auto* weight = static_cast<float*>(W.get());
+  kernels::router_forward(static_cast<float*>(L.get()), probs, index, weight, T, E, k, b.stream);
+  const ref::Routing want = ref::router_forward(logits, T, E, k);
+  const std::string tag = fmt(" (E={}, top-{})", E, k);
+  b.expect("router softmax" + tag, b.download_as(probs, size_t(T) * E, ElementType::f32),
+           want.probs);
+  // The GPU's choices (a near tie may pick either expert): their weights are the reference's.
+  std::vector<int> got(C);
+  CAL_CUDA(cudaStreamSynchronize(b.stream));
+  CAL_CUDA(cudaMemcpy(got.data(), index, C * 4, cudaMemcpyDeviceToHost));
+  b.expect("router top-k weights" + tag, b.download_as(weight, C, ElementType::f32), want.weight);
+  ref::Routing gpu = want;
+  gpu.index = got;
+  Vec picked(C);
+  for (size_t c = 0; c < C; ++c) picked[c] = want.probs[size_t(c / k) * E + size_t(got[c])];
+  b.expect("router top-k choices" + tag, picked, want.weight);
+  const Vec dweight = b.random_f32(C, 0.0f, 1.0f);
+  DeviceBuffer DW = b.upload_f32(dweight), DL(size_t(T) * E * 4);
+  kernels::router_backward(probs, index, static_cast<float*>(DW.get()),
+                           static_cast<float*>(DL.get()), T, E, k, b.stream);
+  b.expect("router bwd" + tag, b.download_as(DL.get(), size_t(T) * E, ElementType::f32),
+           ref::router_backward(gpu, dweight, T, E, k));
+
+  const std::vector<int> pos = ref::expert_order(got, E);
+  DeviceBuffer Pos(C * 4);
+  CAL_CUDA(cudaMemcpy(Pos.get(), pos.data(), C * 4, cudaMemcpyHostToDevice));
+  const auto* dpos = static_cast<const int*>(Pos.get());
+  const Vec x = b.random(size_t(T) * h, 2.0f), e = b.random(C * h, 2.0f);
+  const Vec dy = b.random(size_t(T) * h, 1.0f), dperm = b.random(C * h, 1.0f);
+  const Vec w = b.download_as(weight, C, ElementType::f32);
+  DeviceBuffer X = b.upload(x), Ex = b.upload(e), DY = b.upload(dy), DP = b.upload(dperm);
+  DeviceBuffer Perm(C * h * 2), Y(size_t(T) * h * 2), DX(size_t(T) * h * 2), DE(C * h * 2),
+      DWc(C * 4);
+  kernels::permute_forward(X.get(), dpos, Perm.get(), long(C), k, h, b.act, b.stream);
+  b.expect("permute fwd" + b.tag() + ")", b.download(Perm.get(), C * h),
+           ref::permute_forward(x, pos, k, h));
+  kernels::permute_backward(DP.get(), dpos, DX.get(), long(C), k, h, b.act, b.stream);
+  b.expect("permute bwd" + b.tag() + ")", b.download(DX.get(), size_t(T) * h),
+           ref::permute_backward(dperm, pos, k, h));
+  kernels::unpermute_forward(Ex.get(), weight, dpos, Y.get(), long(C), k, h, b.act, b.stream);
+  b.expect("unpermute fwd" + b.tag() + ")", b.download(Y.get(), size_t(T) * h),
+           ref::unpermute_forward(e, w, pos, k, h));
+  kernels::unpermute_backward(DY.get(), Ex.get(), weight, dpos, DE.get(),
+                              static_cast<float*>(DWc.get()), long(C), k, h, b.act, b.stream);
+  const ref::UnpermuteGrads g = ref::unpermute_backward(dy, e, w, pos, k, h);
+  b.expect("unpermute bwd de" + b.tag() + ")", b.download(DE.get(), C * h), g.de);
+  b.expect("unpermute bwd dw" + b.tag() + ")", b.download_as(DWc.get(), C, ElementType::f32), g.dw);
+}
+
 }  // namespace
 
 std::vector<CheckResult> check_kernels(const RunnerWorkload& w, cublasLtHandle_t lt,
@@ -277,8 +336,8 @@ std::vector<CheckResult> check_kernels(const RunnerWorkload& w, cublasLtHandle_t
   std::vector<CheckResult> results;
   Bench b(activation_dtype(w.dtype), stream, seed, results, report);
   std::set<std::tuple<int, char, char, bool>> gemms;
-  bool flash = false, softmax = false, norm = false, activation = false;
-  KernelRun flash_run;
+  bool flash = false, softmax = false, norm = false, activation = false, moe = false;
+  KernelRun flash_run, moe_run;
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const KernelRun r = kernel_run(w, i);
     switch (r.kind) {
@@ -301,6 +360,10 @@ std::vector<CheckResult> check_kernels(const RunnerWorkload& w, cublasLtHandle_t
       case RunKind::activation_backward:
         activation = true;
         break;
+      case RunKind::moe_forward:
+      case RunKind::moe_backward:
+        moe = true, moe_run = r, activation = true;  // the experts' activation is the dense one's
+        break;
     }
   }
   for (const auto& [dt, ta, tb, batched] : gemms)
@@ -309,6 +372,7 @@ std::vector<CheckResult> check_kernels(const RunnerWorkload& w, cublasLtHandle_t
   if (flash) check_flash(b, flash_run);
   if (norm) check_norm(b, w.layer.swiglu);
   if (activation) check_activation(b, w.layer.swiglu);
+  if (moe) check_moe(b, moe_run);
   return results;
 }
 

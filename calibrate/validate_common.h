@@ -21,6 +21,9 @@ inline constexpr float kDropoutP = 0.1f;
 /// Layer norm and RMSNorm epsilon (Megatron-LM's default layernorm_epsilon).
 inline constexpr float kNormEps = 1e-5f;
 
+/// The most experts the router kernel takes (a row of probabilities is staged in shared memory).
+inline constexpr int kMaxRouterExperts = 1024;
+
 /// splitmix64 (Steele, Lea and Flood 2014).
 PLANNER_HD uint64_t splitmix64(uint64_t x) {
   x += 0x9E3779B97F4A7C15ull;

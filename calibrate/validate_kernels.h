@@ -80,4 +80,26 @@ void flash_backward(const void* q, const void* k, const void* v, const void* o, 
                     const float* lse, void* dq, void* dk, void* dv, void* workspace,
                     const FlashShape& f, Dtype act, cudaStream_t s);
 
+// ---- a mixture-of-experts layer's routing: moe_routing.cu -----------------------------------
+
+/// Softmax over each row of `experts` fp32 logits (probs, fp32), then its k most probable experts
+/// (index, the lower index first on ties) and their probabilities (weight): [tokens][k] each.
+void router_forward(const float* logits, float* probs, int* index, float* weight, long tokens,
+                    int experts, int k, cudaStream_t s);
+/// dlogits = p (g - sum p g), g the weights' gradient at the chosen experts (fp32 throughout).
+void router_backward(const float* probs, const int* index, const float* dweight, float* dlogits,
+                     long tokens, int experts, int k, cudaStream_t s);
+/// out[pos[c]] = x[c / k] for copies c < copies (rows of h, 16-bit).
+void permute_forward(const void* x, const int* pos, void* out, long copies, int k, long h,
+                     Dtype act, cudaStream_t s);
+/// dx[u] = sum over j < k of dout[pos[u k + j]], for rows u < copies / k.
+void permute_backward(const void* dout, const int* pos, void* dx, long copies, int k, long h,
+                      Dtype act, cudaStream_t s);
+/// y[u] = sum over j < k of w[u k + j] e[pos[u k + j]] (w fp32).
+void unpermute_forward(const void* e, const float* w, const int* pos, void* y, long copies, int k,
+                       long h, Dtype act, cudaStream_t s);
+/// de[pos[c]] = w[c] dy[c / k] and dw[c] = dy[c / k] . e[pos[c]] (dw fp32).
+void unpermute_backward(const void* dy, const void* e, const float* w, const int* pos, void* de,
+                        float* dw, long copies, int k, long h, Dtype act, cudaStream_t s);
+
 }  // namespace planner::calibrate::kernels

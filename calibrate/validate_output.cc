@@ -56,6 +56,11 @@ std::vector<std::string> dry_run_lines(const RunnerWorkload& w, int local_gpus) 
           l.hidden, l.heads, l.kv_heads, l.ffn, l.swiglu ? " swiglu" : "", l.seq, l.tp, l.cp, l.mbs,
           int(l.sp), to_string(w.dtype), w.flash ? "flash" : "unfused",
           l.swiglu ? "RMSNorm" : "layer norm"));
+  if (l.experts > 0)
+    out.push_back(
+        fmt("# experts: {} top-{}; the router on {} tokens, {} token copies, the "
+            "experts' activation {} wide",
+            l.experts, l.topk, l.router_tokens, l.copies, l.expert_width));
   out.push_back(
       "#   i  kernel            pass             rec  pred_us   model_MB  kernel_MB  runs");
   std::set<std::string> distinct;

@@ -392,4 +392,92 @@ Vec swiglu_backward(const Vec& x, const Vec& dy, int rows, int f) {
   return dx;
 }
 
+Routing router_forward(const Vec& logits, int tokens, int experts, int k) {
+  Routing r;
+  r.probs.resize(size_t(tokens) * experts);
+  r.index.resize(size_t(tokens) * k);
+  r.weight.resize(size_t(tokens) * k);
+  for (int t = 0; t < tokens; ++t) {
+    const float* x = &logits[size_t(t) * experts];
+    float* p = &r.probs[size_t(t) * experts];
+    const float top = *std::max_element(x, x + experts);
+    double sum = 0;
+    for (int e = 0; e < experts; ++e) sum += std::exp(double(x[e]) - top);
+    for (int e = 0; e < experts; ++e) p[e] = float(std::exp(double(x[e]) - top) / sum);
+    std::vector<bool> taken(size_t(experts), false);
+    for (int j = 0; j < k; ++j) {
+      int best = -1;
+      for (int e = 0; e < experts; ++e)
+        if (!taken[size_t(e)] && (best < 0 || p[e] > p[best])) best = e;
+      taken[size_t(best)] = true;
+      r.index[size_t(t) * k + j] = best;
+      r.weight[size_t(t) * k + j] = p[best];
+    }
+  }
+  return r;
+}
+
+Vec router_backward(const Routing& r, const Vec& dweight, int tokens, int experts, int k) {
+  Vec dl(size_t(tokens) * experts, 0.0f);
+  for (int t = 0; t < tokens; ++t) {
+    const float* p = &r.probs[size_t(t) * experts];
+    Vec g(size_t(experts), 0.0f);
+    double s = 0;
+    for (int j = 0; j < k; ++j) {
+      const int e = r.index[size_t(t) * k + j];
+      g[size_t(e)] = dweight[size_t(t) * k + j];
+      s += double(p[e]) * g[size_t(e)];
+    }
+    for (int e = 0; e < experts; ++e)
+      dl[size_t(t) * experts + e] = float(p[e] * (g[size_t(e)] - s));
+  }
+  return dl;
+}
+
+std::vector<int> expert_order(const std::vector<int>& index, int experts) {
+  std::vector<int> count(size_t(experts) + 1, 0), pos(index.size());
+  for (int e : index) ++count[size_t(e) + 1];
+  for (int e = 0; e < experts; ++e) count[size_t(e) + 1] += count[size_t(e)];
+  for (size_t c = 0; c < index.size(); ++c) pos[c] = count[size_t(index[c])]++;
+  return pos;
+}
+
+Vec permute_forward(const Vec& x, const std::vector<int>& pos, int k, int h) {
+  Vec out(pos.size() * h);
+  for (size_t c = 0; c < pos.size(); ++c)
+    std::copy_n(x.begin() + long(c / k) * h, h, out.begin() + long(pos[c]) * h);
+  return out;
+}
+
+Vec permute_backward(const Vec& dout, const std::vector<int>& pos, int k, int h) {
+  Vec dx(pos.size() / k * h, 0.0f);
+  for (size_t c = 0; c < pos.size(); ++c)
+    for (int i = 0; i < h; ++i) dx[c / k * h + i] += dout[size_t(pos[c]) * h + i];
+  return dx;
+}
+
+Vec unpermute_forward(const Vec& e, const Vec& w, const std::vector<int>& pos, int k, int h) {
+  Vec y(pos.size() / k * h, 0.0f);
+  for (size_t c = 0; c < pos.size(); ++c)
+    for (int i = 0; i < h; ++i) y[c / k * h + i] += w[c] * e[size_t(pos[c]) * h + i];
+  return y;
+}
+
+UnpermuteGrads unpermute_backward(const Vec& dy, const Vec& e, const Vec& w,
+                                  const std::vector<int>& pos, int k, int h) {
+  UnpermuteGrads g;
+  g.de.assign(pos.size() * h, 0.0f);
+  g.dw.assign(pos.size(), 0.0f);
+  for (size_t c = 0; c < pos.size(); ++c) {
+    double dot = 0;
+    for (int i = 0; i < h; ++i) {
+      const float d = dy[c / k * h + i];
+      g.de[size_t(pos[c]) * h + i] = w[c] * d;
+      dot += double(d) * e[size_t(pos[c]) * h + i];
+    }
+    g.dw[c] = float(dot);
+  }
+  return g;
+}
+
 }  // namespace planner::calibrate::ref

@@ -93,4 +93,37 @@ Vec bias_gelu_backward(const Vec& x, const Vec& bias, const Vec& dy, int rows, i
 Vec swiglu_forward(const Vec& x, int rows, int f);
 Vec swiglu_backward(const Vec& x, const Vec& dy, int rows, int f);
 
+// ---- a mixture-of-experts layer's routing (the runner's moe_routing kernels) -----------------
+
+struct Routing {
+  Vec probs;               ///< [tokens][experts], the softmax over every expert (fp32)
+  std::vector<int> index;  ///< [tokens][k], the chosen experts, the most probable first
+  Vec weight;              ///< [tokens][k], their probabilities: the combine's weights
+};
+/// Megatron-Core's top-k router with the softmax before the top-k (router.py topk_routing_with_
+/// score_function, score_function "softmax", no renormalisation): a softmax over each row of
+/// `experts` fp32 logits, then the k largest (the lower index first on ties).
+Routing router_forward(const Vec& logits, int tokens, int experts, int k);
+/// The logits' gradient from the weights' (`dweight`, [tokens][k]): the softmax's p_i (g_i -
+/// sum_j p_j g_j), with g the weights' gradient at the chosen experts and 0 elsewhere.
+Vec router_backward(const Routing& r, const Vec& dweight, int tokens, int experts, int k);
+/// Where each token copy goes in the expert-ordered buffer: copy c (the (c % k)-th choice of row
+/// c / k) to row pos[c], the copies grouped by expert in token order (moe_utils permute's sort).
+std::vector<int> expert_order(const std::vector<int>& index, int experts);
+
+/// The dispatch's permutation of rows of h (16-bit in the runner): out[pos[c]] = x[c / k], for
+/// every copy c of pos.size() = rows x k.
+Vec permute_forward(const Vec& x, const std::vector<int>& pos, int k, int h);
+/// Its gradient: dx[u] = sum over j < k of dout[pos[u k + j]].
+Vec permute_backward(const Vec& dout, const std::vector<int>& pos, int k, int h);
+/// The combine's weighted sum of each row's expert outputs: y[u] = sum over j < k of
+/// w[u k + j] e[pos[u k + j]].
+Vec unpermute_forward(const Vec& e, const Vec& w, const std::vector<int>& pos, int k, int h);
+struct UnpermuteGrads {
+  Vec de;  ///< de[pos[c]] = w[c] dy[c / k]
+  Vec dw;  ///< dw[c] = dy[c / k] . e[pos[c]]
+};
+UnpermuteGrads unpermute_backward(const Vec& dy, const Vec& e, const Vec& w,
+                                  const std::vector<int>& pos, int k, int h);
+
 }  // namespace planner::calibrate::ref

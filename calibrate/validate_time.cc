@@ -166,6 +166,63 @@ Op activation_op(const KernelRun& r, Buffers& b, const TimingSetup* s) {
   };
 }
 
+/// The copies' positions in expert order for the timing: a random permutation (the real order
+/// depends on the routing; the rows moved are the same).
+std::vector<int> shuffled_positions(long copies, unsigned long long seed) {
+  std::vector<int> pos(static_cast<size_t>(copies));
+  for (long c = 0; c < copies; ++c) pos[size_t(c)] = int(c);
+  uint64_t x = seed;
+  for (long c = copies - 1; c > 0; --c) {
+    x = splitmix64(x);
+    std::swap(pos[size_t(c)], pos[size_t(x % uint64_t(c + 1))]);
+  }
+  return pos;
+}
+
+/// Forward: the router's softmax and top-k, the permutation into expert order, the experts'
+/// activation and the weighted combine. Backward: their gradients in reverse order.
+Op moe_op(const KernelRun& r, Buffers& b, const TimingSetup* s) {
+  const long T = r.rows, E = r.experts, k = r.topk, C = r.copies, h = r.width, f = r.expert_width;
+  const Dtype act = r.dtype;
+  const ElementType e = element(act);
+  const bool fwd = r.kind == RunKind::moe_forward, swiglu = r.swiglu;
+  float *logits = b.params(size_t(T) * E), *probs = b.zeros<float>(size_t(T) * E * 4);
+  int* index = b.zeros<int>(size_t(T) * k * 4);
+  float *weight = b.zeros<float>(size_t(T) * k * 4), *w = b.params(size_t(C));
+  int* pos = b.zeros<int>(size_t(C) * 4);
+  const size_t units = size_t(C / k) * h, rows = size_t(C) * h, a_out = size_t(C) * f;
+  const size_t a_in = swiglu ? 2 * a_out : a_out;
+  void *x = b.random(units, e), *permuted = b.zeros(rows * 2), *a = b.random(a_in, e);
+  void *a_y = b.zeros(a_out * 2), *experts_out = b.random(rows, e), *y = b.zeros(units * 2);
+  float* bias = swiglu ? nullptr : b.params(size_t(f));
+  float *dweight = fwd ? nullptr : b.params(size_t(T) * k),
+        *dw = fwd ? nullptr : b.zeros<float>(size_t(C) * 4);
+  void* da = fwd ? nullptr : b.zeros(a_in * 2);
+  if (b.counting()) return {};
+  const std::vector<int> host = shuffled_positions(C, s->seed);
+  CAL_CUDA(cudaMemcpyAsync(pos, host.data(), host.size() * 4, cudaMemcpyHostToDevice, s->stream));
+  CAL_CUDA(cudaStreamSynchronize(s->stream));
+  kernels::router_forward(logits, probs, index, weight, T, int(E), int(k), s->stream);
+  const cudaStream_t st = s->stream;
+  if (fwd)
+    return [=] {
+      kernels::router_forward(logits, probs, index, weight, T, int(E), int(k), st);
+      kernels::permute_forward(x, pos, permuted, C, int(k), h, act, st);
+      swiglu ? kernels::swiglu_forward(a, a_y, C, f, act, st)
+             : kernels::bias_gelu_forward(a, bias, a_y, C, f, act, st);
+      kernels::unpermute_forward(experts_out, w, pos, y, C, int(k), h, act, st);
+    };
+  // y stands for the combine's incoming gradient, permuted for the experts' output gradient and
+  // x for the tokens' input gradient.
+  return [=] {
+    kernels::unpermute_backward(y, experts_out, w, pos, permuted, dw, C, int(k), h, act, st);
+    swiglu ? kernels::swiglu_backward(a, a_y, da, C, f, act, st)
+           : kernels::bias_gelu_backward(a, bias, a_y, da, C, f, act, st);
+    kernels::permute_backward(permuted, pos, x, C, int(k), h, act, st);
+    kernels::router_backward(probs, index, dweight, logits, T, int(E), int(k), st);
+  };
+}
+
 Op prepare(const KernelRun& r, Buffers& b, const TimingSetup* s) {
   switch (r.kind) {
     case RunKind::gemm:
@@ -182,6 +239,9 @@ Op prepare(const KernelRun& r, Buffers& b, const TimingSetup* s) {
     case RunKind::activation_forward:
     case RunKind::activation_backward:
       return activation_op(r, b, s);
+    case RunKind::moe_forward:
+    case RunKind::moe_backward:
+      return moe_op(r, b, s);
   }
   return {};
 }

@@ -1,9 +1,11 @@
 #include "calibrate/validate_workload.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "calibrate/validate_common.h"
 #include "planner/error.h"
 #include "planner/format.h"
 #include "planner/io/file.h"
@@ -83,7 +85,7 @@ WorkLayer parse_layer(const Reader& r, const json& j) {
   WorkLayer l;
   const std::string p = "layer.";
   l.hidden = r.positive_int(j, "hidden", p), l.heads = r.positive_int(j, "heads", p);
-  l.kv_heads = r.positive_int(j, "kv_heads", p), l.ffn = r.positive_int(j, "ffn", p);
+  l.kv_heads = r.positive_int(j, "kv_heads", p), l.ffn = int(r.extent(j, "ffn", p));
   l.seq = r.positive_int(j, "seq", p), l.tp = r.positive_int(j, "tp", p);
   l.cp = r.positive_int(j, "cp", p), l.mbs = r.positive_int(j, "mbs", p);
   l.swiglu = r.boolean(j, "swiglu", p), l.sp = r.boolean(j, "sp", p);
@@ -94,6 +96,19 @@ WorkLayer parse_layer(const Reader& r, const json& j) {
   if (l.heads % l.kv_heads) r.fail("layer.kv_heads", "does not divide heads");
   if (l.seq % l.cp) r.fail("layer.cp", "does not divide seq");
   if (l.sp && l.tokens() % l.tp) r.fail("layer.sp", "tp does not divide the tokens");
+  if (l.ffn == 0 && !j.contains("moe"))
+    r.fail("layer.ffn", "0 without experts (only a mixture-of-experts layer may lack a dense MLP)");
+  if (j.contains("moe")) {
+    const json& m = j["moe"];
+    const std::string q = "layer.moe.";
+    l.experts = r.positive_int(m, "experts", q), l.topk = r.positive_int(m, "topk", q);
+    l.expert_width = r.positive_int(m, "expert_width", q);
+    l.router_tokens = long(r.extent(m, "router_tokens", q));
+    l.copies = long(r.extent(m, "copies", q));
+    if (l.topk > l.experts) r.fail("layer.moe.topk", "more than the experts");
+    if (l.copies < l.topk || l.copies % l.topk)
+      r.fail("layer.moe.copies", "expected a positive multiple of topk");
+  }
   return l;
 }
 
@@ -270,6 +285,16 @@ KernelRun kernel_run(const RunnerWorkload& w, size_t index) {
     r.rows = l.tokens(), r.width = l.ffn / l.tp, r.swiglu = l.swiglu;
     compare_bytes(
         k, 2.0 * r.rows * r.width * (l.swiglu ? 3 : 2) * (k.pass == Pass::forward ? 1 : 2), r);
+  } else if (k.name == "moe_routing") {
+    if (l.experts < 2) fail("moe_routing needs the layer's experts (layer.moe)");
+    if (l.experts > kMaxRouterExperts)
+      fail("the router kernel takes at most " + std::to_string(kMaxRouterExperts) + " experts");
+    r.dtype = activation_dtype(w.dtype);
+    r.kind = k.pass == Pass::forward ? RunKind::moe_forward : RunKind::moe_backward;
+    r.rows = l.router_tokens, r.width = l.hidden, r.swiglu = l.swiglu;
+    r.experts = l.experts, r.topk = l.topk, r.copies = l.copies, r.expert_width = l.expert_width;
+    if (r.expert_width % 8) fail("the experts' activation needs a width of a multiple of 8");
+    compare_bytes(k, run_bytes(r), r);
   } else {
     fail("unknown element-wise kernel '" + k.name + "'");
   }
@@ -304,6 +329,11 @@ std::string describe(const KernelRun& r) {
     case RunKind::activation_backward:
       return fmt("{} {} {} {} x {}", r.swiglu ? "swiglu" : "bias-gelu",
                  r.kind == RunKind::activation_forward ? "fwd" : "bwd", dt, r.rows, r.width);
+    case RunKind::moe_forward:
+    case RunKind::moe_backward:
+      return fmt("moe routing {} {} router {} x {} top-{}, {} copies x {}, {} {}",
+                 r.kind == RunKind::moe_forward ? "fwd" : "bwd", dt, r.rows, r.experts, r.topk,
+                 r.copies, r.width, r.swiglu ? "swiglu" : "bias-gelu", r.expert_width);
   }
   return "";
 }
@@ -335,6 +365,25 @@ double run_bytes(const KernelRun& r) {
       return (r.swiglu ? 6 : 4) * rh;
     case RunKind::activation_backward:
       return (r.swiglu ? 10 : 6) * rh;
+    // Router: fp32 logits read, probabilities written (backward: probabilities read, the
+    // logits' gradient written). Permutation: each copy's row read and written (backward: read,
+    // summed into its token's row). Combine: each copy's row and fp32 weight read, each token's
+    // row written (backward: the token's gradient read per copy, the copy's row read and its
+    // gradient written, the weights read and their gradients written). The experts' activation
+    // as the dense one's.
+    case RunKind::moe_forward:
+    case RunKind::moe_backward: {
+      const bool fwd = r.kind == RunKind::moe_forward;
+      const double logits = double(r.rows) * r.experts, copy_rows = double(r.copies) * r.width;
+      const double units = double(r.copies / std::max(1L, r.topk)) * r.width;
+      const double act = double(r.copies) * r.expert_width;
+      const double router = 8 * logits;
+      const double permute = fwd ? 4 * copy_rows : 2 * copy_rows + 2 * units;
+      const double combine =
+          fwd ? 2 * copy_rows + 4.0 * r.copies + 2 * units : 6 * copy_rows + 8.0 * r.copies;
+      const double activation = (fwd ? (r.swiglu ? 6 : 4) : (r.swiglu ? 10 : 6)) * act;
+      return router + permute + combine + activation;
+    }
   }
   return 0;
 }

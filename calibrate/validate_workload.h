@@ -20,6 +20,12 @@ struct WorkLayer {
   long tokens() const { return long(mbs) * seq / cp; }  ///< per micro-batch on this rank
   /// Rows of the norms and residual adds: outside the TP region, split by tp only with sp.
   long norm_rows() const { return sp ? tokens() / tp : tokens(); }
+  /// A mixture-of-experts layer's routing ("layer.moe"; experts 0 for a dense layer): the router
+  /// runs on `router_tokens` rows of `experts` logits and picks `topk`; the dispatch permutes
+  /// `copies` token copies (a multiple of topk: the experts' rows on this rank, routing imbalance
+  /// and the etp gather included), whose activation is `expert_width` wide (one etp shard).
+  int experts = 0, topk = 0, expert_width = 0;
+  long router_tokens = 0, copies = 0;
 };
 
 struct WorkKernel {
@@ -73,6 +79,8 @@ enum class RunKind {
   norm_backward,       ///< the same backwards, with the norms' parameter gradients
   activation_forward,  ///< bias-GeLU or SwiGLU
   activation_backward,
+  moe_forward,   ///< router softmax and top-k, permutation, experts' activation, weighted combine
+  moe_backward,  ///< the same backwards
 };
 
 /// What the runner executes for one workload kernel. Sizes in elements.
@@ -86,6 +94,9 @@ struct KernelRun {
   bool causal = true;
   long rows = 0, width = 0;  ///< norms: tokens x hidden; activation: tokens x ffn shard
   bool rms = false, swiglu = false;
+  /// moe: rows = the router's tokens, width = hidden; `copies` token copies of `topk` per row,
+  /// their activation `expert_width` wide.
+  long experts = 0, topk = 0, copies = 0, expert_width = 0;
   std::string note;  ///< a mismatch worth reporting (the entry's bytes against this run's)
 };
 

@@ -181,6 +181,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     if (l.params > params_rank) params_rank = l.params, expert_params_rank = l.expert_params;
   // The routed experts' weights reduce over their own group (expert_dp_cost, below).
   params_rank -= expert_params_rank;
+  e.dp_params_rank = params_rank, e.expert_params_rank = expert_params_rank;
   // A compressed optimizer's warm-up, averaged over the run's steps where they are known.
   const double steps = o.train_tokens / (double(p.gbs) * m.seq_len);
   const double warmup = p.grad_compression != GradCompression::none && steps > 0

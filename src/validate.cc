@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "planner/block.h"
 #include "planner/cost/memory.h"
 #include "planner/error.h"
 #include "planner/units.h"
@@ -54,20 +55,31 @@ nlohmann::json collective_json(const WorkCollective& c) {
 }  // namespace
 
 Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan& p, int layers) {
+  if (m.mla.any())
+    throw InputError("", 0, "--model",
+                     "validate's workload has no latent-attention kernels (MLA's down- and "
+                     "up-projections, attention at head widths of " +
+                         std::to_string(m.mla.qk_head_dim()) + " and " +
+                         std::to_string(m.mla.v_head_dim) +
+                         ") yet; it would time an attention that is not this model's");
+  if (m.moe.any() && p.dispatcher == Dispatcher::flex)
+    throw InputError(
+        "", 0, "--plan",
+        "validate dispatches tokens with NCCL's all-to-all; DeepEP's node-deduplicated "
+        "dispatch (dispatcher=flex) is not in its runner: validate the plan with "
+        "dispatcher=alltoall");
   const Estimate e = estimate(m, c, p);
   if (!e.ok()) throw InputError("", 0, "--plan", rejection_message(e));
   if (!m.encoders.empty())
     throw InputError("", 0, "--model", "validate runs decoder layers; this model has encoders");
-  if (m.moe.any() || m.mla.any())
-    throw InputError("", 0, "--model",
-                     "validate's workload has no mixture-of-experts or latent-attention kernels "
-                     "(router, grouped expert GEMMs, dispatch, MLA projections) yet; it would time "
-                     "a dense layer that is not this model's");
   Workload w;
   w.plan = p;
   w.model = m.name;
-  w.shape = m.decoder_shape();
+  // A model with experts: its mixture-of-experts layer (a model that also has dense layers,
+  // DeepSeek-V3's first three or Llama 4 Maverick's every other, is timed as if all were MoE).
+  w.shape = m.moe.any() ? m.moe_shape() : m.decoder_shape();
   w.config = {p.tp, p.cp, p.mbs, p.sp, p.dtype, attention_of(p, c)};
+  w.config.ep = p.ep, w.config.etp = p.etp;
   w.stage = e.critical_stage;
   w.stage_layers = e.partition[size_t(w.stage)];
   w.layers = layers > 0 ? layers : w.stage_layers;
@@ -80,18 +92,22 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   for (const Kernel& k : all)
     if (k.pass == Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);
   for (const Kernel& k : all) {  // recomputation re-runs forward work at the start of backward
+    // selective_moe re-runs the core attention and the element-wise forward (block_cost).
     const bool again = k.pass == Pass::forward &&
                        (p.recompute == Recompute::full ||
-                        (p.recompute == Recompute::selective && k.cls == KernelClass::attention));
+                        (p.recompute == Recompute::selective && k.cls == KernelClass::attention) ||
+                        (p.recompute == Recompute::selective_moe && k.cls != KernelClass::gemm));
     if (again) w.kernels.push_back(k), w.is_recompute.push_back(true);
   }
   for (const Kernel& k : all)
     if (k.pass != Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);
-  w.collectives = tp_collectives(m, c, p, w.kernels, w.is_recompute, e.layer_compute);
+  const LayerCompute lc = layer_compute(w.shape, c, w.config);
+  w.collectives = tp_collectives(m, c, p, w.kernels, w.is_recompute, lc);
+  for (const WorkCollective& x : ep_collectives(w.shape, c, p, lc)) w.collectives.push_back(x);
   w.boundary = boundary_collectives(m, c, p, e.chunk_partition, w.stage);
-  double params = 0;  // the most loaded stage's parameters on one rank, before ZeRO
-  for (int s = 0; s < p.pp; ++s) params = std::max(params, stage_params_per_rank(m, p, s));
-  w.dp = dp_collectives(m, c, p, params, e.layer_compute, w.stage_layers);
+  w.dp = dp_collectives(m, c, p, e.dp_params_rank, lc, w.stage_layers);
+  for (const WorkCollective& x : expert_dp_collectives(c, p, e.expert_params_rank))
+    w.dp.push_back(x);
   w.dp_total_s = e.dp_comm_total_s, w.dp_exposed_s = e.breakdown.dp_comm_s;
   return w;
 }
@@ -130,31 +146,47 @@ nlohmann::json workload_json(const Workload& w) {
     return out;
   };
   const LayerShape& s = w.shape;
-  return {{"schema", "planner-validate-workload/3"},
-          {"plan", to_plan_string(w.plan)},
-          {"model", w.model},
-          {"dtype", to_string(w.plan.dtype)},
-          {"attention", w.config.attention == AttentionKernel::flash ? "flash" : "unfused"},
-          {"layer",
-           {{"hidden", s.hidden},
-            {"heads", s.heads},
-            {"kv_heads", s.kv_heads},
-            {"head_dim", s.head_dim()},
-            {"ffn", s.ffn},
-            {"swiglu", s.swiglu},
-            {"seq", s.seq},
-            {"tp", w.config.tp},
-            {"cp", w.config.cp},
-            {"mbs", w.config.mbs},
-            {"sp", w.config.sp}}},
-          {"layers", w.layers},
-          {"stage", w.stage},
-          {"stage_layers", w.stage_layers},
-          {"kernels", kernels},
-          {"collectives", colls},
-          {"microbatches", w.plan.microbatches()},
-          {"boundary", per_list(w.boundary)},
-          {"dp", per_list(w.dp)}};
+  json out = {{"schema", "planner-validate-workload/3"},
+              {"plan", to_plan_string(w.plan)},
+              {"model", w.model},
+              {"dtype", to_string(w.plan.dtype)},
+              {"attention", w.config.attention == AttentionKernel::flash ? "flash" : "unfused"},
+              {"layer",
+               {{"hidden", s.hidden},
+                {"heads", s.heads},
+                {"kv_heads", s.kv_heads},
+                {"head_dim", s.head_dim()},
+                {"ffn", s.ffn},
+                {"swiglu", s.swiglu},
+                {"seq", s.seq},
+                {"tp", w.config.tp},
+                {"cp", w.config.cp},
+                {"mbs", w.config.mbs},
+                {"sp", w.config.sp}}},
+              {"layers", w.layers},
+              {"stage", w.stage},
+              {"stage_layers", w.stage_layers},
+              {"kernels", kernels},
+              {"collectives", colls},
+              {"microbatches", w.plan.microbatches()},
+              {"boundary", per_list(w.boundary)},
+              {"dp", per_list(w.dp)}};
+  if (s.moe.any()) {  // the routing's sizes, from the block model the kernels came from
+    BlockConfig bc{w.config.tp, w.config.cp, w.config.mbs, w.config.sp, w.config.attention};
+    bc.ep = w.config.ep, bc.etp = w.config.etp;
+    const BlockModel bm = block_model(s, bc);
+    const Module *router = bm.linear(kRouter), *fc2 = bm.linear(kExpertFc2);
+    double copies = 0;
+    for (const Module& m : bm)
+      if (m.kind == ModuleKind::dispatch) copies = m.tokens * m.groups;
+    const double k = s.moe.topk;
+    out["layer"]["moe"] = {{"experts", s.moe.experts},
+                           {"topk", s.moe.topk},
+                           {"router_tokens", std::llround(router ? router->tokens : 0.0)},
+                           {"copies", std::llround(std::max(1.0, std::round(copies / k)) * k)},
+                           {"expert_width", std::llround(fc2 ? fc2->in : 0.0)}};
+  }
+  return out;
 }
 
 Measured parse_measured(const nlohmann::json& j, const Workload& w, const std::string& origin) {

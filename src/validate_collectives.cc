@@ -106,8 +106,9 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
       tp_group(p, c),
       activation_element_bytes(p.dtype) * p.mbs * (double(m.seq_len) / p.cp) * m.hidden,
       {}};
-  const BlockModel bm =
-      block_model(m.decoder_shape(), {p.tp, p.cp, p.mbs, p.sp, attention_of(p, c)});
+  BlockConfig bc{p.tp, p.cp, p.mbs, p.sp, attention_of(p, c)};
+  bc.ep = p.ep, bc.etp = p.etp;
+  const BlockModel bm = block_model(m.moe.any() ? m.moe_shape() : m.decoder_shape(), bc);
   const bool full = p.recompute == Recompute::full;
   if (!(overlaps_of(p, c).tp_comm && p.sp && tp.g.nodes == 1)) {  // as block_cost's condition
     tp.unpaired(bm.tp_collectives(), full ? bm.tp_collectives() : 0);
@@ -118,6 +119,84 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
       if (mod.kind == ModuleKind::linear && (mod.column_parallel || mod.tp_collectives > 0))
         tp.paired(mod, step == 1 ? Pass::backward_data : Pass::forward, step == 2);
   return tp.out;
+}
+
+std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterProfile& c,
+                                           const Plan& p, const LayerCompute& lc) {
+  std::vector<WorkCollective> out;
+  if (!l.moe.any() || p.ep * p.etp == 1) return out;
+  const BlockModel bm =
+      block_model(l, {p.tp, p.cp, p.mbs, p.sp, attention_of(p, c),
+                      activation_element_bytes(p.dtype), linear_input_bytes(p.dtype), p.ep, p.etp});
+  const Module* dispatch = nullptr;
+  for (const Module& mod : bm)
+    if (mod.kind == ModuleKind::dispatch) dispatch = &mod;
+  if (!dispatch) return out;
+  const double bytes = activation_element_bytes(p.dtype) * dispatch->tokens * dispatch->in;
+  const bool full = p.recompute == Recompute::full;
+  auto add = [&](const char* name, Collective coll, double size, int ranks, const GroupLayout& g,
+                 int per_pass) {
+    for (Pass pass : {Pass::forward, Pass::backward_data}) {
+      WorkCollective w{name,  coll, size,
+                       ranks, pass, per_pass * (pass == Pass::forward || !full ? 1 : 2)};
+      w.predicted_s = w.exposed_s = coll == Collective::alltoall
+                                        ? alltoall_time_s(c, size, g)
+                                        : collective_time_s(c, coll, size, g);
+      out.push_back(w);
+    }
+  };
+  if (p.ep > 1) add("ep_alltoall", Collective::alltoall, bytes, p.ep, ep_group(p, c), 2);
+  if (p.etp > 1) {
+    const GroupLayout e = etp_group(p, c);
+    add("etp_allgather", Collective::allgather, bytes * p.etp, p.etp, e, 1);
+    add("etp_reduce_scatter", Collective::reduce_scatter, bytes * p.etp, p.etp, e, 1);
+  }
+  if (p.ep_comm_overlap.value_or(false)) {  // the exposed share of each pass (stages.cc)
+    double wire = 0;                        // one pass's dispatcher collectives
+    for (const WorkCollective& w : out)
+      if (w.pass == Pass::forward) wire += w.count * w.predicted_s;
+    const double slow = c.gpu.overlap_compute_slowdown;
+    const double alone = 1.0 / std::max(1, p.microbatches());
+    const double fwd =
+        alone * wire + (1 - alone) * exposed_after_overlap(wire, lc.bwd_s(), 0.0, slow);
+    const double bwd =
+        alone * wire + (1 - alone) * exposed_after_overlap(wire, lc.fwd_s(), 0.0, slow);
+    for (WorkCollective& w : out) {
+      w.overlapped = true;
+      // The recomputed forward's collectives (in backward under full recompute) as the forward's.
+      const double share = wire > 0 ? (w.pass == Pass::forward ? fwd : bwd) / wire : 1.0;
+      w.exposed_s = w.predicted_s * share;
+    }
+  }
+  return out;
+}
+
+std::vector<WorkCollective> expert_dp_collectives(const ClusterProfile& c, const Plan& p,
+                                                  double expert_params_rank) {
+  std::vector<WorkCollective> out;
+  if (p.expert_replicas() <= 1 || expert_params_rank <= 0) return out;
+  const GroupLayout g = expert_dp_group(p, c);
+  const Overlaps ov = overlaps_of(p, c);
+  const int ranks = int(p.expert_replicas());
+  const double grad_bytes = expert_params_rank * grad_wire_bytes(p.dtype);
+  auto add = [&](const char* name, Collective coll, double bytes, Pass pass, bool overlapped,
+                 int count) {
+    WorkCollective w{name, coll, bytes, ranks, pass, count};
+    w.predicted_s = w.exposed_s = collective_time_s(c, coll, bytes, g);
+    w.overlapped = overlapped;
+    out.push_back(w);
+  };
+  if (p.zero == 0) {
+    const int buckets = expert_dp_buckets(p, expert_params_rank);
+    add("expert_dp_grad_allreduce", Collective::allreduce, grad_bytes / buckets,
+        Pass::backward_weight, ov.grad_reduce, buckets);
+  } else {
+    add("expert_dp_grad_reduce_scatter", Collective::reduce_scatter, grad_bytes,
+        Pass::backward_weight, ov.grad_reduce, 1);
+    add("expert_dp_param_allgather", Collective::allgather,
+        expert_params_rank * weight_bytes_per_param(p.dtype), Pass::forward, ov.param_gather, 1);
+  }
+  return out;
 }
 
 std::vector<WorkCollective> boundary_collectives(const ModelSpec& m, const ClusterProfile& c,

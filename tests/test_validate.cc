@@ -189,10 +189,82 @@ TEST_CASE("a plan the model rejects cannot be validated") {
                     "option --plan: tp=5 does not divide heads=48");
 }
 
-TEST_CASE("a model with experts or latent attention is refused, not timed as a dense layer") {
+TEST_CASE("a mixture-of-experts layer: router, grouped expert GEMMs, routing, its collectives") {
+  ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
+  m.seq_len = 4096;
+  // ep = 1: every one of the 128 experts on this rank, 4096 x 8 / 128 = 256 tokens each.
+  const Workload one = build_workload(m, h200(), plan("tp=1,pp=8,dp=1,mbs=1,gbs=64,zero=0"));
+  auto find = [](const Workload& w, const char* name, Pass pass) -> const Kernel* {
+    for (size_t i = 0; i < w.kernels.size(); ++i)
+      if (std::string(w.kernels[i].name) == name && w.kernels[i].pass == pass && !w.is_recompute[i])
+        return &w.kernels[i];
+    return nullptr;
+  };
+  const Kernel* fc1 = find(one, "expert_fc1", Pass::forward);
+  REQUIRE(fc1);
+  CHECK(fc1->gemm.batch == 128);
+  CHECK(fc1->gemm.m == 256);
+  CHECK(fc1->gemm.n == 2 * 768);  // SwiGLU's two halves of moe_intermediate_size
+  CHECK(fc1->gemm.k == 2048);
+  const Kernel* router = find(one, "router", Pass::forward);
+  REQUIRE(router);
+  CHECK(router->gemm.m == 4096);
+  CHECK(router->gemm.n == 128);
+  CHECK(find(one, "moe_routing", Pass::forward));
+  CHECK(find(one, "moe_routing", Pass::backward_data));
+  CHECK_FALSE(find(one, "activation", Pass::forward));  // no shared experts: no dense MLP
+  CHECK_FALSE(find(one, "fc1", Pass::forward));
+  CHECK(one.collectives.empty());
+  const nlohmann::json j = workload_json(one);
+  CHECK(j["layer"]["moe"]["copies"] == 4096 * 8);
+  CHECK(j["layer"]["moe"]["router_tokens"] == 4096);
+  CHECK(j["layer"]["moe"]["expert_width"] == 768);
+  // With one replica nothing is reduced; at ep = 8 below the experts reduce over dp x ep / ep.
+  CHECK(one.dp.empty());
+
+  // ep = 8: 16 experts per rank, each receiving the copies of 8 ranks, 8 x 4096 x 8 / 128 = 2048
+  // tokens, through an all-to-all whose message is this rank's every token copy: 4096 x 8 x 2048
+  // x 2 bytes, dispatch and combine in each pass.
+  const Workload eight =
+      build_workload(m, h200(), plan("tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=64,zero=1,recompute=full"));
+  CHECK(find(eight, "expert_fc1", Pass::forward)->gemm.batch == 16);
+  CHECK(find(eight, "expert_fc1", Pass::forward)->gemm.m == 2048);
+  int fwd = 0, bwd = 0;
+  for (const WorkCollective& c : eight.collectives) {
+    REQUIRE(c.name == "ep_alltoall");
+    CHECK(c.bytes == doctest::Approx(4096.0 * 8 * 2048 * 2));
+    CHECK(c.ranks == 8);
+    (c.pass == Pass::forward ? fwd : bwd) += c.count;
+  }
+  CHECK(fwd == 2);
+  CHECK(bwd == 4);  // the recomputed forward's dispatch and combine again
+  // Each expert has 16 / 8 = 2 replicas: its gradients reduce-scattered and its weights gathered
+  // (the distributed optimizer) over them, apart from the dense weights' over 16.
+  int expert_dp = 0;
+  for (const WorkCollective& c : eight.dp)
+    if (c.name.rfind("expert_dp_", 0) == 0) {
+      CHECK(c.ranks == 2);
+      ++expert_dp;
+    }
+  CHECK(expert_dp == 2);
+  // selective_moe re-runs the element-wise forward and the core attention, not the GEMMs.
+  const Workload sel = build_workload(
+      m, h200(), plan("tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=64,zero=1,recompute=selective_moe"));
+  int again_gemm = 0, again_other = 0;
+  for (size_t i = 0; i < sel.kernels.size(); ++i)
+    if (sel.is_recompute[i]) (sel.kernels[i].cls == KernelClass::gemm ? again_gemm : again_other)++;
+  CHECK(again_gemm == 0);
+  CHECK(again_other == 3);  // flash attention, norms, routing
+}
+
+TEST_CASE("latent attention and DeepEP's dispatch are refused, not timed as something else") {
+  const ModelSpec ds = io::load_model(PLANNER_SOURCE_DIR "/configs/models/deepseek-v3.json");
+  CHECK_THROWS_WITH_AS(
+      build_workload(ds, h200(), plan("tp=1,pp=16,dp=8,ep=8,mbs=1,gbs=1024,zero=1,recompute=full")),
+      doctest::Contains("no latent-attention kernels"), InputError);
   ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
   m.seq_len = 4096;
   CHECK_THROWS_WITH_AS(
-      build_workload(m, h200(), plan("tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=64,zero=1,recompute=full")),
-      doctest::Contains("no mixture-of-experts or latent-attention kernels"), InputError);
+      build_workload(m, h200(), plan("tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=64,zero=1,dispatcher=flex")),
+      doctest::Contains("dispatcher=alltoall"), InputError);
 }

@@ -241,6 +241,105 @@ TEST_CASE("bias-dropout-add keeps the residual where the branch is dropped") {
     CHECK(d.out[i] == (d.mask[i] ? doctest::Approx(2 + 1.5 / 0.9) : doctest::Approx(2.0)));
 }
 
+TEST_CASE("MoE router: softmax rows sum to 1, top-k by probability, gradient by differences") {
+  const int T = 5, E = 12, k = 3;
+  const Vec logits = random_vec(size_t(T) * E, 2.0f, 21);
+  const ref::Routing r = ref::router_forward(logits, T, E, k);
+  for (int t = 0; t < T; ++t) {
+    double sum = 0;
+    for (int e = 0; e < E; ++e) sum += r.probs[size_t(t) * E + e];
+    CHECK(sum == doctest::Approx(1.0).epsilon(1e-5));
+    Vec sorted(r.probs.begin() + t * E, r.probs.begin() + (t + 1) * E);
+    std::sort(sorted.rbegin(), sorted.rend());
+    for (int j = 0; j < k; ++j) {
+      CHECK(r.weight[size_t(t) * k + j] == sorted[size_t(j)]);
+      CHECK(r.probs[size_t(t) * E + r.index[size_t(t) * k + j]] == r.weight[size_t(t) * k + j]);
+    }
+  }
+  // Ties go to the lower index.
+  const ref::Routing tie = ref::router_forward(Vec(4, 0.0f), 1, 4, 2);
+  CHECK(tie.index == std::vector<int>{0, 1});
+  // sum(dweight * weight(logits)), the choices held (small steps keep them).
+  const Vec dweight = random_vec(size_t(T) * k, 1.0f, 22);
+  const auto loss = [&](const Vec& x) {
+    const ref::Routing q = ref::router_forward(x, T, E, k);
+    double s = 0;
+    for (size_t c = 0; c < q.weight.size(); ++c)
+      s += double(dweight[c]) * q.probs[size_t(c / k) * E + r.index[c]];
+    return s;
+  };
+  const Vec want = numeric_gradient(logits, loss, 1e-3f);
+  CHECK(ref::relative_error(ref::router_backward(r, dweight, T, E, k), want) < 1e-2);
+}
+
+TEST_CASE("MoE dispatch: copies grouped by expert, permutation and combine with their gradients") {
+  const int T = 6, E = 4, k = 2, h = 8;
+  const std::vector<int> index = {2, 0, 1, 2, 3, 0, 0, 1, 2, 3, 1, 0};
+  const std::vector<int> pos = ref::expert_order(index, E);
+  // Expert 0 takes copies 1, 5, 6, 11 in token order, then expert 1 copies 2, 7, 10, ...
+  CHECK(pos == std::vector<int>{7, 0, 4, 8, 10, 1, 2, 5, 9, 11, 6, 3});
+  std::vector<int> seen(pos.size(), 0);
+  for (int p : pos) ++seen[size_t(p)];
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  const Vec x = random_vec(size_t(T) * h, 1.0f, 31), d = random_vec(pos.size() * h, 1.0f, 32);
+  const Vec px = ref::permute_forward(x, pos, k, h);
+  CHECK(px[size_t(pos[3]) * h + 5] == x[size_t(3 / k) * h + 5]);
+  // The gradient is the adjoint: <permute(x), d> = <x, permute_backward(d)>.
+  CHECK(dot(px, d) == doctest::Approx(dot(x, ref::permute_backward(d, pos, k, h))).epsilon(1e-5));
+  const Vec e = random_vec(pos.size() * h, 1.0f, 33), w = random_vec(pos.size(), 1.0f, 34);
+  const Vec dy = random_vec(size_t(T) * h, 1.0f, 35);
+  const Vec y = ref::unpermute_forward(e, w, pos, k, h);
+  CHECK(y[size_t(1) * h] ==
+        doctest::Approx(w[2] * e[size_t(pos[2]) * h] + w[3] * e[size_t(pos[3]) * h]));
+  const ref::UnpermuteGrads g = ref::unpermute_backward(dy, e, w, pos, k, h);
+  const auto of_e = [&](const Vec& v) { return dot(ref::unpermute_forward(v, w, pos, k, h), dy); };
+  const auto of_w = [&](const Vec& v) { return dot(ref::unpermute_forward(e, v, pos, k, h), dy); };
+  CHECK(ref::relative_error(g.de, numeric_gradient(e, of_e)) < 1e-3);
+  CHECK(ref::relative_error(g.dw, numeric_gradient(w, of_w)) < 1e-3);
+}
+
+TEST_CASE("the runner's view of a mixture-of-experts layer: router, grouped GEMMs, routing") {
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
+  const Workload built =
+      build_workload(m, h200(), parse_plan("tp=1,pp=8,dp=1,mbs=1,gbs=64,zero=0", "--plan"));
+  const RunnerWorkload w = parse_runner_workload(workload_json(built).dump(), "w.json");
+  CHECK(w.layer.experts == 128);
+  CHECK(w.layer.topk == 8);
+  CHECK(w.layer.ffn == 0);
+  bool grouped = false, fwd = false, bwd = false;
+  for (size_t i = 0; i < w.kernels.size(); ++i) {
+    const KernelRun r = kernel_run(w, i);
+    if (w.kernels[i].name == "expert_fc1" && w.kernels[i].pass == Pass::forward) {
+      grouped = true;
+      CHECK(r.batch == 128);  // one GEMM per expert, strided-batched at the balanced count
+      CHECK(r.n == long(m.seq_len) * 8 / 128);
+    }
+    if (r.kind == RunKind::moe_forward || r.kind == RunKind::moe_backward) {
+      (r.kind == RunKind::moe_forward ? fwd : bwd) = true;
+      CHECK(r.experts == 128);
+      CHECK(r.copies == long(m.seq_len) * 8);
+      CHECK(r.expert_width == 768);
+      CHECK(r.swiglu);
+      CHECK(describe(r).find("moe routing") == 0);
+    }
+  }
+  CHECK(grouped);
+  CHECK(fwd);
+  CHECK(bwd);
+  const std::vector<std::string> lines = dry_run_lines(w, 1);
+  CHECK(std::any_of(lines.begin(), lines.end(),
+                    [](const std::string& l) { return l.find("# experts: 128 top-8") == 0; }));
+  // A layer without a dense MLP must say it has experts; copies must be whole rows of top-k.
+  nlohmann::json j = workload_json(built);
+  j["layer"].erase("moe");
+  CHECK_THROWS_WITH_AS(parse_runner_workload(j.dump(), "w.json"), doctest::Contains("layer.ffn"),
+                       InputError);
+  j = workload_json(built);
+  j["layer"]["moe"]["copies"] = 4097;
+  CHECK_THROWS_WITH_AS(parse_runner_workload(j.dump(), "w.json"),
+                       doctest::Contains("layer.moe.copies"), InputError);
+}
+
 TEST_CASE("the runner's view of a workload: cuBLAS layouts, flash shape, element-wise rows") {
   const RunnerWorkload w = workload(
       "megatron-18.4b.yaml", "tp=8,pp=1,dp=8,mbs=16,gbs=1024,zero=2,recompute=selective,sp=1");

@@ -72,6 +72,9 @@ struct Estimate {
   double bubble_fraction = 0;  ///< bubble / iteration
   double exposed_comm_fraction = 0;
   double dp_comm_total_s = 0;  ///< DP traffic before overlap (for diagnostics)
+  /// The most loaded stage's weights on one rank that dp_cost reduces over dp x cp, and its
+  /// routed experts' that expert_dp_cost reduces over the expert-data-parallel group.
+  double dp_params_rank = 0, expert_params_rank = 0;
   /// zero=0 with dp x cp > 1: NCCL's algorithm for one gradient bucket's all-reduce, and the
   /// bucket's bytes (dp_allreduce_algorithm); ring and 0 otherwise.
   AllreduceAlgorithm dp_allreduce = AllreduceAlgorithm::ring;

@@ -76,6 +76,18 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
                                            const Plan& p, const std::vector<Kernel>& kernels,
                                            const std::vector<bool>& is_recompute,
                                            const LayerCompute& lc);
+/// A mixture-of-experts layer's dispatcher collectives per layer, as cost/stages.cc charges them
+/// (alltoall dispatcher): each pass's dispatch and combine all-to-all over the ep ranks, with
+/// etp > 1 the all-gather and reduce-scatter of the received tokens over the etp ranks, the
+/// recomputed forward's again in backward; under --overlap-moe-expert-parallel-comm each marked
+/// overlapped, its exposed share the estimate's. Empty for a dense layer or ep x etp = 1. `lc`:
+/// the layer's compute (the overlap's windows).
+std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterProfile& c,
+                                           const Plan& p, const LayerCompute& lc);
+/// The routed experts' DP collectives of one iteration (data_parallel.cc expert_dp_cost) over
+/// the expert-data-parallel group for `expert_params_rank` weights on one rank.
+std::vector<WorkCollective> expert_dp_collectives(const ClusterProfile& c, const Plan& p,
+                                                  double expert_params_rank);
 /// The DP collectives of one iteration as cost/data_parallel.cc charges them, over the dp x cp
 /// group, for the most loaded stage's `params_rank` parameters on one rank (`stage_blocks`
 /// blocks, `lc` the estimate's layer: ZeRO-3's module-by-module steps).

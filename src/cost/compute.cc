@@ -256,7 +256,9 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   const auto ew = KernelClass::elementwise;
   out.push_back(
       {"norm_residual", ew, Pass::forward, {}, norm, bias_flops, norm / bw + norm_launch});
-  out.push_back({"activation", ew, Pass::forward, {}, act, 0, act / bw + launch});
+  // A mixture-of-experts layer without shared experts has no dense MLP activation.
+  const bool dense_mlp = l.ffn > 0;
+  if (dense_mlp) out.push_back({"activation", ew, Pass::forward, {}, act, 0, act / bw + launch});
   const double f = kBackwardElementwiseFactor;
   out.push_back({"norm_residual",
                  ew,
@@ -265,7 +267,8 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
                  f * norm,
                  bias_flops,
                  f * norm / bw + norm_launch});
-  out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
+  if (dense_mlp)
+    out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
   if (moe_kernels > 0) {
     out.push_back({"moe_routing",
                    ew,

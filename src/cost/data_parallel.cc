@@ -161,6 +161,11 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   return d;
 }
 
+int expert_dp_buckets(const Plan& p, double expert_params_rank) {
+  return std::max(
+      1, static_cast<int>(std::ceil(expert_params_rank / ddp_bucket_params(p.expert_replicas()))));
+}
+
 DpCost expert_dp_cost(const ClusterProfile& c, const Plan& p, double expert_params_rank,
                       double fwd_window, double bwd_window, const DpCost& dense) {
   DpCost d;
@@ -169,8 +174,7 @@ DpCost expert_dp_cost(const ClusterProfile& c, const Plan& p, double expert_para
   const Overlaps ov = overlaps_of(p, c);
   const double slow = c.gpu.overlap_compute_slowdown;
   const double grad_bytes = expert_params_rank * grad_wire_bytes(p.dtype);
-  const int buckets = std::max(
-      1, static_cast<int>(std::ceil(expert_params_rank / ddp_bucket_params(p.expert_replicas()))));
+  const int buckets = expert_dp_buckets(p, expert_params_rank);
   const double bucket = 1.0 / buckets;
   // What the dense reduction leaves of each window (it runs first, on the same stream).
   const double bwd = std::max(0.0, bwd_window - dense.total), fwd = std::max(0.0, fwd_window);

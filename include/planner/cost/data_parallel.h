@@ -30,6 +30,9 @@ inline constexpr long long kCompressionFreezeSteps = 100000;
 int dp_buckets(const Plan& p, double params_rank);
 /// One bucket's bytes on the wire (the gradient's wire precision).
 double dp_bucket_bytes(const Plan& p, double params_rank);
+/// Gradient buckets of the routed experts' all-reduce (expert_dp_cost, zero = 0) for
+/// `expert_params_rank` weights on one rank, over the expert-data-parallel ranks.
+int expert_dp_buckets(const Plan& p, double expert_params_rank);
 /// The algorithm of the plan's gradient all-reduce (zero=0) per bucket: NCCL's ring or tree,
 /// whichever the model finds faster at the bucket's size over the dp x cp group.
 AllreduceAlgorithm dp_allreduce_algorithm(const ClusterProfile& c, const Plan& p,
