@@ -198,6 +198,9 @@ TEST_CASE("an MoE block: router, dispatcher and grouped expert GEMMs at the per-
         layer_compute(l, fixtures::cluster("dgx-h100-80gb"),
                       {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, ep, 1});
     CHECK(lc.linear[kExpertFc1].fwd_s > 0);
+    // The narrowest TP shard is the experts' 768 (the replicated router's 128 experts are not a
+    // shard: no "lower tp" warning at tp = 1).
+    CHECK(lc.min_shard_dim == 768);
     double expert_flops = 0;
     for (const Kernel& k :
          layer_kernels(l, fixtures::cluster("dgx-h100-80gb"),
