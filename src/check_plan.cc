@@ -169,9 +169,19 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
           "ep_comm_overlap=1 needs ep > 1, vpp > 1 when pp > 1, no full recomputation and bf16, "
           "fp16 or fp8 (Megatron-Core's TransformerConfig checks)");
     });
-  // token_dispatcher.py at d98e8a64: "DeepEP dispatcher requires TPxEP > 1".
-  if (p.dispatcher == Dispatcher::flex && 1LL * p.ep * p.etp == 1)
-    return no([] { return std::string("dispatcher=flex needs ep x etp > 1 (DeepEP)"); });
+  // token_dispatcher.py at d98e8a64: "DeepEP dispatcher requires TPxEP > 1"; the all-gather
+  // dispatcher without an etp x ep group moves nothing (it is the all-to-all's plan).
+  if (p.dispatcher != Dispatcher::alltoall && 1LL * p.ep * p.etp == 1)
+    return no([&] {
+      return fmt("dispatcher={} needs ep x etp > 1",
+                 p.dispatcher == Dispatcher::flex ? "flex (DeepEP)" : "allgather");
+    });
+  // TransformerConfig.__post_init__ at d98e8a64: "overlap_moe_expert_parallel_comm is supported
+  // with alltoall/flex token dispatcher".
+  if (overlap && p.dispatcher == Dispatcher::allgather)
+    return no([] {
+      return std::string("ep_comm_overlap=1 needs dispatcher alltoall or flex, not allgather");
+    });
   if (p.zero >= 2)
     return no([&] {
       return fmt(

@@ -200,8 +200,9 @@ std::array<KnobDef, kNumKnobs> make_table() {
        bits, 0, 0, true, true, "epo", 3, [](const Plan& p) { return tri(p.ep_comm_overlap); },
        [](Plan& p, int v) { p.ep_comm_overlap = untri(v); }},
       {K::dispatcher, "dispatcher",
-       "the experts' token dispatcher alltoall or flex (DeepEP: once per node over the network), "
-       "default alltoall; the search tries flex where the ep group spans nodes",
+       "the experts' token dispatcher alltoall, flex (DeepEP: once per node over the network) or "
+       "allgather (every token over the etp x ep group), default alltoall; the search tries flex "
+       "where the ep group spans nodes, allgather where the etp x ep group is inside one",
        words_of<Dispatcher>(), 0, 0, true, true, "disp", -8,
        [](const Plan& p) {
          return p.dispatcher == Dispatcher::alltoall ? kUnset : int(p.dispatcher);

@@ -50,13 +50,13 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   k[K::order] = {kUnset, int(RankOrder::tp_pp_dp)};
   // Expert parallelism for a model with experts: every power of two dividing them (check_plan
   // keeps those whose groups fold into a stage's ranks), etp 1 as Megatron-Bridge's MoE recipes,
-  // the all-to-all overlap and the flex dispatcher; ZeRO-1 at most and no ZeRO-3 parameter
-  // offload (the experts' states shard under the distributed optimizer only).
+  // the all-to-all overlap and the flex and all-gather dispatchers; ZeRO-1 at most and no ZeRO-3
+  // parameter offload (the experts' states shard under the distributed optimizer only).
   if (m.moe.any()) {
     for (int e = 2; e <= std::min(m.moe.experts, gpus); e *= 2)
       if (m.moe.experts % e == 0) k[K::ep].push_back(e);
     k[K::ep_comm_overlap] = {kUnset, 1};  // off is the stack's default
-    k[K::dispatcher] = {kUnset, int(Dispatcher::flex)};
+    k[K::dispatcher] = {kUnset, int(Dispatcher::flex), int(Dispatcher::allgather)};
     k[K::zero] = {0, 1};
     k[K::offload_params] = {kUnset};
     k[K::recompute].push_back(int(Recompute::selective_moe));
@@ -454,6 +454,11 @@ class Searcher {
       return;
     if (p.dispatcher == Dispatcher::flex && tries_unset(KnobId::dispatcher) &&
         ep_group(p, c_).nodes <= 1)
+      return;
+    // The all-gather dispatcher moves every token to every rank of its group: tried where that
+    // group stays on NVLink.
+    if (p.dispatcher == Dispatcher::allgather && tries_unset(KnobId::dispatcher) &&
+        (p.ep * p.etp == 1 || tp_ep_group(p, c_).nodes > 1))
       return;
     // The other rank order is another plan only where it moves the DP group or a stage pair.
     if (p.order != RankOrder::tp_cp_dp_pp && !rank_order_matters(p, c_)) return;

@@ -145,8 +145,18 @@ std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterPro
       out.push_back(w);
     }
   };
-  if (p.ep > 1) add("ep_alltoall", Collective::alltoall, bytes, p.ep, ep_group(p, c), 2);
-  if (p.etp > 1) {
+  if (p.dispatcher == Dispatcher::allgather) {  // every token over etp x ep (stages.cc)
+    const Module* router = bm.linear(kRouter);
+    const double tokens = router ? router->tokens : 0.0, experts = router ? router->out : 0.0;
+    const int group = p.etp * p.ep;
+    const double hidden = group * tokens * dispatch->in * activation_element_bytes(p.dtype);
+    const GroupLayout g = tp_ep_group(p, c);
+    add("ep_allgather", Collective::allgather, hidden + group * tokens * experts * 4, group, g, 1);
+    add("ep_reduce_scatter", Collective::reduce_scatter, hidden, group, g, 1);
+  } else if (p.ep > 1) {
+    add("ep_alltoall", Collective::alltoall, bytes, p.ep, ep_group(p, c), 2);
+  }
+  if (p.etp > 1 && p.dispatcher == Dispatcher::alltoall) {
     const GroupLayout e = etp_group(p, c);
     add("etp_allgather", Collective::allgather, bytes * p.etp, p.etp, e, 1);
     add("etp_reduce_scatter", Collective::reduce_scatter, bytes * p.etp, p.etp, e, 1);

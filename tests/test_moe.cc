@@ -305,6 +305,44 @@ TEST_CASE("the flex dispatcher: one network crossing per node a token reaches, n
   CHECK(node_dedup_dispatch_s(c, S, four, 8) < alltoall_time_s(c, S, four));
 }
 
+TEST_CASE(
+    "the all-gather dispatcher: every token and its probabilities over etp x ep, not copies") {
+  ModelSpec m = moe("Qwen3-30B-A3B");  // 128 experts, top 8, hidden 2048
+  m.seq_len = 4096;
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const std::string base = "tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=64,zero=1";
+  const Plan a2a = parse_plan(base, "--plan"),
+             ag = parse_plan(base + ",dispatcher=allgather", "--plan");
+  const BlockLayout layout = block_layout(m);
+  const double t = 4096, G = 8;
+  // Per pass: the all-gather of 8 ranks' 4096 tokens (bf16) and fp32 probabilities over 128
+  // experts, the reduce-scatter of the combined tokens; the all-to-all sends each token's 8 copies
+  // there and back.
+  const GroupLayout node{8, 8, 1};
+  const double hidden = G * t * 2048 * 2;
+  const double want = collective_time_s(c, Collective::allgather, hidden + G * t * 128 * 4, node) +
+                      collective_time_s(c, Collective::reduce_scatter, hidden, node);
+  const CellCosts with_ag = cell_costs(m, c, ag, layout), with_a2a = cell_costs(m, c, a2a, layout);
+  CHECK(with_ag.shape[0].ep_per_pass_s == doctest::Approx(want));
+  CHECK(with_a2a.shape[0].ep_per_pass_s ==
+        doctest::Approx(2 * alltoall_time_s(c, t * 8 * 2048 * 2, node)));
+  // The experts' work is the same: only the dispatcher's collectives differ.
+  CHECK(with_ag.shape[0].compute.fwd_s() == doctest::Approx(with_a2a.shape[0].compute.fwd_s()));
+  const Estimate e = estimate(
+      m, c, parse_plan("tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1,dispatcher=allgather",
+                       "--plan"));
+  REQUIRE(e.ok());
+  CHECK(e.breakdown.ep_comm_s > 0);
+  std::string why;
+  CHECK(check_plan(m, c, parse_plan(base + ",ep=1,dispatcher=allgather", "--plan"), {}, &why) ==
+        Rejection::experts_invalid);
+  CHECK(why.find("dispatcher=allgather needs ep x etp > 1") != std::string::npos);
+  const Plan overlap = parse_plan(
+      "tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=64,zero=1,dispatcher=allgather,ep_comm_overlap=1", "--plan");
+  CHECK(check_plan(m, c, overlap, {}, &why) == Rejection::experts_invalid);
+  CHECK(why.find("not allgather") != std::string::npos);
+}
+
 TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's compute") {
   ModelSpec m = moe("Qwen3-30B-A3B");
   m.seq_len = 4096;  // the published runs' length
@@ -340,18 +378,21 @@ TEST_CASE("suggest for a model with experts: ep, the overlap and the dispatcher 
   o.top_k = 200;
   const SearchResult r = search(m, c, default_knobs(m, c, 32), o);
   REQUIRE(!r.top.empty());
-  bool ep = false, overlap = false, flex = false;
+  bool ep = false, overlap = false, flex = false, allgather = false;
   for (const Estimate& e : r.top) {
     ep |= e.plan.ep > 1;
     overlap |= e.plan.ep_comm_overlap.value_or(false);
     flex |= e.plan.dispatcher == Dispatcher::flex;
-    // flex is tried only where the ep group leaves a node
+    allgather |= e.plan.dispatcher == Dispatcher::allgather;
+    // flex is tried only where the ep group leaves a node, allgather where its group does not
     if (e.plan.dispatcher == Dispatcher::flex) CHECK(ep_group(e.plan, c).nodes > 1);
+    if (e.plan.dispatcher == Dispatcher::allgather) CHECK(tp_ep_group(e.plan, c).nodes == 1);
     CHECK(e.plan.zero <= 1);
   }
   CHECK(ep);
   CHECK(overlap);
   CHECK(flex);
+  CHECK(allgather);
 }
 
 TEST_CASE("routing imbalance: the busiest expert rank's token copies set the layer's time") {

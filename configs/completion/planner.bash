@@ -41,7 +41,7 @@ _planner() {
         --overlap-param-gather) _planner_words '0 1'; return ;;
         --tp-comm-overlap) _planner_words '0 1'; return ;;
         --ep-comm-overlap) _planner_words '0 1'; return ;;
-        --dispatcher) _planner_words 'alltoall flex'; return ;;
+        --dispatcher) _planner_words 'alltoall flex allgather'; return ;;
         --grad-compression) _planner_words 'none onebit_adam zero_one_adam onebit_lamb'; return ;;
         --zeropp) _planner_words '0 1'; return ;;
         --offload-activations) :; return ;;

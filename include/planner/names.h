@@ -40,8 +40,10 @@ inline constexpr std::array<EnumName<PipelineSplit>, 3> kSplitNames = {
 inline constexpr std::array<EnumName<RankOrder>, 2> kRankOrderNames = {
     {{RankOrder::tp_cp_dp_pp, "tp-cp-dp-pp"}, {RankOrder::tp_pp_dp, "tp-pp-dp"}}};
 
-inline constexpr std::array<EnumName<Dispatcher>, 2> kDispatcherNames = {
-    {{Dispatcher::alltoall, "alltoall"}, {Dispatcher::flex, "flex"}}};
+inline constexpr std::array<EnumName<Dispatcher>, 3> kDispatcherNames = {
+    {{Dispatcher::alltoall, "alltoall"},
+     {Dispatcher::flex, "flex"},
+     {Dispatcher::allgather, "allgather"}}};
 
 inline constexpr std::array<EnumName<OffloadDevice>, 3> kOffloadNames = {
     {{OffloadDevice::none, "none"}, {OffloadDevice::cpu, "cpu"}, {OffloadDevice::nvme, "nvme"}}};

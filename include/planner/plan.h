@@ -41,8 +41,11 @@ enum class GradCompression { none, onebit_adam, zero_one_adam, onebit_lamb };
 /// A mixture-of-experts layer's token dispatcher (Megatron-Core --moe-token-dispatcher-type):
 /// `alltoall`, NCCL's all-to-all of every token copy; `flex` with DeepEP's kernels, which send a
 /// token once to each node that holds any of its experts and forward it there over NVLink
-/// (DeepEP README: "forwarding data from NVLink domain to RDMA domain").
-enum class Dispatcher { alltoall, flex };
+/// (DeepEP README: "forwarding data from NVLink domain to RDMA domain"); `allgather`,
+/// Megatron-Core's MoEAllGatherTokenDispatcher: every rank's tokens (not copies) all-gathered
+/// over the etp x ep group, each rank keeping those routed to its experts, and the combine a
+/// reduce-scatter back.
+enum class Dispatcher { alltoall, flex, allgather };
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 

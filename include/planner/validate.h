@@ -76,9 +76,10 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
                                            const Plan& p, const std::vector<Kernel>& kernels,
                                            const std::vector<bool>& is_recompute,
                                            const LayerCompute& lc);
-/// A mixture-of-experts layer's dispatcher collectives per layer, as cost/stages.cc charges them
-/// (alltoall dispatcher): each pass's dispatch and combine all-to-all over the ep ranks, with
-/// etp > 1 the all-gather and reduce-scatter of the received tokens over the etp ranks, the
+/// A mixture-of-experts layer's dispatcher collectives per layer, as cost/stages.cc charges them:
+/// each pass's dispatch and combine all-to-all over the ep ranks, with etp > 1 the all-gather and
+/// reduce-scatter of the received tokens over the etp ranks (the allgather dispatcher: its
+/// all-gather and reduce-scatter over the etp x ep ranks instead), the
 /// recomputed forward's again in backward; under --overlap-moe-expert-parallel-comm each marked
 /// overlapped, its exposed share the estimate's. Empty for a dense layer or ep x etp = 1. `lc`:
 /// the layer's compute (the overlap's windows).

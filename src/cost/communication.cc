@@ -61,6 +61,9 @@ GroupLayout dp_group(const Plan& p, const ClusterProfile& c) {
 GroupLayout ep_group(const Plan& p, const ClusterProfile& c) {
   return group_layout(p.ep, p.etp, c.nvlink_domain);
 }
+GroupLayout tp_ep_group(const Plan& p, const ClusterProfile& c) {
+  return group_layout(p.etp * p.ep, 1, c.nvlink_domain);
+}
 GroupLayout etp_group(const Plan& p, const ClusterProfile& c) {
   return group_layout(p.etp, 1, c.nvlink_domain);
 }

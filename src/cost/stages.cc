@@ -41,9 +41,23 @@ namespace {
 /// precision unless FP8 dispatch is asked for) over the ep ranks, and with etp > 1 the
 /// all-gather and reduce-scatter of the received tokens over the etp ranks that share experts.
 /// Not overlapped with compute (Megatron-Core's --overlap-moe-expert-parallel-comm is off by
-/// default).
-double expert_dispatch_s(const ClusterProfile& c, const Plan& p, const Module& dispatch) {
-  const double bytes = activation_element_bytes(p.dtype) * dispatch.tokens * dispatch.in;
+/// default). The all-gather dispatcher (MoEAllGatherTokenDispatcher at d98e8a64) instead gathers
+/// every rank's tokens and their fp32 routing probabilities over the etp x ep group and
+/// reduce-scatters the combined outputs back (the backward the same, mirrored); its 1-byte
+/// routing map, gathered forward only, is left out.
+double expert_dispatch_s(const ClusterProfile& c, const Plan& p, const BlockModel& bm,
+                         const Module& dispatch) {
+  const double e = activation_element_bytes(p.dtype);
+  if (p.dispatcher == Dispatcher::allgather) {
+    const Module* router = bm.linear(kRouter);
+    const double tokens = router ? router->tokens : 0.0, group = double(p.etp) * p.ep;
+    const double experts = router ? router->out : 0.0;
+    const double hidden = group * tokens * dispatch.in * e, probs = group * tokens * experts * 4;
+    const GroupLayout g = tp_ep_group(p, c);
+    return collective_time_s(c, Collective::allgather, hidden + probs, g) +
+           collective_time_s(c, Collective::reduce_scatter, hidden, g);
+  }
+  const double bytes = e * dispatch.tokens * dispatch.in;
   const GroupLayout g = ep_group(p, c);
   double t =
       2.0 * (p.dispatcher == Dispatcher::flex ? node_dedup_dispatch_s(c, bytes, g, dispatch.out)
@@ -88,7 +102,7 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
     sc.cp_fwd_s = std::max(0.0, ring - lc.fwd_attn_s);
   }
   for (const Module& m : bm)  // a mixture-of-experts layer's dispatch and combine
-    if (m.kind == ModuleKind::dispatch) sc.ep_per_pass_s += expert_dispatch_s(c, p, m);
+    if (m.kind == ModuleKind::dispatch) sc.ep_per_pass_s += expert_dispatch_s(c, p, bm, m);
   sc.params = bm.rank_params(p.tp, p.ep, p.etp);
   sc.expert_params = bm.expert_rank_params(p.ep, p.etp);
   for (Recompute r :

@@ -248,6 +248,9 @@ void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
     g.args.push_back(
         {"--moe-flex-dispatcher-backend", "deepep",
          "DeepEP: a token crosses the network once per node (needs DeepEP installed)"});
+  } else if (p.dispatcher == Dispatcher::allgather) {
+    g.args.push_back({"--moe-token-dispatcher-type", "allgather",
+                      "every token all-gathered over the etp x ep group"});
   } else {
     g.args.push_back({"--moe-token-dispatcher-type", "alltoall", "NCCL all-to-all"});
   }

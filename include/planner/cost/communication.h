@@ -36,6 +36,8 @@ GroupLayout dp_group(const Plan& p, const ClusterProfile& c);
 /// ep x expert-dp, etp innermost (its "tp-ep-dp-pp" expert order).
 GroupLayout ep_group(const Plan& p, const ClusterProfile& c);
 GroupLayout etp_group(const Plan& p, const ClusterProfile& c);
+/// The all-gather dispatcher's group: the etp x ep ranks of an expert group, consecutive.
+GroupLayout tp_ep_group(const Plan& p, const ClusterProfile& c);
 /// The expert-data-parallel group: the ranks holding the same experts, ep x etp apart.
 GroupLayout expert_dp_group(const Plan& p, const ClusterProfile& c);
 /// Two neighbouring pipeline stages (a send/recv pair).
