@@ -2,7 +2,8 @@
 // values of --gpus, --tp, --pp, --cp, --vpp, --mbs, --zero, --sp, --recompute, --schedule and
 // --global-batch, then (given only when the line is there and not empty) the execution knobs
 // --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap and --framework, then the
-// expert knobs --ep, --etp, --ep-comm-overlap and --dispatcher (an input that gives any of them
+// expert knobs --ep, --etp, --ep-comm-overlap, --dispatcher and --capacity-factor (an input that
+// gives any of them
 // plans gpt-oss-20b, a mixture of 32 experts, in place of the dense model).
 // A missing line takes a narrow value (so that an execution stays short and the
 // fuzzer's time goes to the lines it changes); an empty line leaves the option out (its default
@@ -38,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const char* extra :
        {"--overlap-grad-reduce", "--overlap-param-gather", "--tp-comm-overlap", "--framework"})
     if (std::getline(lines, line) && !line.empty()) args.insert(args.end(), {extra, line});
-  for (const char* expert : {"--ep", "--etp", "--ep-comm-overlap", "--dispatcher"})
+  for (const char* expert :
+       {"--ep", "--etp", "--ep-comm-overlap", "--dispatcher", "--capacity-factor"})
     if (std::getline(lines, line) && !line.empty()) {
       args.insert(args.end(), {expert, line});
       args[model_at] = fuzz::source("configs/models/gpt-oss-20b.json");

@@ -18,8 +18,12 @@ void add_experts(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
   const double o = cfg.sp ? cfg.tp : 1.0, e = cfg.element_bytes, li = cfg.linear_input_bytes;
   const double h = l.hidden, E = x.experts, fe = x.expert_ffn, up = (l.swiglu ? 2.0 : 1.0) * fe;
   const double tokens = double(l.seq) / cp * l.sequences * cfg.mbs / o;
-  // The busiest rank (routing imbalance) receives `imbalance` times the mean token copies.
-  const double copies = tokens * x.topk * x.imbalance, slots = copies * cfg.etp;
+  // The busiest rank (routing imbalance) receives `imbalance` times the mean token copies, at
+  // most the capacity factor's times: the router drops the rest before the dispatch (Megatron-Core
+  // moe_utils apply_router_token_dropping, policy "probs"). The imbalance is the busiest expert
+  // rank's; the capacity is per expert, taken as the same ratio.
+  const double load = cfg.capacity > 0 ? std::min(x.imbalance, cfg.capacity) : x.imbalance;
+  const double copies = tokens * x.topk * load, slots = copies * cfg.etp;
   const double local = E / cfg.ep, per_expert = slots / local, et = cfg.etp;
   auto same = [](double bytes) { return std::array<double, 4>{bytes, bytes, 0.0, bytes}; };
   Module router{"router",

@@ -153,10 +153,12 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
   if (!m.moe.any()) {
     if (p.ep > 1 || p.etp > 1)
       return no([&] { return fmt("ep={} etp={} need a model with experts", p.ep, p.etp); });
-    if (overlap || p.dispatcher != Dispatcher::alltoall || p.recompute == Recompute::selective_moe)
+    if (overlap || p.dispatcher != Dispatcher::alltoall ||
+        p.recompute == Recompute::selective_moe || p.capacity_factor > 0)
       return no([] {
         return std::string(
-            "ep_comm_overlap, dispatcher and recompute=selective_moe need a model with experts");
+            "ep_comm_overlap, dispatcher, capacity_factor and recompute=selective_moe need a "
+            "model with experts");
       });
     return Rejection::none;
   }

@@ -1,6 +1,7 @@
 #include "planner/knob_table.h"
 
 #include <charconv>
+#include <iterator>
 
 #include "planner/error.h"
 #include "planner/names.h"
@@ -208,6 +209,23 @@ std::array<KnobDef, kNumKnobs> make_table() {
          return p.dispatcher == Dispatcher::alltoall ? kUnset : int(p.dispatcher);
        },
        [](Plan& p, int v) { p.dispatcher = v == kUnset ? Dispatcher::alltoall : Dispatcher(v); }},
+      {K::capacity_factor,
+       "capacity_factor",
+       "the experts' capacity factor 1.0, 1.25, 1.5, 2.0 or 4.0: tokens past it dropped "
+       "(default dropless; the search tries only the values given: it changes what is trained)",
+       {"1.0", "1.25", "1.5", "2.0", "4.0"},
+       0,
+       0,
+       true,
+       true,
+       "",
+       0,
+       [](const Plan& p) {
+         for (int i = 0; i < int(std::size(kCapacityFactors)); ++i)
+           if (p.capacity_factor == kCapacityFactors[i]) return i;
+         return kUnset;
+       },
+       [](Plan& p, int v) { p.capacity_factor = v == kUnset ? 0.0 : kCapacityFactors[v]; }},
       {K::grad_compression, "grad_compression",
        "DeepSpeed's compressed optimizers none, onebit_adam, zero_one_adam, onebit_lamb (default "
        "none; zero=0, tp=pp=1)",

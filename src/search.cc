@@ -500,7 +500,7 @@ class Searcher {
   /// The cell's block and head costs (cell_costs), computed once the first plan needs them: cells
   /// whose GPU counts none of the pp values fit cost only their enumeration.
   void layer_costs(const Plan& p) {
-    const ExpertKey key{p.ep, p.etp, p.dispatcher};
+    const ExpertKey key{p.ep, p.etp, p.dispatcher, p.capacity_factor};
     if (computed_ && key == cell_key_) return;
     // The expert knobs turn inside the cell: each combination's costs are kept until it ends.
     for (auto& [k, costs] : expert_cells_)
@@ -538,8 +538,9 @@ class Searcher {
   struct ExpertKey {
     int ep = 1, etp = 1;
     Dispatcher dispatcher = Dispatcher::alltoall;
+    double capacity = 0;
     bool operator==(const ExpertKey& o) const {
-      return ep == o.ep && etp == o.etp && dispatcher == o.dispatcher;
+      return ep == o.ep && etp == o.etp && dispatcher == o.dispatcher && capacity == o.capacity;
     }
   };
   ExpertKey cell_key_;

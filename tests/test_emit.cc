@@ -109,7 +109,8 @@ const HfEmitCase kMoeEmitCases[] = {
     {"moe-gpt-oss-selective-moe", "tests/data/hf/gpt-oss-120b/config.json",
      "tp=2,sp=1,pp=4,dp=8,ep=8,mbs=1,gbs=1280,zero=1,recompute=selective_moe"},
     {"moe-mixtral-allgather", "tests/data/hf/Mixtral-8x7B-v0.1/config.json",
-     "tp=2,pp=2,dp=8,ep=8,sp=1,mbs=1,gbs=64,zero=1,dispatcher=allgather,recompute=full"},
+     "tp=2,pp=2,dp=8,ep=8,sp=1,mbs=1,gbs=64,zero=1,dispatcher=allgather,recompute=full,"
+     "capacity_factor=1.25"},
 };
 
 /// Megatron-DeepSpeed refuses sequence parallelism: the same plan without it.
@@ -884,8 +885,13 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
     CHECK(qwen.find(std::string("\n  ") + flag) != std::string::npos);
   }
   CHECK(qwen.find("--moe-layer-freq") == std::string::npos);  // every layer has experts
-  CHECK(script(kMoeEmitCases[6]).find("\n  --moe-token-dispatcher-type allgather ") !=
-        std::string::npos);
+  const std::string capped = script(kMoeEmitCases[6]);
+  for (const char* flag :
+       {"--moe-token-dispatcher-type allgather ", "--moe-expert-capacity-factor 1.25 ",
+        "--moe-token-drop-policy probs "}) {
+    CAPTURE(flag);
+    CHECK(capped.find(std::string("\n  ") + flag) != std::string::npos);
+  }
   // Llama 4 Maverick: layers 2, 4, 6 ... (counting from 1) have experts, beside a shared expert.
   // Megatron-LM's integer form would put them on layers 1, 3, 5 ...: the list form is written.
   CHECK(maverick.find("\n  --moe-layer-freq \"([0,1]*24)\" ") != std::string::npos);

@@ -328,9 +328,10 @@ TEST_CASE(
         doctest::Approx(2 * alltoall_time_s(c, t * 8 * 2048 * 2, node)));
   // The experts' work is the same: only the dispatcher's collectives differ.
   CHECK(with_ag.shape[0].compute.fwd_s() == doctest::Approx(with_a2a.shape[0].compute.fwd_s()));
-  const Estimate e = estimate(
-      m, c, parse_plan("tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1,dispatcher=allgather",
-                       "--plan"));
+  const Estimate e =
+      estimate(m, c,
+               parse_plan("tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1,dispatcher=allgather",
+                          "--plan"));
   REQUIRE(e.ok());
   CHECK(e.breakdown.ep_comm_s > 0);
   std::string why;
@@ -416,6 +417,39 @@ TEST_CASE("routing imbalance: the busiest expert rank's token copies set the lay
   CHECK_THROWS_WITH_AS(
       io::parse_model(yaml + "routing_imbalance: 0.5\n", "t.yaml"),
       "t.yaml:12: key 'routing_imbalance': must be from 1 (balanced) to 64, got 0.5", InputError);
+}
+
+TEST_CASE("a capacity factor caps the busiest expert's tokens at its multiple of the mean") {
+  ModelSpec m = moe("Qwen3-30B-A3B");
+  m.seq_len = 4096;
+  m.moe.imbalance = 1.6;
+  LayerShape l = m.moe_shape();
+  BlockConfig cfg;
+  cfg.ep = 8;
+  const double mean = 4096.0 * 8 * 8 / 128;  // 8 ranks' copies over 16 local experts
+  CHECK(block_model(l, cfg).linear(kExpertFc1)->tokens == doctest::Approx(1.6 * mean));
+  cfg.capacity = 1.25;  // the router drops past 1.25x: the busiest expert keeps 1.25x
+  CHECK(block_model(l, cfg).linear(kExpertFc1)->tokens == doctest::Approx(1.25 * mean));
+  cfg.capacity = 2.0;  // a capacity above the imbalance drops nothing
+  CHECK(block_model(l, cfg).linear(kExpertFc1)->tokens == doctest::Approx(1.6 * mean));
+  // Through the plan: the knob's words, the estimate, the refusal for a dense model.
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const std::string base = "tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,recompute=full";
+  const Plan dropless = parse_plan(base, "--plan");
+  const Plan capped = parse_plan(base + ",capacity_factor=1.25", "--plan");
+  CHECK(capped.capacity_factor == 1.25);
+  CHECK(to_plan_string(capped).find("capacity_factor=1.25") != std::string::npos);
+  CHECK(to_plan_string(dropless).find("capacity_factor") == std::string::npos);
+  CHECK_THROWS_AS(parse_plan(base + ",capacity_factor=1.3", "--plan"), InputError);
+  const Estimate a = estimate(m, c, dropless), b = estimate(m, c, capped);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(b.breakdown.compute_s < a.breakdown.compute_s);
+  CHECK(b.breakdown.ep_comm_s < a.breakdown.ep_comm_s);
+  std::string why;
+  CHECK(check_plan(fixtures::model("gpt3-1.3b"), c,
+                   parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,capacity_factor=1.0", "--plan"), {},
+                   &why) == Rejection::experts_invalid);
 }
 
 TEST_CASE("recompute=selective_moe: the experts' activation and the norms' outputs recomputed") {

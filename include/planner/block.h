@@ -89,6 +89,7 @@ struct BlockConfig {
   /// Bytes of a linear layer's stored input element (linear_input_bytes: 1 under fp8).
   double linear_input_bytes = 2;
   int ep = 1, etp = 1;  ///< expert parallelism (a block with experts)
+  double capacity = 0;  ///< the experts' capacity factor (Plan::capacity_factor; 0: dropless)
 };
 
 /// Modules a block may have (fixed storage: the search builds a block model per plan).

@@ -36,6 +36,7 @@ enum class KnobId {
   tp_comm_overlap,
   ep_comm_overlap,
   dispatcher,
+  capacity_factor,
   grad_compression,
   zeropp,
   offload_activations,

@@ -46,6 +46,9 @@ enum class GradCompression { none, onebit_adam, zero_one_adam, onebit_lamb };
 /// over the etp x ep group, each rank keeping those routed to its experts, and the combine a
 /// reduce-scatter back.
 enum class Dispatcher { alltoall, flex, allgather };
+/// The capacity factors a plan may name (the knob's words): Switch Transformer's 1.0, 1.25, 1.5,
+/// 2.0 (Fedus et al. 2022, section 2.2 and Table 1) and 4.0.
+inline constexpr double kCapacityFactors[] = {1.0, 1.25, 1.5, 2.0, 4.0};
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 
@@ -75,6 +78,11 @@ struct Plan {
   /// micro-batch and the backward of another interleaved layer by layer). Off by default.
   std::optional<bool> ep_comm_overlap;
   Dispatcher dispatcher = Dispatcher::alltoall;
+  /// The experts' capacity factor (Megatron-Core --moe-expert-capacity-factor, token drop policy
+  /// "probs", no padding): an expert keeps at most this many times its mean token count and the
+  /// router drops the rest before the dispatch. 0: dropless (the default). One of
+  /// kCapacityFactors.
+  double capacity_factor = 0;
   /// Offload: the optimizer's states and step (DeepSpeed offload_optimizer, Megatron-Core
   /// --optimizer-cpu-offload), the parameters under ZeRO-3 (DeepSpeed offload_param), and the
   /// percentage of this rank's optimizer states moved (Megatron --optimizer-offload-fraction,

@@ -320,7 +320,7 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   const Shard s = shard_of(l, cfg);
   std::vector<Kernel> k;
   BlockConfig bc{cfg.tp, cfg.cp, cfg.mbs, cfg.sp, cfg.attention};
-  bc.ep = cfg.ep, bc.etp = cfg.etp;
+  bc.ep = cfg.ep, bc.etp = cfg.etp, bc.capacity = cfg.capacity;
   const BlockModel bm = block_model(l, bc);
   add_gemms(c.gpu, cfg.dtype, bm, k);
   if (l.attention) add_attention(l, c, cfg, k);

@@ -254,6 +254,11 @@ void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
   } else {
     g.args.push_back({"--moe-token-dispatcher-type", "alltoall", "NCCL all-to-all"});
   }
+  if (p.capacity_factor > 0) {
+    g.args.push_back({"--moe-expert-capacity-factor", fmt("{}", p.capacity_factor),
+                      "tokens past the capacity dropped"});
+    g.args.push_back({"--moe-token-drop-policy", "probs", "the lowest-probability ones"});
+  }
   if (x.sigmoid_router) {  // DeepSeek-V3's router: sigmoid scores, a bias that balances the load
     g.args.push_back({"--moe-router-score-function", "sigmoid", "scoring_func"});
     if (x.router_bias)
