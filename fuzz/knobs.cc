@@ -3,8 +3,7 @@
 // --global-batch, then (given only when the line is there and not empty) the execution knobs
 // --overlap-grad-reduce, --overlap-param-gather, --tp-comm-overlap and --framework, then the
 // expert knobs --ep, --etp, --ep-comm-overlap, --dispatcher and --capacity-factor (an input that
-// gives any of them
-// plans gpt-oss-20b, a mixture of 32 experts, in place of the dense model).
+// gives any of them plans gpt-oss-20b, a mixture of 32 experts, in place of the dense model).
 // A missing line takes a narrow value (so that an execution stays short and the
 // fuzzer's time goes to the lines it changes); an empty line leaves the option out (its default
 // range, as a user who does not give it gets). Half the inputs also draw --plot and --report.
