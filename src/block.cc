@@ -22,7 +22,10 @@ void add_experts(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
   // most the capacity factor's times: the router drops the rest before the dispatch (Megatron-Core
   // moe_utils apply_router_token_dropping, policy "probs"). The imbalance is the busiest expert
   // rank's; the capacity is per expert, taken as the same ratio.
-  const double load = cfg.capacity > 0 ? std::min(x.imbalance, cfg.capacity) : x.imbalance;
+  // Padded to capacity, every expert runs exactly the capacity's multiple.
+  const double load = cfg.capacity <= 0 ? x.imbalance
+                      : cfg.pad         ? cfg.capacity
+                                        : std::min(x.imbalance, cfg.capacity);
   const double copies = tokens * x.topk * load, slots = copies * cfg.etp;
   const double local = E / cfg.ep, per_expert = slots / local, et = cfg.etp;
   auto same = [](double bytes) { return std::array<double, 4>{bytes, bytes, 0.0, bytes}; };

@@ -154,7 +154,8 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
     if (p.ep > 1 || p.etp > 1)
       return no([&] { return fmt("ep={} etp={} need a model with experts", p.ep, p.etp); });
     if (overlap || p.dispatcher != Dispatcher::alltoall ||
-        p.recompute == Recompute::selective_moe || p.capacity_factor > 0)
+        p.recompute == Recompute::selective_moe || p.capacity_factor > 0 ||
+        p.pad_to_capacity.value_or(false))
       return no([] {
         return std::string(
             "ep_comm_overlap, dispatcher, capacity_factor and recompute=selective_moe need a "
@@ -177,6 +178,14 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
     return no([&] {
       return fmt("dispatcher={} needs ep x etp > 1",
                  p.dispatcher == Dispatcher::flex ? "flex (DeepEP)" : "allgather");
+    });
+  // TransformerConfig.__post_init__ at d98e8a64: "moe_expert_capacity_factor must be set to use
+  // moe_pad_expert_input_to_capacity"; the padding is modelled for the all-to-all dispatcher's
+  // drop_and_pad only.
+  if (p.pad_to_capacity.value_or(false) &&
+      (p.capacity_factor <= 0 || p.dispatcher != Dispatcher::alltoall))
+    return no([] {
+      return std::string("pad_to_capacity=1 needs a capacity_factor and dispatcher=alltoall");
     });
   // TransformerConfig.__post_init__ at d98e8a64: "overlap_moe_expert_parallel_comm is supported
   // with alltoall/flex token dispatcher".

@@ -226,6 +226,11 @@ std::array<KnobDef, kNumKnobs> make_table() {
          return kUnset;
        },
        [](Plan& p, int v) { p.capacity_factor = v == kUnset ? 0.0 : kCapacityFactors[v]; }},
+      {K::pad_to_capacity, "pad_to_capacity",
+       "each expert's input padded to its capacity (--moe-pad-expert-input-to-capacity), 0,1 "
+       "(default 0; needs capacity_factor and the alltoall dispatcher)",
+       bits, 0, 0, true, true, "", 0, [](const Plan& p) { return tri(p.pad_to_capacity); },
+       [](Plan& p, int v) { p.pad_to_capacity = untri(v); }},
       {K::grad_compression, "grad_compression",
        "DeepSpeed's compressed optimizers none, onebit_adam, zero_one_adam, onebit_lamb (default "
        "none; zero=0, tp=pp=1)",

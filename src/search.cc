@@ -500,7 +500,8 @@ class Searcher {
   /// The cell's block and head costs (cell_costs), computed once the first plan needs them: cells
   /// whose GPU counts none of the pp values fit cost only their enumeration.
   void layer_costs(const Plan& p) {
-    const ExpertKey key{p.ep, p.etp, p.dispatcher, p.capacity_factor};
+    const ExpertKey key{p.ep, p.etp, p.dispatcher, p.capacity_factor,
+                        p.pad_to_capacity.value_or(false)};
     if (computed_ && key == cell_key_) return;
     // The expert knobs turn inside the cell: each combination's costs are kept until it ends.
     for (auto& [k, costs] : expert_cells_)
@@ -539,8 +540,10 @@ class Searcher {
     int ep = 1, etp = 1;
     Dispatcher dispatcher = Dispatcher::alltoall;
     double capacity = 0;
+    bool pad = false;
     bool operator==(const ExpertKey& o) const {
-      return ep == o.ep && etp == o.etp && dispatcher == o.dispatcher && capacity == o.capacity;
+      return ep == o.ep && etp == o.etp && dispatcher == o.dispatcher && capacity == o.capacity &&
+             pad == o.pad;
     }
   };
   ExpertKey cell_key_;

@@ -80,6 +80,7 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   w.shape = m.moe.any() ? m.moe_shape() : m.decoder_shape();
   w.config = {p.tp, p.cp, p.mbs, p.sp, p.dtype, attention_of(p, c)};
   w.config.ep = p.ep, w.config.etp = p.etp, w.config.capacity = p.capacity_factor;
+  w.config.pad = p.pad_to_capacity.value_or(false);
   w.stage = e.critical_stage;
   w.stage_layers = e.partition[size_t(w.stage)];
   w.layers = layers > 0 ? layers : w.stage_layers;
@@ -174,6 +175,7 @@ nlohmann::json workload_json(const Workload& w) {
   if (s.moe.any()) {  // the routing's sizes, from the block model the kernels came from
     BlockConfig bc{w.config.tp, w.config.cp, w.config.mbs, w.config.sp, w.config.attention};
     bc.ep = w.config.ep, bc.etp = w.config.etp, bc.capacity = w.config.capacity;
+    bc.pad = w.config.pad;
     const BlockModel bm = block_model(s, bc);
     const Module *router = bm.linear(kRouter), *fc2 = bm.linear(kExpertFc2);
     double copies = 0;

@@ -108,6 +108,7 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
       {}};
   BlockConfig bc{p.tp, p.cp, p.mbs, p.sp, attention_of(p, c)};
   bc.ep = p.ep, bc.etp = p.etp, bc.capacity = p.capacity_factor;
+  bc.pad = p.pad_to_capacity.value_or(false);
   const BlockModel bm = block_model(m.moe.any() ? m.moe_shape() : m.decoder_shape(), bc);
   const bool full = p.recompute == Recompute::full;
   if (!(overlaps_of(p, c).tp_comm && p.sp && tp.g.nodes == 1)) {  // as block_cost's condition
@@ -125,9 +126,10 @@ std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterPro
                                            const Plan& p, const LayerCompute& lc) {
   std::vector<WorkCollective> out;
   if (!l.moe.any() || p.ep * p.etp == 1) return out;
-  const BlockModel bm = block_model(
-      l, {p.tp, p.cp, p.mbs, p.sp, attention_of(p, c), activation_element_bytes(p.dtype),
-          linear_input_bytes(p.dtype), p.ep, p.etp, p.capacity_factor});
+  const BlockModel bm =
+      block_model(l, {p.tp, p.cp, p.mbs, p.sp, attention_of(p, c),
+                      activation_element_bytes(p.dtype), linear_input_bytes(p.dtype), p.ep, p.etp,
+                      p.capacity_factor, p.pad_to_capacity.value_or(false)});
   const Module* dispatch = nullptr;
   for (const Module& mod : bm)
     if (mod.kind == ModuleKind::dispatch) dispatch = &mod;

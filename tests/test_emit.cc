@@ -111,6 +111,9 @@ const HfEmitCase kMoeEmitCases[] = {
     {"moe-mixtral-allgather", "tests/data/hf/Mixtral-8x7B-v0.1/config.json",
      "tp=2,pp=2,dp=8,ep=8,sp=1,mbs=1,gbs=64,zero=1,dispatcher=allgather,recompute=full,"
      "capacity_factor=1.25"},
+    {"moe-qwen3-padded", "tests/data/hf/Qwen3-30B-A3B/config.json",
+     "tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1,recompute=full,capacity_factor=1.0,"
+     "pad_to_capacity=1"},
 };
 
 /// Megatron-DeepSpeed refuses sequence parallelism: the same plan without it.
@@ -403,7 +406,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
     }
   }
   // Two scripts per Megatron case, one launcher per DeepSpeed and torchtitan case.
-  CHECK(n == 2 * 23 + 18 + 1);
+  CHECK(n == 2 * 24 + 18 + 1);
   fs::remove_all(dir);
 }
 
@@ -892,6 +895,9 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
     CAPTURE(flag);
     CHECK(capped.find(std::string("\n  ") + flag) != std::string::npos);
   }
+  CHECK(capped.find("--moe-pad-expert-input-to-capacity") == std::string::npos);
+  CHECK(script(kMoeEmitCases[7]).find("\n  --moe-pad-expert-input-to-capacity ") !=
+        std::string::npos);
   // Llama 4 Maverick: layers 2, 4, 6 ... (counting from 1) have experts, beside a shared expert.
   // Megatron-LM's integer form would put them on layers 1, 3, 5 ...: the list form is written.
   CHECK(maverick.find("\n  --moe-layer-freq \"([0,1]*24)\" ") != std::string::npos);

@@ -432,6 +432,9 @@ TEST_CASE("a capacity factor caps the busiest expert's tokens at its multiple of
   CHECK(block_model(l, cfg).linear(kExpertFc1)->tokens == doctest::Approx(1.25 * mean));
   cfg.capacity = 2.0;  // a capacity above the imbalance drops nothing
   CHECK(block_model(l, cfg).linear(kExpertFc1)->tokens == doctest::Approx(1.6 * mean));
+  cfg.pad = true;  // padded, every expert runs its whole capacity, whatever the routing
+  CHECK(block_model(l, cfg).linear(kExpertFc1)->tokens == doctest::Approx(2.0 * mean));
+  cfg.pad = false;
   // Through the plan: the knob's words, the estimate, the refusal for a dense model.
   const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
   const std::string base = "tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,recompute=full";
@@ -447,6 +450,13 @@ TEST_CASE("a capacity factor caps the busiest expert's tokens at its multiple of
   CHECK(b.breakdown.compute_s < a.breakdown.compute_s);
   CHECK(b.breakdown.ep_comm_s < a.breakdown.ep_comm_s);
   std::string why;
+  CHECK(check_plan(m, c, parse_plan(base + ",pad_to_capacity=1", "--plan"), {}, &why) ==
+        Rejection::experts_invalid);
+  CHECK(why.find("pad_to_capacity=1 needs a capacity_factor") != std::string::npos);
+  const Estimate padded =
+      estimate(m, c, parse_plan(base + ",capacity_factor=1.25,pad_to_capacity=1", "--plan"));
+  REQUIRE(padded.ok());
+  CHECK(padded.breakdown.compute_s == doctest::Approx(b.breakdown.compute_s));  // 1.25 either way
   CHECK(check_plan(fixtures::model("gpt3-1.3b"), c,
                    parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,capacity_factor=1.0", "--plan"), {},
                    &why) == Rejection::experts_invalid);

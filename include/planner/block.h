@@ -90,6 +90,7 @@ struct BlockConfig {
   double linear_input_bytes = 2;
   int ep = 1, etp = 1;  ///< expert parallelism (a block with experts)
   double capacity = 0;  ///< the experts' capacity factor (Plan::capacity_factor; 0: dropless)
+  bool pad = false;     ///< every expert padded to its capacity (Plan::pad_to_capacity)
 };
 
 /// Modules a block may have (fixed storage: the search builds a block model per plan).

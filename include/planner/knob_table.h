@@ -37,6 +37,7 @@ enum class KnobId {
   ep_comm_overlap,
   dispatcher,
   capacity_factor,
+  pad_to_capacity,
   grad_compression,
   zeropp,
   offload_activations,

@@ -83,6 +83,10 @@ struct Plan {
   /// router drops the rest before the dispatch. 0: dropless (the default). One of
   /// kCapacityFactors.
   double capacity_factor = 0;
+  /// Each expert's input padded to its capacity (--moe-pad-expert-input-to-capacity; the
+  /// all-to-all dispatcher's drop_and_pad): every expert runs exactly capacity_factor times its
+  /// mean tokens, whatever the routing. Unset: off.
+  std::optional<bool> pad_to_capacity;
   /// Offload: the optimizer's states and step (DeepSpeed offload_optimizer, Megatron-Core
   /// --optimizer-cpu-offload), the parameters under ZeRO-3 (DeepSpeed offload_param), and the
   /// percentage of this rank's optimizer states moved (Megatron --optimizer-offload-fraction,

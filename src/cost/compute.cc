@@ -321,6 +321,7 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   std::vector<Kernel> k;
   BlockConfig bc{cfg.tp, cfg.cp, cfg.mbs, cfg.sp, cfg.attention};
   bc.ep = cfg.ep, bc.etp = cfg.etp, bc.capacity = cfg.capacity;
+  bc.pad = cfg.pad;
   const BlockModel bm = block_model(l, bc);
   add_gemms(c.gpu, cfg.dtype, bm, k);
   if (l.attention) add_attention(l, c, cfg, k);

@@ -81,7 +81,8 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   const int cp = l.causal ? p.cp : 1;
   const BlockModel& bm = sc.model =
       block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn, activation_element_bytes(p.dtype),
-                      linear_input_bytes(p.dtype), p.ep, p.etp, p.capacity_factor});
+                      linear_input_bytes(p.dtype), p.ep, p.etp, p.capacity_factor,
+                      p.pad_to_capacity.value_or(false)});
   const double e = activation_element_bytes(p.dtype);  // fp32 under tf32, else 16-bit
   const double act = e * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
   sc.boundary_bytes = act;
@@ -192,7 +193,16 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
 CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const BlockLayout& layout) {
   const AttentionKernel attn = p.attention.value_or(c.software.attention);
-  const LayerConfig cfg{p.tp, p.cp, p.mbs, p.sp, p.dtype, attn, p.ep, p.etp, p.capacity_factor};
+  const LayerConfig cfg{p.tp,
+                        p.cp,
+                        p.mbs,
+                        p.sp,
+                        p.dtype,
+                        attn,
+                        p.ep,
+                        p.etp,
+                        p.capacity_factor,
+                        p.pad_to_capacity.value_or(false)};
   CellCosts cell;
   for (const LayerShape& l : layout.shapes)
     cell.shape.push_back(shape_cell(l, c, p, layer_compute(l, c, cfg), attn));

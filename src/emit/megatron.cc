@@ -258,6 +258,9 @@ void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
     g.args.push_back({"--moe-expert-capacity-factor", fmt("{}", p.capacity_factor),
                       "tokens past the capacity dropped"});
     g.args.push_back({"--moe-token-drop-policy", "probs", "the lowest-probability ones"});
+    if (p.pad_to_capacity.value_or(false))
+      g.args.push_back(
+          {"--moe-pad-expert-input-to-capacity", "", "every expert padded to its capacity"});
   }
   if (x.sigmoid_router) {  // DeepSeek-V3's router: sigmoid scores, a bias that balances the load
     g.args.push_back({"--moe-router-score-function", "sigmoid", "scoring_func"});

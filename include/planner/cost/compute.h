@@ -106,6 +106,7 @@ struct LayerConfig {
   AttentionKernel attention = AttentionKernel::flash;
   int ep = 1, etp = 1;  ///< expert parallelism (a block with experts)
   double capacity = 0;  ///< the experts' capacity factor (0: dropless)
+  bool pad = false;     ///< padded to capacity
 };
 
 /// A mixture-of-experts layer's token permutation before the dispatch all-to-all and its inverse
