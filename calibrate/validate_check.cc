@@ -289,6 +289,17 @@ void check_moe(Bench& b, const KernelRun& run) {
   std::vector<int> got(C);
   CAL_CUDA(cudaStreamSynchronize(b.stream));
   CAL_CUDA(cudaMemcpy(got.data(), index, C * 4, cudaMemcpyDeviceToHost));
+  for (int t = 0; t < T; ++t)  // every choice an expert, no expert twice in a row
+    for (int j = 0; j < k; ++j) {
+      const int e = got[size_t(t) * k + j];
+      bool repeated = false;
+      for (int i = 0; i < j; ++i) repeated |= got[size_t(t) * k + i] == e;
+      if (e < 0 || e >= E || repeated)
+        throw CheckFailure(
+            fmt("router top-k{}: token {} choice {} is expert {} ({}); nothing was "
+                "timed",
+                tag, t, j, e, repeated ? "chosen twice" : "out of range"));
+    }
   b.expect("router top-k weights" + tag, b.download_as(weight, C, ElementType::f32), want.weight);
   ref::Routing gpu = want;
   gpu.index = got;
@@ -305,6 +316,7 @@ void check_moe(Bench& b, const KernelRun& run) {
   const std::vector<int> pos = ref::expert_order(got, E);
   DeviceBuffer Pos(C * 4);
   CAL_CUDA(cudaMemcpy(Pos.get(), pos.data(), C * 4, cudaMemcpyHostToDevice));
+  CAL_CUDA(cudaDeviceSynchronize());  // the non-blocking stream does not wait for the copy
   const auto* dpos = static_cast<const int*>(Pos.get());
   const Vec x = b.random(size_t(T) * h, 2.0f), e = b.random(C * h, 2.0f);
   const Vec dy = b.random(size_t(T) * h, 1.0f), dperm = b.random(C * h, 1.0f);

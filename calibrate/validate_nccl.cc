@@ -210,29 +210,33 @@ struct TpTimes {
 
 TpTimes tp_times(const RunnerWorkload& w, const RepeatPolicy& policy, unsigned long long seed,
                  Watchdog& wd, const std::function<void(const std::string&)>& log) {
-  int n = 0;
   double largest = 0;
-  for (const WorkCollective& c : w.collectives)
-    n = std::max(n, c.ranks), largest = std::max(largest, c.bytes);
-  LocalTeam team = make_team(n, largest, seed, wd);
-  // The same collective and size (and GEMM): measured once.
-  std::map<std::pair<int, double>, double> seen;
-  std::map<std::tuple<int, double, std::string>, double> beside;
+  for (const WorkCollective& c : w.collectives) largest = std::max(largest, c.bytes);
+  // Each collective over its own group's size (a layer's TP collectives over tp GPUs, a mixture of
+  // experts' dispatcher over ep or etp x ep): one communicator at a time, rebuilt when the ranks
+  // change. The same collective, size and ranks (and GEMM): measured once.
+  LocalTeam team;
+  std::map<std::tuple<int, double, int>, double> seen;
+  std::map<std::tuple<int, double, int, std::string>, double> beside;
   TpTimes out;
   for (const WorkCollective& c : w.collectives) {
-    auto it = seen.find({int(c.coll), c.bytes});
-    if (it == seen.end())
-      it =
-          seen.emplace(std::pair{int(c.coll), c.bytes}, time_one(team, c.coll, c.bytes, policy, wd))
-              .first;
+    const auto key = std::tuple{int(c.coll), c.bytes, c.ranks};
+    auto it = seen.find(key);
+    if (it == seen.end() || c.beside >= 0) {
+      if (team.n != c.ranks) {
+        if (team.n > 0) destroy(team);
+        team = make_team(c.ranks, std::max(largest, 4.0 * c.ranks), seed, wd);
+      }
+    }
+    if (it == seen.end()) it = seen.emplace(key, time_one(team, c.coll, c.bytes, policy, wd)).first;
     out.alone.push_back(it->second);
     out.exposed.push_back(it->second);
     if (c.beside >= 0) {
       const KernelRun r = kernel_run(w, size_t(c.beside));
-      const auto key = std::tuple{int(c.coll), c.bytes, describe(r)};
-      auto b = beside.find(key);
+      const auto pair = std::tuple{int(c.coll), c.bytes, c.ranks, describe(r)};
+      auto b = beside.find(pair);
       if (b == beside.end())
-        b = beside.emplace(key, time_beside(team, c.coll, c.bytes, r, policy, seed, wd)).first;
+        b = beside.emplace(pair, time_beside(team, c.coll, c.bytes, r, policy, seed, wd)).first;
       out.exposed.back() = b->second;
     }
     log(fmt("# {:<18} {:<15} {:>12.0f} B over {} GPUs: {:>9.1f} us (predicted {:.1f} us){}", c.name,
@@ -241,7 +245,7 @@ TpTimes tp_times(const RunnerWorkload& w, const RepeatPolicy& policy, unsigned l
                          : fmt("; beside kernel {} it adds {:.1f} us (the estimate charges {:.1f})",
                                c.beside, out.exposed.back() * 1e6, c.exposed_s * 1e6)));
   }
-  destroy(team);
+  if (team.n > 0) destroy(team);
   return out;
 }
 
@@ -302,8 +306,8 @@ CollectiveTimes time_collectives(const RunnerWorkload& w, const RepeatPolicy& po
     out.collectives_s = std::move(t.alone), out.collectives_exposed_s = std::move(t.exposed);
   } else if (!w.collectives.empty()) {
     log(
-        fmt("# TP collectives: {} local GPU{}, the plan's need {}: not measured (the profile's "
-            "times stand)",
+        fmt("# a layer's collectives (TP, expert dispatch): {} local GPU{}, the largest group "
+            "needs {}: none measured (the profile's times stand)",
             local_gpus, local_gpus == 1 ? "" : "s", tp_ranks));
   }
   // The stage boundaries' and DP's collectives, each list all or none, each call alone.

@@ -100,9 +100,11 @@ struct Routing {
   std::vector<int> index;  ///< [tokens][k], the chosen experts, the most probable first
   Vec weight;              ///< [tokens][k], their probabilities: the combine's weights
 };
-/// Megatron-Core's top-k router with the softmax before the top-k (router.py topk_routing_with_
-/// score_function, score_function "softmax", no renormalisation): a softmax over each row of
-/// `experts` fp32 logits, then the k largest (the lower index first on ties).
+/// A top-k router with the softmax before the top-k (Megatron-Core's --moe-router-pre-softmax
+/// path of router.py topk_routing_with_score_function, no renormalisation): a softmax over each
+/// row of `experts` fp32 logits, then the k largest (the lower index first on ties). Its
+/// default takes the top-k of the logits and a softmax over those k: the same rows read and
+/// written, which is what the timing measures.
 Routing router_forward(const Vec& logits, int tokens, int experts, int k);
 /// The logits' gradient from the weights' (`dweight`, [tokens][k]): the softmax's p_i (g_i -
 /// sum_j p_j g_j), with g the weights' gradient at the chosen experts and 0 elsewhere.

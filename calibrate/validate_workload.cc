@@ -280,6 +280,7 @@ KernelRun kernel_run(const RunnerWorkload& w, size_t index) {
     r.rows = l.norm_rows(), r.width = l.hidden, r.rms = l.swiglu;  // Llama-style models: RMSNorm
     compare_bytes(k, 22.0 * r.rows * r.width * (k.pass == Pass::forward ? 1 : 2), r);
   } else if (k.name == "activation") {
+    if (l.ffn == 0) fail("an activation kernel in a layer without a dense MLP (layer.ffn 0)");
     r.dtype = activation_dtype(w.dtype);
     r.kind = k.pass == Pass::forward ? RunKind::activation_forward : RunKind::activation_backward;
     r.rows = l.tokens(), r.width = l.ffn / l.tp, r.swiglu = l.swiglu;

@@ -204,7 +204,7 @@ std::array<KnobDef, kNumKnobs> make_table() {
        "the experts' token dispatcher alltoall, flex (DeepEP: once per node over the network) or "
        "allgather (every token over the etp x ep group), default alltoall; the search tries flex "
        "where the ep group spans nodes, allgather where the etp x ep group is inside one",
-       words_of<Dispatcher>(), 0, 0, true, true, "disp", -8,
+       words_of<Dispatcher>(), 0, 0, true, true, "disp", -9,
        [](const Plan& p) {
          return p.dispatcher == Dispatcher::alltoall ? kUnset : int(p.dispatcher);
        },
@@ -218,8 +218,8 @@ std::array<KnobDef, kNumKnobs> make_table() {
        0,
        true,
        true,
-       "",
-       0,
+       "cap",
+       4,
        [](const Plan& p) {
          for (int i = 0; i < int(std::size(kCapacityFactors)); ++i)
            if (p.capacity_factor == kCapacityFactors[i]) return i;
@@ -229,7 +229,7 @@ std::array<KnobDef, kNumKnobs> make_table() {
       {K::pad_to_capacity, "pad_to_capacity",
        "each expert's input padded to its capacity (--moe-pad-expert-input-to-capacity), 0,1 "
        "(default 0; needs capacity_factor and the alltoall dispatcher)",
-       bits, 0, 0, true, true, "", 0, [](const Plan& p) { return tri(p.pad_to_capacity); },
+       bits, 0, 0, true, true, "pad", 3, [](const Plan& p) { return tri(p.pad_to_capacity); },
        [](Plan& p, int v) { p.pad_to_capacity = untri(v); }},
       {K::grad_compression, "grad_compression",
        "DeepSpeed's compressed optimizers none, onebit_adam, zero_one_adam, onebit_lamb (default "

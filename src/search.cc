@@ -449,8 +449,9 @@ class Searcher {
     // Without expert parallelism the expert knobs change nothing (a plan another position gave);
     // the flex dispatcher differs from the all-to-all only across nodes.
     // (Only where the search tries the plain value too: a value the user fixed is estimated.)
-    if (p.ep == 1 && ((p.ep_comm_overlap.value_or(false) && tries_unset(KnobId::ep_comm_overlap)) ||
-                      (p.dispatcher != Dispatcher::alltoall && tries_unset(KnobId::dispatcher))))
+    if ((p.ep == 1 && p.ep_comm_overlap.value_or(false) && tries_unset(KnobId::ep_comm_overlap)) ||
+        (p.ep * p.etp == 1 && p.dispatcher != Dispatcher::alltoall &&
+         tries_unset(KnobId::dispatcher)))
       return;
     if (p.dispatcher == Dispatcher::flex && tries_unset(KnobId::dispatcher) &&
         ep_group(p, c_).nodes <= 1)

@@ -68,6 +68,11 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
         "validate dispatches tokens with NCCL's all-to-all; DeepEP's node-deduplicated "
         "dispatch (dispatcher=flex) is not in its runner: validate the plan with "
         "dispatcher=alltoall");
+  if (m.moe.any() && p.ep_comm_overlap.value_or(false))
+    throw InputError("", 0, "--plan",
+                     "validate times the expert dispatcher's collectives alone; the overlap of "
+                     "the combined 1F1B schedule (ep_comm_overlap=1) is not in its runner: "
+                     "validate the plan with ep_comm_overlap=0");
   const Estimate e = estimate(m, c, p);
   if (!e.ok()) throw InputError("", 0, "--plan", rejection_message(e));
   if (!m.encoders.empty())
@@ -104,7 +109,7 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
     if (k.pass != Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);
   const LayerCompute lc = layer_compute(w.shape, c, w.config);
   w.collectives = tp_collectives(m, c, p, w.kernels, w.is_recompute, lc);
-  for (const WorkCollective& x : ep_collectives(w.shape, c, p, lc)) w.collectives.push_back(x);
+  for (const WorkCollective& x : ep_collectives(w.shape, c, p)) w.collectives.push_back(x);
   w.boundary = boundary_collectives(m, c, p, e.chunk_partition, w.stage);
   w.dp = dp_collectives(m, c, p, e.dp_params_rank, lc, w.stage_layers);
   for (const WorkCollective& x : expert_dp_collectives(c, p, e.expert_params_rank))

@@ -123,7 +123,7 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
 }
 
 std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterProfile& c,
-                                           const Plan& p, const LayerCompute& lc) {
+                                           const Plan& p) {
   std::vector<WorkCollective> out;
   if (!l.moe.any() || p.ep * p.etp == 1) return out;
   const BlockModel bm =
@@ -153,7 +153,8 @@ std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterPro
     const int group = p.etp * p.ep;
     const double hidden = group * tokens * dispatch->in * activation_element_bytes(p.dtype);
     const GroupLayout g = tp_ep_group(p, c);
-    add("ep_allgather", Collective::allgather, hidden + group * tokens * experts * 4, group, g, 1);
+    add("ep_allgather", Collective::allgather,
+        hidden + group * tokens * experts * activation_element_bytes(p.dtype), group, g, 1);
     add("ep_reduce_scatter", Collective::reduce_scatter, hidden, group, g, 1);
   } else if (p.ep > 1) {
     add("ep_alltoall", Collective::alltoall, bytes, p.ep, ep_group(p, c), 2);
@@ -162,23 +163,6 @@ std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterPro
     const GroupLayout e = etp_group(p, c);
     add("etp_allgather", Collective::allgather, bytes * p.etp, p.etp, e, 1);
     add("etp_reduce_scatter", Collective::reduce_scatter, bytes * p.etp, p.etp, e, 1);
-  }
-  if (p.ep_comm_overlap.value_or(false)) {  // the exposed share of each pass (stages.cc)
-    double wire = 0;                        // one pass's dispatcher collectives
-    for (const WorkCollective& w : out)
-      if (w.pass == Pass::forward) wire += w.count * w.predicted_s;
-    const double slow = c.gpu.overlap_compute_slowdown;
-    const double alone = 1.0 / std::max(1, p.microbatches());
-    const double fwd =
-        alone * wire + (1 - alone) * exposed_after_overlap(wire, lc.bwd_s(), 0.0, slow);
-    const double bwd =
-        alone * wire + (1 - alone) * exposed_after_overlap(wire, lc.fwd_s(), 0.0, slow);
-    for (WorkCollective& w : out) {
-      w.overlapped = true;
-      // The recomputed forward's collectives (in backward under full recompute) as the forward's.
-      const double share = wire > 0 ? (w.pass == Pass::forward ? fwd : bwd) / wire : 1.0;
-      w.exposed_s = w.predicted_s * share;
-    }
   }
   return out;
 }

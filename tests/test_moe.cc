@@ -315,12 +315,12 @@ TEST_CASE(
              ag = parse_plan(base + ",dispatcher=allgather", "--plan");
   const BlockLayout layout = block_layout(m);
   const double t = 4096, G = 8;
-  // Per pass: the all-gather of 8 ranks' 4096 tokens (bf16) and fp32 probabilities over 128
-  // experts, the reduce-scatter of the combined tokens; the all-to-all sends each token's 8 copies
-  // there and back.
+  // Per pass: the all-gather of 8 ranks' 4096 tokens and their probabilities over 128 experts
+  // (bf16 both: the router's probabilities take the logits' type), the reduce-scatter of the
+  // combined tokens; the all-to-all sends each token's 8 copies there and back.
   const GroupLayout node{8, 8, 1};
   const double hidden = G * t * 2048 * 2;
-  const double want = collective_time_s(c, Collective::allgather, hidden + G * t * 128 * 4, node) +
+  const double want = collective_time_s(c, Collective::allgather, hidden + G * t * 128 * 2, node) +
                       collective_time_s(c, Collective::reduce_scatter, hidden, node);
   const CellCosts with_ag = cell_costs(m, c, ag, layout), with_a2a = cell_costs(m, c, a2a, layout);
   CHECK(with_ag.shape[0].ep_per_pass_s == doctest::Approx(want));

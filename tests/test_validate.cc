@@ -257,6 +257,34 @@ TEST_CASE("a mixture-of-experts layer: router, grouped expert GEMMs, routing, it
   CHECK(again_other == 3);  // flash attention, norms, routing
 }
 
+TEST_CASE("validate's expert dispatcher collectives add up to the estimate's EP communication") {
+  ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
+  m.seq_len = 4096;
+  for (const char* text :
+       {"tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=64,zero=1,recompute=full",
+        "tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=64,zero=1,dispatcher=allgather",
+        "tp=2,sp=1,pp=1,dp=8,ep=4,etp=2,mbs=1,gbs=64,zero=1",
+        "tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=64,zero=1,capacity_factor=1.0,pad_to_capacity=1"}) {
+    CAPTURE(text);
+    const Plan p = plan(text);
+    const Workload w = build_workload(m, h200(), p);
+    const Estimate e = estimate(m, h200(), p);
+    REQUIRE(e.ok());
+    double per_layer = 0;  // one micro-batch, forward and backward
+    for (const WorkCollective& c : w.collectives)
+      if (c.name.rfind("tp_", 0) != 0) per_layer += c.count * c.exposed_s;
+    CHECK(per_layer > 0);
+    // pp = 1: every layer of every micro-batch on the critical path.
+    CHECK(per_layer * m.layers * p.microbatches() ==
+          doctest::Approx(e.breakdown.ep_comm_s).epsilon(1e-6));
+  }
+  ModelSpec q = m;
+  CHECK_THROWS_WITH_AS(
+      build_workload(q, h200(),
+                     plan("tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1,ep_comm_overlap=1")),
+      doctest::Contains("ep_comm_overlap=0"), InputError);
+}
+
 TEST_CASE("latent attention and DeepEP's dispatch are refused, not timed as something else") {
   const ModelSpec ds = io::load_model(PLANNER_SOURCE_DIR "/configs/models/deepseek-v3.json");
   CHECK_THROWS_WITH_AS(

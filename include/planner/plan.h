@@ -42,7 +42,8 @@ enum class GradCompression { none, onebit_adam, zero_one_adam, onebit_lamb };
 /// `alltoall`, NCCL's all-to-all of every token copy; `flex` with DeepEP's kernels, which send a
 /// token once to each node that holds any of its experts and forward it there over NVLink
 /// (DeepEP README: "forwarding data from NVLink domain to RDMA domain"); `allgather`,
-/// Megatron-Core's MoEAllGatherTokenDispatcher: every rank's tokens (not copies) all-gathered
+/// Megatron-Core's MoEAllGatherTokenDispatcher: every rank's tokens (not copies) and their
+/// routing probabilities all-gathered
 /// over the etp x ep group, each rank keeping those routed to its experts, and the combine a
 /// reduce-scatter back.
 enum class Dispatcher { alltoall, flex, allgather };

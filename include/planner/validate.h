@@ -80,11 +80,10 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
 /// each pass's dispatch and combine all-to-all over the ep ranks, with etp > 1 the all-gather and
 /// reduce-scatter of the received tokens over the etp ranks (the allgather dispatcher: its
 /// all-gather and reduce-scatter over the etp x ep ranks instead), the
-/// recomputed forward's again in backward; under --overlap-moe-expert-parallel-comm each marked
-/// overlapped, its exposed share the estimate's. Empty for a dense layer or ep x etp = 1. `lc`:
-/// the layer's compute (the overlap's windows).
+/// recomputed forward's again in backward; none overlapped (build_workload refuses
+/// ep_comm_overlap). Empty for a dense layer or ep x etp = 1.
 std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterProfile& c,
-                                           const Plan& p, const LayerCompute& lc);
+                                           const Plan& p);
 /// The routed experts' DP collectives of one iteration (data_parallel.cc expert_dp_cost) over
 /// the expert-data-parallel group for `expert_params_rank` weights on one rank.
 std::vector<WorkCollective> expert_dp_collectives(const ClusterProfile& c, const Plan& p,

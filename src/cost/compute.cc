@@ -345,8 +345,9 @@ LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const L
          : k.pass == Pass::backward_data ? lt.bwd_data_s
                                          : lt.bwd_weight_s) += k.time_s;
         if (k.pass == Pass::backward_weight) out.bwd_weight_s += k.time_s;
-        // The router is replicated, its output as wide as the experts: no shard to widen.
-        if (fwd && linear_index(k.name) != kRouter)
+        // The replicated linears (the router, latent attention's down-projections) are no shard.
+        const LinearIndex li = linear_index(k.name);
+        if (fwd && li != kRouter && li != kQDown && li != kKvDown)
           out.min_shard_dim = std::min({out.min_shard_dim, k.gemm.n, k.gemm.k});
         break;
       }

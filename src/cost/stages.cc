@@ -42,7 +42,8 @@ namespace {
 /// all-gather and reduce-scatter of the received tokens over the etp ranks that share experts.
 /// Not overlapped with compute (Megatron-Core's --overlap-moe-expert-parallel-comm is off by
 /// default). The all-gather dispatcher (MoEAllGatherTokenDispatcher at d98e8a64) instead gathers
-/// every rank's tokens and their fp32 routing probabilities over the etp x ep group and
+/// every rank's tokens and their routing probabilities (in the activations' precision: the
+/// router's probs.type_as(logits), no --moe-router-dtype) over the etp x ep group and
 /// reduce-scatters the combined outputs back (the backward the same, mirrored); its 1-byte
 /// routing map, gathered forward only, is left out.
 double expert_dispatch_s(const ClusterProfile& c, const Plan& p, const BlockModel& bm,
@@ -52,7 +53,7 @@ double expert_dispatch_s(const ClusterProfile& c, const Plan& p, const BlockMode
     const Module* router = bm.linear(kRouter);
     const double tokens = router ? router->tokens : 0.0, group = double(p.etp) * p.ep;
     const double experts = router ? router->out : 0.0;
-    const double hidden = group * tokens * dispatch.in * e, probs = group * tokens * experts * 4;
+    const double hidden = group * tokens * dispatch.in * e, probs = group * tokens * experts * e;
     const GroupLayout g = tp_ep_group(p, c);
     return collective_time_s(c, Collective::allgather, hidden + probs, g) +
            collective_time_s(c, Collective::reduce_scatter, hidden, g);
