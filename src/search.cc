@@ -450,7 +450,7 @@ class Searcher {
     // the flex dispatcher differs from the all-to-all only across nodes.
     // (Only where the search tries the plain value too: a value the user fixed is estimated.)
     if ((p.ep == 1 && p.ep_comm_overlap.value_or(false) && tries_unset(KnobId::ep_comm_overlap)) ||
-        (p.ep * p.etp == 1 && p.dispatcher != Dispatcher::alltoall &&
+        (1LL * p.ep * p.etp == 1 && p.dispatcher != Dispatcher::alltoall &&
          tries_unset(KnobId::dispatcher)))
       return;
     if (p.dispatcher == Dispatcher::flex && tries_unset(KnobId::dispatcher) &&
@@ -459,7 +459,7 @@ class Searcher {
     // The all-gather dispatcher moves every token to every rank of its group: tried where that
     // group stays on NVLink.
     if (p.dispatcher == Dispatcher::allgather && tries_unset(KnobId::dispatcher) &&
-        (p.ep * p.etp == 1 || tp_ep_group(p, c_).nodes > 1))
+        (1LL * p.ep * p.etp == 1 || tp_ep_group(p, c_).nodes > 1))
       return;
     // The other rank order is another plan only where it moves the DP group or a stage pair.
     if (p.order != RankOrder::tp_cp_dp_pp && !rank_order_matters(p, c_)) return;

@@ -125,7 +125,7 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
 std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterProfile& c,
                                            const Plan& p) {
   std::vector<WorkCollective> out;
-  if (!l.moe.any() || p.ep * p.etp == 1) return out;
+  if (!l.moe.any() || 1LL * p.ep * p.etp == 1) return out;
   const BlockModel bm =
       block_model(l, {p.tp, p.cp, p.mbs, p.sp, attention_of(p, c),
                       activation_element_bytes(p.dtype), linear_input_bytes(p.dtype), p.ep, p.etp,
@@ -150,7 +150,7 @@ std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterPro
   if (p.dispatcher == Dispatcher::allgather) {  // every token over etp x ep (stages.cc)
     const Module* router = bm.linear(kRouter);
     const double tokens = router ? router->tokens : 0.0, experts = router ? router->out : 0.0;
-    const int group = p.etp * p.ep;
+    const int group = static_cast<int>(std::min<long long>(1LL * p.etp * p.ep, kMaxKnob));
     const double hidden = group * tokens * dispatch->in * activation_element_bytes(p.dtype);
     const GroupLayout g = tp_ep_group(p, c);
     add("ep_allgather", Collective::allgather,

@@ -62,7 +62,9 @@ GroupLayout ep_group(const Plan& p, const ClusterProfile& c) {
   return group_layout(p.ep, p.etp, c.nvlink_domain);
 }
 GroupLayout tp_ep_group(const Plan& p, const ClusterProfile& c) {
-  return group_layout(p.etp * p.ep, 1, c.nvlink_domain);
+  // Knob values are bounded (kMaxKnob), their product is not.
+  return group_layout(static_cast<int>(std::min<long long>(1LL * p.etp * p.ep, kMaxKnob)), 1,
+                      c.nvlink_domain);
 }
 GroupLayout etp_group(const Plan& p, const ClusterProfile& c) {
   return group_layout(p.etp, 1, c.nvlink_domain);
