@@ -134,7 +134,8 @@ std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterPro
   for (const Module& mod : bm)
     if (mod.kind == ModuleKind::dispatch) dispatch = &mod;
   if (!dispatch) return out;
-  const double bytes = activation_element_bytes(p.dtype) * dispatch->tokens * dispatch->in;
+  const DispatchBytes d = dispatch_bytes(p, bm, *dispatch);
+  const double bytes = d.copies;
   const bool full = p.recompute == Recompute::full;
   auto add = [&](const char* name, Collective coll, double size, int ranks, const GroupLayout& g,
                  int per_pass) {
@@ -148,14 +149,10 @@ std::vector<WorkCollective> ep_collectives(const LayerShape& l, const ClusterPro
     }
   };
   if (p.dispatcher == Dispatcher::allgather) {  // every token over etp x ep (stages.cc)
-    const Module* router = bm.linear(kRouter);
-    const double tokens = router ? router->tokens : 0.0, experts = router ? router->out : 0.0;
     const int group = static_cast<int>(std::min<long long>(1LL * p.etp * p.ep, kMaxKnob));
-    const double hidden = group * tokens * dispatch->in * activation_element_bytes(p.dtype);
     const GroupLayout g = tp_ep_group(p, c);
-    add("ep_allgather", Collective::allgather,
-        hidden + group * tokens * experts * activation_element_bytes(p.dtype), group, g, 1);
-    add("ep_reduce_scatter", Collective::reduce_scatter, hidden, group, g, 1);
+    add("ep_allgather", Collective::allgather, d.hidden + d.probs, group, g, 1);
+    add("ep_reduce_scatter", Collective::reduce_scatter, d.hidden, group, g, 1);
   } else if (p.ep > 1) {
     add("ep_alltoall", Collective::alltoall, bytes, p.ep, ep_group(p, c), 2);
   }

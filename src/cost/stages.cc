@@ -34,6 +34,18 @@ BlockLayout block_layout(const ModelSpec& m) {
   return b;
 }
 
+DispatchBytes dispatch_bytes(const Plan& p, const BlockModel& bm, const Module& dispatch) {
+  const double e = activation_element_bytes(p.dtype);
+  const Module* router = bm.linear(kRouter);
+  const double tokens = router ? router->tokens : 0.0, experts = router ? router->out : 0.0;
+  const double group = double(p.etp) * p.ep;
+  DispatchBytes d;
+  d.copies = e * dispatch.tokens * dispatch.in;
+  d.hidden = group * tokens * dispatch.in * e;
+  d.probs = group * tokens * experts * e;
+  return d;
+}
+
 namespace {
 
 /// One pass of a mixture-of-experts layer's token dispatcher on one rank: the dispatch and the
@@ -48,17 +60,13 @@ namespace {
 /// routing map, gathered forward only, is left out.
 double expert_dispatch_s(const ClusterProfile& c, const Plan& p, const BlockModel& bm,
                          const Module& dispatch) {
-  const double e = activation_element_bytes(p.dtype);
+  const DispatchBytes d = dispatch_bytes(p, bm, dispatch);
   if (p.dispatcher == Dispatcher::allgather) {
-    const Module* router = bm.linear(kRouter);
-    const double tokens = router ? router->tokens : 0.0, group = double(p.etp) * p.ep;
-    const double experts = router ? router->out : 0.0;
-    const double hidden = group * tokens * dispatch.in * e, probs = group * tokens * experts * e;
     const GroupLayout g = tp_ep_group(p, c);
-    return collective_time_s(c, Collective::allgather, hidden + probs, g) +
-           collective_time_s(c, Collective::reduce_scatter, hidden, g);
+    return collective_time_s(c, Collective::allgather, d.hidden + d.probs, g) +
+           collective_time_s(c, Collective::reduce_scatter, d.hidden, g);
   }
-  const double bytes = e * dispatch.tokens * dispatch.in;
+  const double bytes = d.copies;
   const GroupLayout g = ep_group(p, c);
   double t =
       2.0 * (p.dispatcher == Dispatcher::flex ? node_dedup_dispatch_s(c, bytes, g, dispatch.out)

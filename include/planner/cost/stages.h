@@ -73,6 +73,15 @@ struct ShapeCell {
   std::array<double, 4> act_bytes{};                          ///< stored, by Recompute
 };
 
+/// The messages of a mixture-of-experts layer's dispatcher in one pass on one rank (expert_
+/// dispatch_s's, and validate's): `copies`, the all-to-all's token copies (x etp for etp's
+/// all-gather and reduce-scatter); with the all-gather dispatcher `hidden`, every etp x ep
+/// rank's tokens, and `probs`, their routing probabilities, both in the activations' precision.
+struct DispatchBytes {
+  double copies = 0, hidden = 0, probs = 0;
+};
+DispatchBytes dispatch_bytes(const Plan& p, const BlockModel& bm, const Module& dispatch);
+
 /// Every shape's ShapeCell and the embedding's and logits' compute of one layer configuration.
 struct CellCosts {
   std::vector<ShapeCell> shape;
