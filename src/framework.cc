@@ -443,6 +443,14 @@ bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Pla
           "planned and emitted for Megatron-LM (--framework megatron)",
           info(f).title);
     });
+  if (m.mtp_layers > 0 && f != Framework::megatron)
+    return no(reason, [&] {
+      return fmt(
+          "{} has no multi-token-prediction modules here: they are planned and emitted for "
+          "Megatron-LM (--framework megatron, --mtp-num-layers); --mtp-layers 0 plans without "
+          "them",
+          info(f).title);
+    });
   if (is_2021(f) && refuses_2021(f, p, reason)) return true;
   if (f == Framework::torchtitan ? refuses_torchtitan(p, reason)
       : is_megatron(f)           ? refuses_megatron(f, c, p, reason)

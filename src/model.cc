@@ -93,6 +93,17 @@ double non_decoder_params(const ModelSpec& m) {
 
 }  // namespace
 
+LayerShape ModelSpec::mtp_shape() const {
+  return is_moe_layer(layers - 1) ? moe_shape() : decoder_shape();
+}
+
+double ModelSpec::mtp_params() const {
+  if (mtp_layers == 0) return 0;
+  const double sinks = attention_sinks ? heads : 0.0;
+  const double norm = (arch.norm_bias ? 2.0 : 1.0) * hidden;  // enorm, hnorm, final_layernorm
+  return mtp_layers * (mtp_shape().params() + sinks + 2.0 * hidden * double(hidden) + 3.0 * norm);
+}
+
 int ModelSpec::moe_layers() const {
   if (!moe.any()) return 0;
   int n = 0;
@@ -173,6 +184,7 @@ void validate_model(const ModelSpec& m, const std::string& file) {
                          std::to_string(m.head_dim()) + " is implausibly large (> " +
                          std::to_string(limits::kHidden) + ")");
   check_count(m.learned_positions, "learned_positions", limits::kSeqLen, file, true);
+  check_count(m.mtp_layers, "mtp_layers", limits::kMtpLayers, file, true);
   if (m.arch.sliding_window != 0)
     check_count(m.arch.sliding_window, "sliding_window", limits::kSeqLen, file);
   if (!(m.arch.local_layers >= 0 && m.arch.local_layers <= 1))
@@ -212,13 +224,16 @@ void validate_model(const ModelSpec& m, const std::string& file) {
 namespace {
 
 /// Megatron-LM's num_floating_point_operations for a model with experts or latent attention
-/// (d98e8a64 training.py transformer_flops, no MTP, no latent MoE): per token 6 FLOPs per weight
-/// of the MLPs (routed experts topk times), the attention projections and the logits; per token
-/// pair the core attention, causal-halved.
+/// (d98e8a64 training.py transformer_flops, no latent MoE): per token 6 FLOPs per weight of the
+/// MLPs (routed experts topk times), the attention projections and the logits; per token pair the
+/// core attention, causal-halved. Each MTP module counts as one more layer of the last layer's
+/// kind, its three norms and eh_proj (6 x (3h + 2h^2) per token) and one more logits.
 double moe_mla_flops(const ModelSpec& m, double B) {
   const double s = m.seq_len, h = m.hidden, H = m.heads, V = m.vocab;
   const double gated = m.swiglu ? 3.0 : 2.0;
-  const int moe = m.moe_layers(), dense = m.layers - moe;
+  const int mtp = m.mtp_layers, last_moe = m.is_moe_layer(m.layers - 1) ? 1 : 0;
+  const int moe = m.moe_layers() + last_moe * mtp, dense = m.layers + mtp - moe;
+  const double layers = double(m.layers) + mtp;
   const double mlp = 6.0 * h *
                      (double(m.ffn) * gated * dense +
                       (double(m.moe.expert_ffn) * m.moe.topk + m.moe.shared_ffn) * gated * moe);
@@ -235,7 +250,9 @@ double moe_mla_flops(const ModelSpec& m, double B) {
     attn = 6.0 * (h * (q + 2 * kv) + q * h);
     core = 6.0 * q;
   }
-  return B * s * (mlp + attn * m.layers + 6.0 * h * V) + B * s * s * core * m.layers;
+  const double mtp_extra = 6.0 * mtp * (3.0 * h + 2.0 * h * h);
+  return B * s * (mlp + attn * layers + mtp_extra + 6.0 * h * V * (1.0 + mtp)) +
+         B * s * s * core * layers;
 }
 
 }  // namespace
@@ -243,12 +260,15 @@ double moe_mla_flops(const ModelSpec& m, double B) {
 double model_flops_per_iteration(const ModelSpec& m, double B) {
   if (m.moe.any() || m.mla.any()) return moe_mla_flops(m, B);
   const double s = m.seq_len, L = m.layers, h = m.hidden, a = m.heads, g = m.kv_heads;
-  const double d = m.head_dim(), f = m.ffn, V = m.vocab;
+  const double d = m.head_dim(), f = m.ffn, V = m.vocab, mtp = m.mtp_layers;
   const double attn = (1.0 + g / a + s / h) * (a * d / h);
   const double mlp = (f / h) * (m.swiglu ? 1.5 : 1.0);
   double encoders = 0;  // multimodal: the encoders' own model FLOPs per sample
   for (const Component& c : m.encoders) encoders += c.layers * c.shape.flops_per_sample();
-  return 12.0 * B * s * L * h * h * (attn + mlp + V / (2.0 * L * h)) + B * encoders;
+  // MTP modules as moe_mla_flops counts them: a layer, the norms and eh_proj, a logits each.
+  const double mtp_flops = 12.0 * B * s * h * h * mtp * (attn + mlp + V / (2.0 * h)) +
+                           6.0 * B * s * mtp * (3.0 * h + 2.0 * h * h);
+  return 12.0 * B * s * L * h * h * (attn + mlp + V / (2.0 * L * h)) + B * encoders + mtp_flops;
 }
 
 double megatron_hfu_flops_per_iteration(const ModelSpec& m, double B) {

@@ -910,7 +910,7 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
         "--v-head-dim 128\n", "--qk-layernorm ", "--expert-model-parallel-size 256 ",
         "--moe-router-score-function sigmoid ", "--moe-router-enable-expert-bias ",
         "--moe-router-num-groups 8 ", "--moe-router-group-topk 4 ",
-        "--moe-router-topk-scaling-factor 2.5 "}) {
+        "--moe-router-topk-scaling-factor 2.5 ", "--mtp-num-layers 1 "}) {
     CAPTURE(flag);
     CHECK(ds.find(std::string("\n  ") + flag) != std::string::npos);
   }

@@ -17,6 +17,7 @@
 #include "planner/cost/stages.h"
 #include "planner/error.h"
 #include "planner/estimate.h"
+#include "planner/framework.h"
 #include "planner/io/csv.h"
 #include "planner/io/model_io.h"
 #include "planner/model.h"
@@ -487,4 +488,109 @@ TEST_CASE("recompute=selective_moe: the experts' activation and the norms' outpu
   std::string why;
   Plan dense = parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,recompute=selective_moe", "--plan");
   CHECK(check_plan(fixtures::model("gpt3-1.3b"), c, dense, {}, &why) == Rejection::experts_invalid);
+}
+
+// Multi-token prediction (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionLayer).
+TEST_CASE("MTP: DeepSeek-V3's module counted apart from the published 671B, its own parameters") {
+  const ModelSpec ds = moe("DeepSeek-V3");
+  CHECK(ds.mtp_layers == 1);  // num_nextn_predict_layers
+  CHECK(std::abs(off_pct(ds.total_params(), 671e9)) < 0.5);
+  // One MoE layer (the last layer's kind), eh_proj 2h x h and the enorm, hnorm and final norms.
+  const double h = ds.hidden;
+  CHECK(ds.mtp_params() ==
+        doctest::Approx(block_model(ds.moe_shape()).params() + 2 * h * h + 3 * h));
+  // The Hugging Face checkpoint's 685B "include 671B of the Main Model weights and 14B of the
+  // Multi-Token Prediction (MTP) Module weights": its MTP file carries copies of the embedding
+  // and the output head, which training shares with the main model.
+  const double checkpoint = ds.total_params() + ds.mtp_params() + 2 * ds.embedding_params();
+  CHECK(std::abs(off_pct(checkpoint, 685e9)) < 0.5);
+  ModelSpec none = ds;
+  none.mtp_layers = 0;
+  CHECK(none.mtp_params() == 0);
+}
+
+TEST_CASE("MTP in the FLOP count: one more layer, its norms and eh_proj, one more logits") {
+  // Megatron-LM's num_floating_point_operations (d98e8a64): mtp_num_layers more layers of the
+  // last layer's kind, 6 x (3h + 2h^2) per token, and (1 + mtp) logits.
+  auto identity = [](ModelSpec m) {
+    const double B = 16, s = m.seq_len, h = m.hidden, V = m.vocab;
+    m.mtp_layers = 1;
+    const double with = model_flops_per_iteration(m, B);
+    m.mtp_layers = 0;
+    ++m.layers;  // the extra layer as the decoder's own (the last layer's kind)
+    const double plus_layer = model_flops_per_iteration(m, B);
+    CHECK(with ==
+          doctest::Approx(plus_layer + 6 * B * s * h * V + 6 * B * s * (3 * h + 2 * h * h)));
+  };
+  identity(moe("DeepSeek-V3"));
+  identity(fixtures::model("gpt3-1.3b"));
+}
+
+TEST_CASE("MTP in a model file: mtp_layers, bounded; --mtp-layers' range") {
+  const std::string yaml =
+      "name: tiny\nlayers: 4\nhidden: 1024\nheads: 8\nffn: 4096\nswiglu: true\n"
+      "vocab: 32000\nseq_len: 2048\n";
+  CHECK(io::parse_model(yaml, "t.yaml").mtp_layers == 0);
+  CHECK(io::parse_model(yaml + "mtp_layers: 2\n", "t.yaml").mtp_layers == 2);
+  CHECK_THROWS_WITH_AS(io::parse_model(yaml + "mtp_layers: -1\n", "t.yaml"),
+                       "t.yaml:9: key 'mtp_layers': must be a positive integer, got -1",
+                       InputError);
+  CHECK_THROWS_WITH_AS(io::parse_model(yaml + "mtp_layers: 65\n", "t.yaml"),
+                       doctest::Contains("t.yaml:9: key 'mtp_layers': is implausibly large"),
+                       InputError);
+}
+
+TEST_CASE("MTP on the last stage: its layer, eh_proj and second logits in the logits' figures") {
+  ModelSpec m = moe("Qwen3-30B-A3B");
+  m.seq_len = 4096;
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const Plan p = parse_plan("tp=2,pp=2,dp=4,ep=8,mbs=1,gbs=256,zero=1,sp=1", "--plan");
+  const BlockLayout layout = block_layout(m);
+  const PlanCosts without = plan_costs(m, c, p, layout);
+  m.mtp_layers = 1;
+  const CellCosts cell = cell_costs(m, c, p, layout);
+  const PlanCosts with = plan_costs(m, c, p, layout, &cell);
+  const BlockCost& layer = with.shape[layout.shape_of.back()];
+  const HeadCompute& head = cell.head;
+  // The module's own figures contain a second logits and loss, and more.
+  CHECK(head.mtp_fwd_s > head.logits_fwd_s);
+  CHECK(head.mtp_bwd_s > head.logits_bwd_s);
+  CHECK(with.logits_s ==
+        doctest::Approx(without.logits_s + layer.compute_s + head.mtp_fwd_s + head.mtp_bwd_s));
+  // eh_proj's collectives beside the layer's own: TP time beyond the layer's.
+  CHECK(with.mtp_tp_s > layer.tp_comm_s);
+  CHECK(with.mtp_ep_s == doctest::Approx(layer.ep_comm_s));
+  CHECK(with.logits_fwd_s + with.logits_bwd_s ==
+        doctest::Approx(with.logits_s + with.mtp_tp_s + with.mtp_cp_s + with.mtp_ep_s));
+  // Weights: the layer, eh_proj's 1/tp, three norms, and the embedding the last stage lacks
+  // (untied, pipelined: MTP embeds the next tokens there).
+  const double h = m.hidden;
+  CHECK(with.output_params ==
+        doctest::Approx(without.output_params + layer.params + 2 * h * h / p.tp + 3 * h +
+                        double(m.vocab) * h / p.tp));
+  CHECK(with.mtp_expert_params == doctest::Approx(layer.expert_params));
+  CHECK(with.mtp_act_bytes > layer.act_bytes);
+  CHECK(with.logits_bytes == doctest::Approx(2 * without.logits_bytes));
+  // The estimate: slower and heavier on the last stage; the EP time grows by the module's.
+  ModelSpec base = m;
+  base.mtp_layers = 0;
+  const Estimate e0 = estimate(base, c, p), e1 = estimate(m, c, p);
+  REQUIRE(e0.ok());
+  REQUIRE(e1.ok());
+  CHECK(e1.iteration_time_s > e0.iteration_time_s);
+  CHECK(e1.breakdown.ep_comm_s > e0.breakdown.ep_comm_s);
+  const Partition part = even_partition(layout.count(), p.pp);
+  const Stages s0 = build_stages(layout, without, p, part),
+               s1 = build_stages(layout, with, p, part);
+  CHECK(s1.load[0].params == s0.load[0].params);  // the first stage as it was
+  CHECK(s1.load[1].params > s0.load[1].params);
+  CHECK(s1.load[1].act_per_mb > s0.load[1].act_per_mb);
+  // Only Megatron-LM plans and emits it.
+  std::string why;
+  ModelSpec dense = fixtures::model("gpt3-1.3b");
+  dense.mtp_layers = 1;
+  const Plan dp = parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1", "--plan");
+  CHECK_FALSE(refuses(Framework::megatron, dense, c, dp, &why));
+  CHECK(refuses(Framework::deepspeed, dense, c, dp, &why));
+  CHECK(why.find("multi-token-prediction") != std::string::npos);
 }

@@ -63,10 +63,11 @@ _planner() {
         --out) _planner_dirs; return ;;
         --seq-len) :; return ;;
         --routing-imbalance) :; return ;;
+        --mtp-layers) :; return ;;
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --ep --etp --vpp --mbs --zero --recompute --sp --schedule --split --order --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --ep-comm-overlap --dispatcher --capacity-factor --pad-to-capacity --grad-compression --zeropp --offload-activations --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --routing-imbalance --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --ep --etp --vpp --mbs --zero --recompute --sp --schedule --split --order --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --ep-comm-overlap --dispatcher --capacity-factor --pad-to-capacity --grad-compression --zeropp --offload-activations --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --routing-imbalance --mtp-layers --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -84,10 +85,11 @@ _planner() {
         --attention) _planner_words 'flash unfused'; return ;;
         --seq-len) :; return ;;
         --routing-imbalance) :; return ;;
+        --mtp-layers) :; return ;;
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --train-tokens --format --trace --attention --seq-len --routing-imbalance --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --train-tokens --format --trace --attention --seq-len --routing-imbalance --mtp-layers --plot --report'; else _planner_words ''; fi ;;
     regress)
       case "$prev" in
         --cases) _planner_files 'csv'; return ;;
@@ -132,8 +134,9 @@ _planner() {
         --framework) _planner_words 'megatron deepspeed torchtitan'; return ;;
         --out) _planner_dirs; return ;;
         --seq-len) :; return ;;
+        --mtp-layers) :; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --out --seq-len'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --tp-across-nodes --memory-limit-GiB --framework --out --seq-len --mtp-layers'; else _planner_words ''; fi ;;
     compare)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -145,11 +148,12 @@ _planner() {
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --seq-len) :; return ;;
+        --mtp-layers) :; return ;;
         --memory-limit-GiB) :; return ;;
         --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021'; return ;;
         --format) _planner_words 'table json'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --nodes --global-batch --dtype --seq-len --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --nodes --global-batch --dtype --seq-len --mtp-layers --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;
     advise)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;

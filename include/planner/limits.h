@@ -30,6 +30,8 @@ inline constexpr int kHidden = 1 << 20;  ///< hidden, and a projector's in_featu
 inline constexpr int kHeads = 1 << 16;   ///< heads and kv_heads
 inline constexpr int kFfn = 1 << 22;
 inline constexpr int kExperts = 1 << 16;  ///< routed experts per MoE layer (DeepSeek-V3: 256)
+/// Multi-token-prediction modules (DeepSeek-V3 trains 1; Megatron-LM takes any count).
+inline constexpr int kMtpLayers = 64;
 inline constexpr int kVocab = 1 << 24;
 inline constexpr int kSeqLen = 1 << 24;  ///< seq_len, --seq-len and an encoder's tokens
 inline constexpr int kImages = 1 << 16;  ///< an encoder's images (tiles) per sample

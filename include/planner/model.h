@@ -127,6 +127,14 @@ struct ModelSpec {
   MoeSpec moe;                      ///< routed experts; none for a dense model
   MlaSpec mla;                      ///< latent attention in place of Q, K and V projections
   bool attention_sinks = false;     ///< a learned sink logit per head and layer (gpt-oss)
+  /// Multi-token prediction (DeepSeek-V3, Liu et al. 2024, section 2.2; Megatron-Core's
+  /// MultiTokenPredictionLayer at d98e8a64): `mtp_layers` sequential modules after the decoder,
+  /// each the norms of the previous depth's hidden state and of the next token's embedding, their
+  /// 2h -> h projection (eh_proj), one transformer layer of the last decoder layer's kind, a final
+  /// norm, and the shared output head with its own loss. Megatron-Core places them on the last
+  /// pipeline stage. Hugging Face's num_nextn_predict_layers, the model file's `mtp_layers`, or
+  /// --mtp-layers (0: trained without).
+  int mtp_layers = 0;
 
   int head_dim() const { return arch.head_dim > 0 ? arch.head_dim : hidden / heads; }
   /// The decoder's dense layer as a LayerShape.
@@ -152,8 +160,15 @@ struct ModelSpec {
   double final_norm_params() const;
   /// Output projection when untied; zero when tied to the input embedding.
   double output_params() const;
-  /// Every parameter: layers, embedding, position embedding, untied output, final norm.
+  /// Every parameter of the main model: layers, embedding, position embedding, untied output,
+  /// final norm (the published counts; the MTP modules are mtp_params()).
   double total_params() const;
+  /// The transformer layer of an MTP module: the last decoder layer's shape (an MoE layer when the
+  /// last decoder layer is one, as Megatron-LM's FLOP count has it).
+  LayerShape mtp_shape() const;
+  /// The MTP modules' own parameters: per module its layer, eh_proj (2h x h) and three norms; the
+  /// embedding and the output head are the main model's, shared (DeepSeek-V3 section 2.2).
+  double mtp_params() const;
   /// Layers whose MLP is a mixture of experts (MoeSpec); 0 for a dense model.
   int moe_layers() const;
   /// The parameters one token's forward pass reads: every one but the routed experts it is not

@@ -23,6 +23,7 @@ struct CompareArgs : LimitArgs {
   std::vector<std::string> clusters, vary;
   int global_batch = 0;
   int seq_len = 0;
+  int mtp_layers = -1;  ///< --mtp-layers (-1: the model file's)
 };
 
 struct Column {
@@ -181,6 +182,7 @@ int run_compare(const CompareArgs& a) {
   Inputs in = load_inputs(a.model, a.clusters.front());
   OutputArgs seq;
   seq.seq_len = a.seq_len;
+  seq.mtp_layers = a.mtp_layers;
   apply_seq_len(in, seq);
   const Plan plan =
       complete_plan(a.plan, gpus_option(a.gpus, a.nodes, in.cluster), a.dtype, a.global_batch, in);
@@ -227,6 +229,7 @@ void add_compare(CLI::App& app, int* rc) {
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
   s->add_option("--seq-len", a->seq_len, "sequence length in tokens (default: the model's)")
       ->check(integer_in(1, limits::kSeqLen));
+  add_mtp_option(s, a->mtp_layers);
   add_limit_options(s, *a, "memory cap per GPU (default: each GPU's HBM)");
   add_framework_option(s, a->framework, false);
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));

@@ -14,7 +14,7 @@ namespace {
 
 struct EmitArgs : PlanArgs, LimitArgs {
   std::string out;
-  OutputArgs extra;  ///< --seq-len (the launch files' sequence length)
+  OutputArgs extra;  ///< --seq-len and --mtp-layers (the launch files' model)
 };
 
 int run_emit(const EmitArgs& a) {
@@ -66,6 +66,7 @@ void add_emit(CLI::App& app, int* rc) {
   s->add_option("--out", a->out, "directory for the files (created if needed)")->required();
   s->add_option("--seq-len", a->extra.seq_len, "sequence length in tokens (default: the model's)")
       ->check(integer_in(1, limits::kSeqLen));
+  add_mtp_option(s, a->extra.mtp_layers);
   s->callback([a, rc] { *rc = run_emit(*a); });
 }
 

@@ -25,13 +25,25 @@ void add_output_options(CLI::App* s, OutputArgs& a, const std::string& what) {
                 "a model with experts: the token copies the busiest expert rank receives over the "
                 "mean (default 1, balanced routing)")
       ->check(number_in(1, kMaxRoutingImbalance, false));
+  add_mtp_option(s, a.mtp_layers);
   s->add_option("--plot", a.plot, "write " + what + " as SVG to this file");
   s->add_option("--report", a.report,
                 "write a self-contained HTML report (inputs, plans, breakdowns, plots, "
                 "diagnostics, launch commands) to this file");
 }
 
+void add_mtp_option(CLI::App* s, int& mtp_layers) {
+  s->add_option("--mtp-layers", mtp_layers,
+                "multi-token-prediction modules after the decoder, on the last pipeline stage "
+                "(default: the model file's, e.g. DeepSeek-V3's num_nextn_predict_layers; 0: none)")
+      ->check(integer_in(0, limits::kMtpLayers));
+}
+
 void apply_seq_len(Inputs& in, const OutputArgs& a) {
+  if (a.mtp_layers >= 0 && a.mtp_layers != in.model.mtp_layers) {
+    in.model.mtp_layers = a.mtp_layers;
+    spdlog::info("{} multi-token-prediction module(s) (--mtp-layers)", a.mtp_layers);
+  }
   if (a.routing_imbalance > 0) {  // given (the option itself refuses values under 1)
     if (!in.model.moe.any())
       throw InputError("", 0, "--routing-imbalance",
@@ -61,6 +73,7 @@ std::string emit_line(const Inputs& in, const Plan& p, const OutputArgs& a,
   std::string cmd = "planner emit --model " + shell_quote(in.model_file) + " --cluster " +
                     shell_quote(in.cluster_file) + " --plan \"" + to_plan_string(p) + "\"";
   if (a.seq_len > 0) cmd += " --seq-len " + std::to_string(a.seq_len);
+  if (a.mtp_layers >= 0) cmd += " --mtp-layers " + std::to_string(a.mtp_layers);
   if (o.tp_across_nodes) cmd += " --tp-across-nodes";
   if (o.memory_limit_bytes > 0) {
     cmd += fmt(" --memory-limit-GiB {:.6g}", o.memory_limit_bytes / kGiB);

@@ -93,6 +93,7 @@ void uniform_loads(const BlockCost& one, const PlanCosts& pc, const Partition& p
     if (row <= ends.logits && ends.logits < end) {
       StageLoad& ld = load[ends.logits - row];
       ld.params += pc.output_params, ld.once_bytes += pc.logits_bytes;
+      ld.expert_params += pc.mtp_expert_params, ld.act_per_mb += pc.mtp_act_bytes;
     }
   }
 }
@@ -115,6 +116,9 @@ void uniform_stages(const BlockLayout& layout, const PlanCosts& pc, const Partit
     cc.fwd_s += pc.logits_fwd_s, cc.bwd_s += pc.logits_bwd_s;
     cc.bwd_weight_s += pc.logits_bwd_weight_s;
     st.chunk_compute_s[ends.logits] += pc.logits_s;
+    st.chunk_tp_s[ends.logits] += pc.mtp_tp_s;
+    st.chunk_cp_s[ends.logits] += pc.mtp_cp_s;
+    st.chunk_ep_s[ends.logits] += pc.mtp_ep_s;
   }
   uniform_loads(pc.shape.front(), pc, part, pp, ends, st);
 }
@@ -158,7 +162,9 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
       cc.fwd_s += pc.logits_fwd_s, cc.bwd_s += pc.logits_bwd_s;
       cc.bwd_weight_s += pc.logits_bwd_weight_s;
       compute += pc.logits_s;
+      tp += pc.mtp_tp_s, cp += pc.mtp_cp_s, ep += pc.mtp_ep_s;
       ld.params += pc.output_params;
+      ld.expert_params += pc.mtp_expert_params, ld.act_per_mb += pc.mtp_act_bytes;
       ld.once_bytes += pc.logits_bytes;
     }
     st.chunks[vs] = cc;

@@ -197,6 +197,48 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   return b;
 }
 
+/// Megatron-Core's multi-token-prediction modules (ModelSpec::mtp_layers; multi_token_prediction.py
+/// at d98e8a64), all on the last pipeline stage after the decoder: each one transformer layer of
+/// the last layer's kind (its BlockCost under this plan: recompute, TP, CP and EP as that layer's)
+/// and head.mtp_*. eh_proj's TP collectives are exposed (its own userbuffer is not modelled): with
+/// sequence parallelism the all-gather of its 2h-wide input and the gather of its h/tp-wide output
+/// to the full hidden size (then scattered back to the sequence shard) forward, the input
+/// gradient's reduce-scatter and the scatter's all-gather backward; without it the output's
+/// all-gather forward and the input gradient's all-reduce backward. The last stage also holds the
+/// embedding when the model is pipelined with untied embeddings (MTP embeds the next tokens).
+void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const BlockLayout& layout,
+             const HeadCompute& head, PlanCosts& pc) {
+  const double n = m.mtp_layers;
+  const BlockCost& layer = pc.shape[layout.shape_of.back()];
+  const double e = activation_element_bytes(p.dtype);
+  const double tokens = p.mbs * (double(m.seq_len) / p.cp), act = e * tokens * m.hidden;
+  double fwd_tp = 0, bwd_tp = 0;
+  if (p.tp > 1) {
+    const GroupLayout g = tp_group(p, c);
+    const double gather = collective_time_s(c, Collective::allgather, act, g);
+    fwd_tp = gather + (p.sp ? collective_time_s(c, Collective::allgather, 2 * act, g) : 0.0);
+    bwd_tp = p.sp ? collective_time_s(c, Collective::reduce_scatter, 2 * act, g) + gather
+                  : collective_time_s(c, Collective::allreduce, 2 * act, g);
+  }
+  pc.logits_fwd_s += n * (layer.fwd_s + head.mtp_fwd_s + fwd_tp);
+  pc.logits_bwd_s += n * (layer.bwd_s + head.mtp_bwd_s + bwd_tp);
+  pc.logits_bwd_weight_s += n * (layer.bwd_weight_s + head.mtp_bwd_weight_s);
+  pc.logits_s += n * (layer.compute_s + head.mtp_fwd_s + head.mtp_bwd_s);
+  pc.mtp_tp_s = n * (layer.tp_comm_s + fwd_tp + bwd_tp);
+  pc.mtp_cp_s = n * layer.cp_comm_s;
+  pc.mtp_ep_s = n * layer.ep_comm_s;
+  const double norm = (m.arch.norm_bias ? 2.0 : 1.0) * m.hidden;
+  pc.output_params += n * (layer.params + 2.0 * m.hidden * double(m.hidden) / p.tp + 3.0 * norm);
+  if (p.pp > 1 && !m.tied_embeddings) pc.output_params += double(m.vocab) * m.hidden / p.tp;
+  pc.mtp_expert_params = n * layer.expert_params;
+  // Kept for the backward beyond the layer's own: eh_proj's input (2h, as the linears keep theirs)
+  // and the three norms' inputs, on this rank's sequence shard; and each module's logits while
+  // its loss waits for the backward, as the main logits'.
+  const double shard = tokens * m.hidden / (p.sp ? p.tp : 1);
+  pc.mtp_act_bytes = n * (layer.act_bytes + (2.0 * linear_input_bytes(p.dtype) + 3.0 * e) * shard);
+  pc.logits_bytes *= 1.0 + n;
+}
+
 }  // namespace
 
 CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
@@ -254,6 +296,7 @@ void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
   pc.embed_act_bytes = sbh / p.tp;  // embedding dropout mask, Korthikanti's (sbh L / t)(p / L)
   pc.logits_bytes = logits_bytes(m, p);
+  if (m.mtp_layers > 0) add_mtp(m, c, p, layout, head, pc);
   // Each TP rank sends its 1/t slice across a stage boundary (Megatron's scatter/gather); without
   // sequence parallelism the receiver then all-gathers the slices over NVLink to rebuild the
   // replicated activation before it computes (Narayanan et al. 2021, s.4.1). With it, the slice is
@@ -352,8 +395,10 @@ Partition balanced_partition(const BlockLayout& layout, const PlanCosts& pc, con
   t[layout.first_decoder] += pc.embed_s;
   add[layout.first_decoder].params += pc.embed_params;
   add[layout.first_decoder].act_per_mb += pc.embed_act_bytes;
-  t[n - 1] += pc.logits_s;
+  t[n - 1] += pc.logits_s + pc.mtp_tp_s + pc.mtp_cp_s + pc.mtp_ep_s;
   add[n - 1].params += pc.output_params;
+  add[n - 1].expert_params += pc.mtp_expert_params;
+  add[n - 1].act_per_mb += pc.mtp_act_bytes;
   add[n - 1].once_bytes += pc.logits_bytes;
   double lo = *std::max_element(t.begin(), t.end()), hi = 0;
   for (double x : t) hi += x;

@@ -335,6 +335,9 @@ ArgGroup model_group(const EmitRequest& r) {
           {"--qk-layernorm", "", "MLA's q_a and kv_a RMSNorms, fused into its up-projections"});
   }
   if (m.moe.any()) add_experts(g, m, r.plan);
+  if (m.mtp_layers > 0)  // on the last pipeline stage (no custom --pipeline-model-parallel-layout)
+    g.args.push_back({"--mtp-num-layers", std::to_string(m.mtp_layers),
+                      "multi-token-prediction modules (num_nextn_predict_layers)"});
   if (!m.tied_embeddings) g.args.push_back({"--untie-embeddings-and-output-weights", "", ""});
   g.args.push_back({"--make-vocab-size-divisible-by", std::to_string(kVocabDivisibleBy),
                     fmt("vocab {} padded to {} (x tp {})", m.vocab,

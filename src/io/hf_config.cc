@@ -246,6 +246,7 @@ void validate(const Config& c, const ModelSpec& m) {
         : k == "shared_expert_ffn"  ? c.find({"n_shared_experts", "intermediate_size"})
         : k == "first_dense_layers" ? c.find({"first_k_dense_replace"})
         : k == "moe_every"          ? c.find({"decoder_sparse_step", "interleave_moe_layer_step"})
+        : k == "mtp_layers"         ? c.find({"num_nextn_predict_layers"})
                                     : k;
     c.fail(hf_key.empty() ? k : hf_key, e.message());
   }
@@ -417,6 +418,8 @@ ModelSpec read_config(const Config& c, const Architecture* forced = nullptr) {
   m.learned_positions = gpt2 ? positions : 0;  // GPT-2's wpe; the others are rotary
   read_layer_arch(c, arch, m);
   read_experts(c, arch, m);
+  // DeepSeek-V3's multi-token prediction modules (its config's num_nextn_predict_layers).
+  m.mtp_layers = c.count_or("num_nextn_predict_layers", 0);
   // LlamaConfig, MistralConfig, Qwen2/3Config and Gemma2Config name RoPE's base rope_theta
   // (default 10000).
   if (arch.family == Family::llama) m.rope_theta = c.get_number("rope_theta", kDefaultRopeTheta);

@@ -15,7 +15,7 @@ const std::vector<std::string> kModelKeys = {
     // mixture of experts (MoeSpec) and latent attention (MlaSpec)
     "experts", "experts_per_token", "expert_ffn", "shared_expert_ffn", "first_dense_layers",
     "moe_every", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-    "v_head_dim", "routing_imbalance"};
+    "v_head_dim", "routing_imbalance", "mtp_layers"};
 
 /// The experts and latent attention keys: all of a group or none (validate_model bounds them).
 void read_experts(const YamlReader& r, ModelSpec& m) {
@@ -75,6 +75,7 @@ ModelSpec read_decoder(const YamlReader& r, bool in_list) {
   m.tied_embeddings = r.has("tied_embeddings") ? r.get_bool("tied_embeddings") : true;
   if (r.has("head_dim")) m.arch.head_dim = positive_int(r, "head_dim");  // default hidden / heads
   if (r.has("rope_theta")) m.rope_theta = r.get_double("rope_theta");
+  if (r.has("mtp_layers")) m.mtp_layers = r.get_int("mtp_layers");  // validate_model bounds it
   read_experts(r, m);
   try {
     validate_model(m, r.file());

@@ -55,10 +55,10 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   const Breakdown& b = e.breakdown;
   const double t = e.iteration_time_s;
   line(out,
-       "# planner {} estimate\n# model   {} ({}): {:.3f}B parameters\n# cluster {} ({}), "
+       "# planner {} estimate\n# model   {} ({}): {:.3f}B parameters{}\n# cluster {} ({}), "
        "attention {}\n",
-       PLANNER_VERSION, m.name, ctx.model_file, m.total_params() / 1e9, ctx.cluster->name,
-       ctx.cluster_file, attention_note(e.plan, *ctx.cluster));
+       PLANNER_VERSION, m.name, ctx.model_file, m.total_params() / 1e9, mtp_text(m),
+       ctx.cluster->name, ctx.cluster_file, attention_note(e.plan, *ctx.cluster));
   if (e.framework) out << frameworks_line({*e.framework}, false);
   out << "# plan    --plan \"" << to_plan_string(e.plan) << "\"\n";
   if (e.memory_bytes > e.memory_limit_bytes)

@@ -87,6 +87,12 @@ std::string head_width_text(const ModelSpec& m) {
   return double(m.heads) * m.head_dim() != m.hidden ? fmt(" of {}", m.head_dim()) : std::string();
 }
 
+std::string mtp_text(const ModelSpec& m) {
+  if (m.mtp_layers == 0) return "";
+  return fmt("; {} multi-token-prediction module{} ({:.2f}B parameters more, last stage)",
+             m.mtp_layers, m.mtp_layers > 1 ? "s" : "", m.mtp_params() / 1e9);
+}
+
 std::string layer_extras_text(const ModelSpec& m) {
   const LayerArch& x = m.arch;
   std::string out;
@@ -96,6 +102,7 @@ std::string layer_extras_text(const ModelSpec& m) {
   if (x.qk_norm) out += "; query/key norms";
   if (x.sliding_window > 0)
     out += fmt("; window {} on {:.0f}% of the layers", x.sliding_window, 100 * x.local_layers);
+  out += mtp_text(m);
   return out;
 }
 

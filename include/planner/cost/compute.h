@@ -148,6 +148,10 @@ struct HeadCompute {
   double embed_fwd_s = 0, embed_bwd_s = 0;
   double logits_fwd_s = 0, logits_bwd_s = 0;  ///< the backward with its weight gradient
   double logits_bwd_weight_s = 0;             ///< the output GEMM's weight gradient alone
+  /// One multi-token-prediction module beside its transformer layer (ModelSpec::mtp_layers): the
+  /// next tokens' embedding, its three norms, eh_proj's GEMMs (2h -> h, column-parallel) and one
+  /// more logits and loss; the backward with its weight gradients, which alone are mtp_bwd_weight.
+  double mtp_fwd_s = 0, mtp_bwd_s = 0, mtp_bwd_weight_s = 0;
 };
 HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg);
 

@@ -53,6 +53,13 @@ struct PlanCosts {
   double logits_bytes = 0;     ///< one micro-batch at a time on the last stage
   double p2p_s = 0;            ///< one activation transfer between stages
   double p2p_gather_s = 0;     ///< the receiver's TP all-gather of it (no SP)
+  /// The multi-token-prediction modules (ModelSpec::mtp_layers), on the last stage after the
+  /// logits: their compute is in the logits' figures above (logits_s, the passes, the weight
+  /// gradient), their params in output_params; here what they add beside: their exposed TP (with
+  /// eh_proj's collectives), CP and EP communication per micro-batch, their routed experts'
+  /// parameters and their stored activations per micro-batch.
+  double mtp_tp_s = 0, mtp_cp_s = 0, mtp_ep_s = 0;
+  double mtp_expert_params = 0, mtp_act_bytes = 0;
 };
 
 /// A block shape under one layer configuration (tp, cp, mbs, sp, dtype, attention): what its cost
