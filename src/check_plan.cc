@@ -172,6 +172,12 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
           "ep_comm_overlap=1 needs ep > 1, vpp > 1 when pp > 1, no full recomputation and bf16, "
           "fp16 or fp8 (Megatron-Core's TransformerConfig checks)");
     });
+  // TransformerConfig.__post_init__ at d98e8a64: "MTP supports at most one layer when enabling
+  // overlap_moe_expert_parallel_comm".
+  if (overlap && m.mtp_layers > 1)
+    return no([&] {
+      return fmt("ep_comm_overlap=1 allows at most one MTP module, the model has {}", m.mtp_layers);
+    });
   // token_dispatcher.py at d98e8a64: "DeepEP dispatcher requires TPxEP > 1"; the all-gather
   // dispatcher without an etp x ep group moves nothing (it is the all-to-all's plan).
   if (p.dispatcher != Dispatcher::alltoall && 1LL * p.ep * p.etp == 1)

@@ -127,7 +127,10 @@ namespace {
 void check_count(long long v, const std::string& key, long long cap, const std::string& file,
                  bool zero_ok = false) {
   if (v < 0 || (v == 0 && !zero_ok))
-    throw InputError(file, 0, key, "must be a positive integer, got " + std::to_string(v));
+    throw InputError(
+        file, 0, key,
+        std::string(zero_ok ? "must be a count (0 or more)" : "must be a positive integer") +
+            ", got " + std::to_string(v));
   if (v > cap)
     throw InputError(
         file, 0, key,

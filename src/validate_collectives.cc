@@ -303,7 +303,7 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
   } else if (ranks > 1) {
     add_zero3(m, c, p, params_rank, lc, stage_blocks, out);
   }
-  if (p.pp > 1 && m.tied_embeddings)  // first and last stage all-reduce the shared embedding
+  if (m.embedding_on_last_stage(p.pp))  // first and last stage all-reduce the shared embedding
     add("tied_embedding_allreduce", Collective::allreduce,
         double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype), 2, pp_pair(p, c),
         Pass::backward_weight, false);

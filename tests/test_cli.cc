@@ -161,7 +161,22 @@ TEST_CASE("mixture-of-experts configs are planned with expert parallelism, laten
                          " --gpus 8 --global-batch 8");
   CHECK(ds.rc == 2);
   CHECK(ds.out.find("no plan fits") != std::string::npos);
-  CHECK(ds.out.find("at least 141 GPUs of 80 GiB") != std::string::npos);
+  CHECK(ds.out.find("at least 144 GPUs of 80 GiB") != std::string::npos);  // with its MTP module
+  // The MTP module in the header and the time; --mtp-layers 0 plans without it, 65 is refused.
+  const std::string h800 =
+      "estimate --model tests/data/hf/deepseek-v3.json --cluster "
+      "hw_profiles/dgx-h800.yaml --plan \"tp=8,pp=1,dp=256,ep=256,mbs=1,"
+      "gbs=4096,zero=1,sp=1\" --format json";
+  const Run with = planner(h800), without = planner(h800 + " --mtp-layers 0");
+  REQUIRE(with.rc == 0);
+  REQUIRE(without.rc == 0);
+  const auto jw = nlohmann::json::parse(with.out), jo = nlohmann::json::parse(without.out);
+  CHECK(jw["context"]["model"]["mtp_layers"] == 1);
+  CHECK(jw["context"]["model"]["mtp_params"].get<double>() ==
+        doctest::Approx(11.61e9).epsilon(1e-3));
+  CHECK(jo["context"]["model"]["mtp_params"].get<double>() == 0);
+  CHECK(jw["iteration_time_s"].get<double>() > jo["iteration_time_s"].get<double>());
+  check_error(h800 + " --mtp-layers 65", "option --mtp-layers: must be from 0 to 64, got 65");
 }
 
 TEST_CASE("a model that fits no plan says how far the closest is and what would help") {

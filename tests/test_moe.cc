@@ -524,6 +524,17 @@ TEST_CASE("MTP in the FLOP count: one more layer, its norms and eh_proj, one mor
   };
   identity(moe("DeepSeek-V3"));
   identity(fixtures::model("gpt3-1.3b"));
+  // By hand for a small dense model (B 1, s 2048, h 1024, a = g = 8, f 4096, V 32000): the layer
+  // 12 s h^2 ((1 + g/a + s/h)(ad/h) + f/h) = 12 x 2048 x 1024^2 x 8, the logits 6 s h V, the
+  // norms and eh_proj 6 s (3h + 2h^2).
+  const ModelSpec tiny = io::parse_model(
+      "name: t\nlayers: 2\nhidden: 1024\nheads: 8\nffn: 4096\nswiglu: false\nvocab: 32000\n"
+      "seq_len: 2048\nmtp_layers: 1\n",
+      "t.yaml");
+  ModelSpec plain = tiny;
+  plain.mtp_layers = 0;
+  CHECK(model_flops_per_iteration(tiny, 1) - model_flops_per_iteration(plain, 1) ==
+        doctest::Approx(206158430208.0 + 402653184000.0 + 25807552512.0));
 }
 
 TEST_CASE("MTP in a model file: mtp_layers, bounded; --mtp-layers' range") {
@@ -533,7 +544,7 @@ TEST_CASE("MTP in a model file: mtp_layers, bounded; --mtp-layers' range") {
   CHECK(io::parse_model(yaml, "t.yaml").mtp_layers == 0);
   CHECK(io::parse_model(yaml + "mtp_layers: 2\n", "t.yaml").mtp_layers == 2);
   CHECK_THROWS_WITH_AS(io::parse_model(yaml + "mtp_layers: -1\n", "t.yaml"),
-                       "t.yaml:9: key 'mtp_layers': must be a positive integer, got -1",
+                       "t.yaml:9: key 'mtp_layers': must be a count (0 or more), got -1",
                        InputError);
   CHECK_THROWS_WITH_AS(io::parse_model(yaml + "mtp_layers: 65\n", "t.yaml"),
                        doctest::Contains("t.yaml:9: key 'mtp_layers': is implausibly large"),

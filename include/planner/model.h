@@ -169,6 +169,12 @@ struct ModelSpec {
   /// The MTP modules' own parameters: per module its layer, eh_proj (2h x h) and three norms; the
   /// embedding and the output head are the main model's, shared (DeepSeek-V3 section 2.2).
   double mtp_params() const;
+  /// Whether a pipelined model keeps the word embedding on its last stage too (tied to the output
+  /// layer, or for the MTP modules to embed the next tokens), its gradient all-reduced with the
+  /// first stage's (Megatron-LM finalize_model_grads, _get_shared_word_embedding_weight).
+  bool embedding_on_last_stage(int pp) const {
+    return pp > 1 && (tied_embeddings || mtp_layers > 0);
+  }
   /// Layers whose MLP is a mixture of experts (MoeSpec); 0 for a dense model.
   int moe_layers() const;
   /// The parameters one token's forward pass reads: every one but the routed experts it is not

@@ -96,9 +96,9 @@ std::string columns_text(
 }
 
 void print_table(std::ostream& out, const Inputs& in, const std::vector<Column>& cols) {
-  out << fmt("# planner {} compare\n# model   {} ({}): {:.2f}B parameters, seq {}\n",
+  out << fmt("# planner {} compare\n# model   {} ({}): {:.2f}B parameters, seq {}{}\n",
              PLANNER_VERSION, in.model.name, in.model_file, in.model.total_params() / 1e9,
-             in.model.seq_len);
+             in.model.seq_len, mtp_text(in.model));
   for (size_t i = 0; i < cols.size(); ++i) {
     const Column& c = cols[i];
     out << "# [" << i + 1 << "] " << c.v.label << ": " << c.v.cluster.name << " ("

@@ -77,7 +77,7 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
     // Weights, gradients and Adam states alone, spread perfectly over every GPU.
     const Dtype d = e.plan.dtype;
     const double states =
-        in.model.total_params() *
+        (in.model.total_params() + in.model.mtp_params()) *
         (weight_bytes_per_param(d) + kGradBytesPerParam + optimizer_bytes_per_param(d));
     msg +=
         fmt("\nweights, gradients and optimizer states alone take {:.0f} GiB: at least {:.0f} GPUs "

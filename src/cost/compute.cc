@@ -389,16 +389,17 @@ HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const Laye
     const LinearShapes proj = linear_shapes(tokens, 2.0 * m.hidden, double(m.hidden) / cfg.tp);
     const double norms = 3.0 * kNormBytesPerElement * tokens * m.hidden / (cfg.sp ? cfg.tp : 1);
     const double proj_weight = gemm_time_s(gpu, cfg.dtype, proj.bwd_weight);
-    h.mtp_fwd_s = gemm_time_s(gpu, cfg.dtype, proj.fwd) + norms / bw + 3 * gpu.gemm.launch_s +
-                  h.embed_fwd_s + h.logits_fwd_s;
+    h.mtp_proj_fwd_s = gemm_time_s(gpu, cfg.dtype, proj.fwd) + norms / bw + 3 * gpu.gemm.launch_s;
+    h.mtp_fwd_s = h.mtp_proj_fwd_s + h.embed_fwd_s + h.logits_fwd_s;
     h.mtp_bwd_weight_s = proj_weight + h.logits_bwd_weight_s;
     h.mtp_bwd_s = gemm_time_s(gpu, cfg.dtype, proj.bwd_data) + proj_weight +
                   kBackwardElementwiseFactor * norms / bw + 3 * gpu.gemm.launch_s + h.embed_bwd_s +
                   h.logits_bwd_s;
   }
   const double eta = gpu.sustained_efficiency;
-  for (double* t : {&h.embed_fwd_s, &h.embed_bwd_s, &h.logits_fwd_s, &h.logits_bwd_s,
-                    &h.logits_bwd_weight_s, &h.mtp_fwd_s, &h.mtp_bwd_s, &h.mtp_bwd_weight_s})
+  for (double* t :
+       {&h.embed_fwd_s, &h.embed_bwd_s, &h.logits_fwd_s, &h.logits_bwd_s, &h.logits_bwd_weight_s,
+        &h.mtp_fwd_s, &h.mtp_bwd_s, &h.mtp_bwd_weight_s, &h.mtp_proj_fwd_s})
     *t /= eta;
   return h;
 }

@@ -18,9 +18,10 @@ double exposed_part(double t, double window, double tail_fraction, bool overlap,
   return overlap ? exposed_after_overlap(t, window, tail_fraction, slowdown) : t;
 }
 
-/// The first and last stage's all-reduce of the shared embedding's gradient (pipelined, tied).
+/// The first and last stage's all-reduce of the shared embedding's gradient (pipelined, tied or
+/// with MTP modules).
 double tied_embedding_s(const ModelSpec& m, const ClusterProfile& c, const Plan& p) {
-  if (p.pp <= 1 || !m.tied_embeddings) return 0.0;
+  if (!m.embedding_on_last_stage(p.pp)) return 0.0;
   const double emb = double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype);
   return collective_time_s(c, Collective::allreduce, emb, pp_pair(p, c));
 }

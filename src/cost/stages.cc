@@ -204,8 +204,11 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
 /// sequence parallelism the all-gather of its 2h-wide input and the gather of its h/tp-wide output
 /// to the full hidden size (then scattered back to the sequence shard) forward, the input
 /// gradient's reduce-scatter and the scatter's all-gather backward; without it the output's
-/// all-gather forward and the input gradient's all-reduce backward. The last stage also holds the
-/// embedding when the model is pipelined with untied embeddings (MTP embeds the next tokens).
+/// all-gather forward and the input gradient's all-reduce backward. A pipelined model's last stage
+/// also holds a copy of the embedding (MTP embeds the next tokens), its gradient all-reduced with
+/// the first stage's (ModelSpec::embedding_on_last_stage). Under full recomputation the module's
+/// norms and eh_proj are recomputed with its layer (Megatron checkpoints them together) and only
+/// its two inputs are kept.
 void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const BlockLayout& layout,
              const HeadCompute& head, PlanCosts& pc) {
   const double n = m.mtp_layers;
@@ -220,22 +223,29 @@ void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const B
     bwd_tp = p.sp ? collective_time_s(c, Collective::reduce_scatter, 2 * act, g) + gather
                   : collective_time_s(c, Collective::allreduce, 2 * act, g);
   }
+  const bool full = p.recompute == Recompute::full;
+  const double redo = full ? head.mtp_proj_fwd_s : 0.0, redo_tp = full ? fwd_tp : 0.0;
   pc.logits_fwd_s += n * (layer.fwd_s + head.mtp_fwd_s + fwd_tp);
-  pc.logits_bwd_s += n * (layer.bwd_s + head.mtp_bwd_s + bwd_tp);
+  pc.logits_bwd_s += n * (layer.bwd_s + head.mtp_bwd_s + bwd_tp + redo + redo_tp);
   pc.logits_bwd_weight_s += n * (layer.bwd_weight_s + head.mtp_bwd_weight_s);
-  pc.logits_s += n * (layer.compute_s + head.mtp_fwd_s + head.mtp_bwd_s);
-  pc.mtp_tp_s = n * (layer.tp_comm_s + fwd_tp + bwd_tp);
+  pc.logits_s += n * (layer.compute_s + head.mtp_fwd_s + head.mtp_bwd_s + redo);
+  pc.mtp_tp_s = n * (layer.tp_comm_s + fwd_tp + bwd_tp + redo_tp);
   pc.mtp_cp_s = n * layer.cp_comm_s;
   pc.mtp_ep_s = n * layer.ep_comm_s;
   const double norm = (m.arch.norm_bias ? 2.0 : 1.0) * m.hidden;
   pc.output_params += n * (layer.params + 2.0 * m.hidden * double(m.hidden) / p.tp + 3.0 * norm);
-  if (p.pp > 1 && !m.tied_embeddings) pc.output_params += double(m.vocab) * m.hidden / p.tp;
+  // The embedding the modules read: its own copy on a pipelined model's last stage, beside the
+  // output layer's weight (gpt_model.py builds both there; a tied model's output weight is the
+  // copy the main model already counts).
+  if (p.pp > 1) pc.output_params += double(m.vocab) * m.hidden / p.tp;
   pc.mtp_expert_params = n * layer.expert_params;
   // Kept for the backward beyond the layer's own: eh_proj's input (2h, as the linears keep theirs)
   // and the three norms' inputs, on this rank's sequence shard; and each module's logits while
   // its loss waits for the backward, as the main logits'.
   const double shard = tokens * m.hidden / (p.sp ? p.tp : 1);
-  pc.mtp_act_bytes = n * (layer.act_bytes + (2.0 * linear_input_bytes(p.dtype) + 3.0 * e) * shard);
+  pc.mtp_act_bytes =
+      full ? n * 2.0 * e * shard  // the previous hidden state and the embedding
+           : n * (layer.act_bytes + (2.0 * linear_input_bytes(p.dtype) + 3.0 * e) * shard);
   pc.logits_bytes *= 1.0 + n;
 }
 

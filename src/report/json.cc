@@ -11,7 +11,12 @@ json context_json(const RunContext& ctx) {
   const ModelSpec& m = *ctx.model;
   const ClusterProfile& c = *ctx.cluster;
   json j = {{"planner_version", PLANNER_VERSION},
-            {"model", {{"file", ctx.model_file}, {"name", m.name}, {"params", m.total_params()}}},
+            {"model",
+             {{"file", ctx.model_file},
+              {"name", m.name},
+              {"params", m.total_params()},
+              {"mtp_layers", m.mtp_layers},
+              {"mtp_params", m.mtp_params()}}},
             {"cluster",
              {{"file", ctx.cluster_file},
               {"name", c.name},

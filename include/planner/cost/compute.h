@@ -152,6 +152,7 @@ struct HeadCompute {
   /// next tokens' embedding, its three norms, eh_proj's GEMMs (2h -> h, column-parallel) and one
   /// more logits and loss; the backward with its weight gradients, which alone are mtp_bwd_weight.
   double mtp_fwd_s = 0, mtp_bwd_s = 0, mtp_bwd_weight_s = 0;
+  double mtp_proj_fwd_s = 0;  ///< its norms' and eh_proj's forward (what full recompute redoes)
 };
 HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const LayerConfig& cfg);
 

@@ -63,7 +63,7 @@ std::string frameworks_line(const std::vector<Framework>& frameworks, bool ranke
 /// where heads x head_dim is not hidden (`heads`), and "; QKV bias; window 4096 on 50% of the
 /// layers ..." (`extras`, empty for a plain layer).
 std::string head_width_text(const ModelSpec& m);
-/// "; 1 multi-token-prediction module (11.71B parameters more, last stage)", or "" without.
+/// "; 1 multi-token-prediction module (11.61B parameters more, last stage)", or "" without.
 std::string mtp_text(const ModelSpec& m);
 std::string layer_extras_text(const ModelSpec& m);
 
