@@ -605,3 +605,26 @@ TEST_CASE("MTP on the last stage: its layer, eh_proj and second logits in the lo
   CHECK(refuses(Framework::deepspeed, dense, c, dp, &why));
   CHECK(why.find("multi-token-prediction") != std::string::npos);
 }
+
+TEST_CASE("the experts' reduction shares the windows the dense collectives leave, no more") {
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const Plan p = parse_plan("tp=1,pp=1,dp=64,ep=8,mbs=1,gbs=512,zero=1", "--plan");
+  const double params = 2e9, fwd = 0.05, bwd = 0.1;
+  const DpCost alone = expert_dp_cost(c, p, params, fwd, bwd, DpCost{});
+  REQUIRE(alone.total > 0);
+  // Wire time outside both windows (the tied embedding's all-reduce, a compressed step) leaves
+  // them whole.
+  DpCost after;
+  after.total = after.exposed = 1.0;
+  CHECK(expert_dp_cost(c, p, params, fwd, bwd, after).exposed == doctest::Approx(alone.exposed));
+  // A dense reduction filling the backward window exposes the experts' reduce-scatter; a dense
+  // gather filling the forward's, their all-gather.
+  DpCost reduce, gather;
+  reduce.total = reduce.reduce_s = bwd;
+  gather.total = gather.gather_s = fwd;
+  const DpCost r = expert_dp_cost(c, p, params, fwd, bwd, reduce);
+  const DpCost g = expert_dp_cost(c, p, params, fwd, bwd, gather);
+  CHECK(r.exposed > alone.exposed);
+  CHECK(g.exposed > alone.exposed);
+  CHECK(r.total == doctest::Approx(alone.total));
+}

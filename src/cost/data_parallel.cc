@@ -117,12 +117,13 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // One all-reduce per gradient bucket, each on the faster of NCCL's ring and tree at that size.
     const double ar =
         buckets * collective_time_s(c, Collective::allreduce, grad_bytes / buckets, dpg);
-    d.total = ar;
+    d.total = d.reduce_s = ar;
     d.exposed = exposed_part(ar, bwd_window, bucket, ov.grad_reduce, slow);
   } else if (p.zero <= 2) {
     const double rs = collective_time_s(c, Collective::reduce_scatter, grad_bytes, dpg);
     const double ag = collective_time_s(c, Collective::allgather, param_bytes, dpg);
     d.total = rs + ag;
+    d.reduce_s = rs, d.gather_s = ag;
     d.exposed = exposed_part(rs, bwd_window, bucket, ov.grad_reduce, slow) +
                 exposed_part(ag, fwd_window, bucket, ov.param_gather, slow);
   } else {  // ZeRO-3: gather parameters for forward, (recompute,) backward; reduce-scatter grads
@@ -177,8 +178,11 @@ DpCost expert_dp_cost(const ClusterProfile& c, const Plan& p, double expert_para
   const double grad_bytes = expert_params_rank * grad_wire_bytes(p.dtype);
   const int buckets = expert_dp_buckets(p, expert_params_rank);
   const double bucket = 1.0 / buckets;
-  // What the dense reduction leaves of each window (it runs first, on the same stream).
-  const double bwd = std::max(0.0, bwd_window - dense.total), fwd = std::max(0.0, fwd_window);
+  // What the dense collectives leave of each window: its reduction of the backward's, its gather
+  // of the forward's (one window shared on the same stream; the tied embedding's all-reduce and a
+  // compressed step's collectives run after the backward, in neither).
+  const double bwd = std::max(0.0, bwd_window - dense.reduce_s),
+               fwd = std::max(0.0, fwd_window - dense.gather_s);
   if (p.zero == 0) {
     const double ar =
         buckets * collective_time_s(c, Collective::allreduce, grad_bytes / buckets, g);

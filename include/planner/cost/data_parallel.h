@@ -51,6 +51,9 @@ inline constexpr double kZeroppKernelBytesPerParam = 8;
 struct DpCost {
   double exposed = 0;  ///< seconds on the critical path, after overlap
   double total = 0;    ///< seconds on the wire
+  /// Of `total`, the gradient reduction beside the backward and the parameter gather beside the
+  /// forward (ZeRO-0 to 2, uncompressed), the windows the expert-data-parallel reduction shares.
+  double reduce_s = 0, gather_s = 0;
 };
 
 /// The design source's 8-bit gradient all-reduce with bucketed scales (s.3.3,
