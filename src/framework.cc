@@ -474,6 +474,8 @@ StageSplit stage_split(const ModelSpec& m, const Plan& p) {
   if (p.split == PipelineSplit::short_ends)
     s.first_stage_layers = s.last_stage_layers = short_end_layers(m.layers, p.pp, p.vpp);
   if (p.split == PipelineSplit::embed_loss) s.account_for_embedding = s.account_for_loss = true;
+  if (p.split == PipelineSplit::short_last)
+    s.last_stage_layers = short_last_layers(m.layers, p.pp, p.vpp);
   return s;
 }
 

@@ -68,6 +68,17 @@ int short_end_layers(int layers, int pp, int vpp) {
   return 0;
 }
 
+int short_last_layers(int layers, int pp, int vpp) {
+  if (pp < 2) return 0;
+  for (int l = (layers - 1) / pp; l >= 1; --l) {
+    const int rest = layers - l;
+    if (rest % (pp - 1) != 0) continue;
+    const int m = rest / (pp - 1);
+    if (m > l && l % vpp == 0 && m % vpp == 0) return l;
+  }
+  return 0;
+}
+
 SplitError split_check(int layers, const Plan& p, std::string* why) {
   const int pp = p.pp, vpp = p.vpp, chunks = pp * vpp;
   auto no = [&](SplitError e, auto&& text) {
@@ -97,6 +108,15 @@ SplitError split_check(int layers, const Plan& p, std::string* why) {
               vpp, layers, pp);
         });
       return SplitError::none;
+    case PipelineSplit::short_last:
+      if (short_last_layers(layers, pp, vpp) == 0)
+        return no(SplitError::layers, [&] {
+          return fmt(
+              "split=short_last needs pp >= 2 and a last stage shorter than the others, in whole "
+              "chunks of vpp={}: none for {} layers on pp={}",
+              vpp, layers, pp);
+        });
+      return SplitError::none;
     case PipelineSplit::embed_loss:
       // The embedding and the loss each take a layer's place: layers + 2 shared by the chunks.
       if (pp < 2 || (layers + 2) % chunks != 0 || (layers + 2) / chunks < 2)
@@ -123,6 +143,10 @@ int split_stage_layers(int layers, const Plan& p, int stage) {
     case PipelineSplit::embed_loss: {
       const int n = (layers + 2) / (pp * vpp);
       return n * vpp - (stage == 0 ? 1 : 0) - (stage == pp - 1 ? 1 : 0);
+    }
+    case PipelineSplit::short_last: {
+      const int l = short_last_layers(layers, pp, vpp);
+      return stage == pp - 1 ? l : (layers - l) / (pp - 1);
     }
   }
   return layers / pp;

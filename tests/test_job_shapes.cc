@@ -101,6 +101,17 @@ TEST_CASE("splits: even, short ends and the embedding and loss counted as layers
   CHECK(why.find("needs pp >= 3") != std::string::npos);
   CHECK(split_check(126, plan("pp=5,split=embed_loss"), &why) == SplitError::layers);
   CHECK(why.find("layers + 2 = 128") != std::string::npos);
+  // The last stage alone shorter: DeepSeek-V3's 61 layers on 8 stages as 7 x 8 and 5 (room for
+  // the logits and the MTP module), on 4 as 3 x 16 and 13; with vpp=2 on pp=4, 56 layers as
+  // 3 x 16 and 8 (chunks of 8 and 4), the largest l below (56 - l) / 3 with both multiples of 2.
+  Partition ds8(8, 8);
+  ds8.back() = 5;
+  CHECK(split(61, "pp=8,split=short_last") == ds8);
+  CHECK(short_last_layers(61, 4, 1) == 13);
+  CHECK(split(56, "pp=4,vpp=2,split=short_last") == Partition{8, 8, 8, 4, 8, 8, 8, 4});
+  CHECK(split_check(61, plan("pp=1,split=short_last"), &why) == SplitError::layers);
+  CHECK(why.find("split=short_last needs pp >= 2") == 0);
+  CHECK(short_last_layers(64, 8, 1) == 1);  // 1, 7 x 9: the fewest fewer that divides the rest
 }
 
 TEST_CASE("Llama 3 405B at tp=8, pp=16 on 8,192 H100s plans with shortened end stages") {

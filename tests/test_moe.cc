@@ -628,3 +628,26 @@ TEST_CASE("the experts' reduction shares the windows the dense collectives leave
   CHECK(g.exposed > alone.exposed);
   CHECK(r.total == doctest::Approx(alone.total));
 }
+
+TEST_CASE("split=short_last leaves room for DeepSeek-V3's MTP module on the last stage") {
+  const ModelSpec ds = moe("DeepSeek-V3");
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const Plan p = parse_plan(
+      "tp=4,pp=8,dp=32,ep=32,mbs=1,gbs=1024,zero=1,recompute=full,sp=1,split=short_last", "--plan");
+  // Megatron-LM's --decoder-last-pipeline-num-layers 5: the other 56 layers as 8 per stage.
+  const StageSplit s = stage_split(ds, p);
+  CHECK(s.last_stage_layers == 5);
+  CHECK(s.first_stage_layers == 0);
+  CHECK_FALSE(why_not_split(Framework::megatron, ds, p, s).has_value());
+  CHECK(why_not_split(Framework::deepspeed, ds, p, s).has_value());
+  // The module fits in the room: the last stage is not the slowest.
+  const Estimate e = estimate(ds, c, p);
+  REQUIRE(e.ok());
+  REQUIRE(e.partition.size() == 8);
+  CHECK(e.partition.back() == 5);
+  CHECK(e.critical_stage != p.pp - 1);
+  Plan ends = p;
+  ends.split = PipelineSplit::embed_loss;  // 63 places do not divide into 8: refused
+  std::string why;
+  CHECK(split_check(ds.layers, ends, &why) == SplitError::layers);
+}

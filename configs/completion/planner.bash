@@ -35,7 +35,7 @@ _planner() {
         --recompute) _planner_words 'none selective full selective_moe'; return ;;
         --sp) _planner_words '0 1'; return ;;
         --schedule) _planner_words 'gpipe 1f1b interleaved zb-h1'; return ;;
-        --split) _planner_words 'even short_ends embed_loss'; return ;;
+        --split) _planner_words 'even short_ends embed_loss short_last'; return ;;
         --order) _planner_words 'tp-cp-dp-pp tp-pp-dp'; return ;;
         --overlap-grad-reduce) _planner_words '0 1'; return ;;
         --overlap-param-gather) _planner_words '0 1'; return ;;

@@ -32,10 +32,11 @@ inline constexpr std::array<EnumName<Schedule>, 4> kScheduleNames = {
      {Schedule::interleaved, "interleaved"},
      {Schedule::zb_h1, "zb-h1"}}};
 
-inline constexpr std::array<EnumName<PipelineSplit>, 3> kSplitNames = {
+inline constexpr std::array<EnumName<PipelineSplit>, 4> kSplitNames = {
     {{PipelineSplit::even, "even"},
      {PipelineSplit::short_ends, "short_ends"},
-     {PipelineSplit::embed_loss, "embed_loss"}}};
+     {PipelineSplit::embed_loss, "embed_loss"},
+     {PipelineSplit::short_last, "short_last"}}};
 
 inline constexpr std::array<EnumName<RankOrder>, 2> kRankOrderNames = {
     {{RankOrder::tp_cp_dp_pp, "tp-cp-dp-pp"}, {RankOrder::tp_pp_dp, "tp-pp-dp"}}};

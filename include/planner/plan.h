@@ -23,8 +23,11 @@ enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
 /// on 16 stages as 7, 14 x 8, 7; Megatron-Core --decoder-first/last-pipeline-num-layers);
 /// `embed_loss`, the embedding and the loss each counted as one layer, so the first and last
 /// model chunk hold one decoder layer fewer (Megatron-Core --account-for-embedding/loss-in-
-/// pipeline-split; DeepSpeed partition_method type:transformer|embedding).
-enum class PipelineSplit { even, short_ends, embed_loss };
+/// pipeline-split; DeepSpeed partition_method type:transformer|embedding); `short_last`, the last
+/// stage alone fewer layers, the fewest fewer that splits the rest evenly over the other stages,
+/// room for the logits and the MTP modules (DeepSeek-V3: 61 layers on 8 stages as 8 x 7, 5;
+/// Megatron-Core --decoder-last-pipeline-num-layers).
+enum class PipelineSplit { even, short_ends, embed_loss, short_last };
 /// How the global ranks are laid out, innermost first (Megatron-Core's parallel_state order):
 /// `tp_cp_dp_pp`, Megatron's default (pipeline stages outermost, so a stage pair crosses nodes
 /// whenever tp x cp x dp fills one); `tp_pp_dp`, --use-tp-pp-dp-mapping (its order string at
@@ -162,6 +165,9 @@ int split_stage_layers(int layers, const Plan& p, int stage);
 /// The first and last stage's layers under short_ends (0 when there is none): the largest f
 /// below the other stages' m = (layers - 2f) / (pp - 2), pp >= 3, f and m multiples of vpp.
 int short_end_layers(int layers, int pp, int vpp);
+/// The last stage's layers under short_last (0 when there is none): the largest l below the other
+/// stages' m = (layers - l) / (pp - 1), pp >= 2, l and m multiples of vpp.
+int short_last_layers(int layers, int pp, int vpp);
 
 /// The reproducible argument string: "tp=8,pp=8,dp=16,cp=1,vpp=3,mbs=1,gbs=1536,zero=1,...".
 std::string to_plan_string(const Plan& p);

@@ -347,6 +347,12 @@ void split_partition(int layers, const Plan& p, Partition& part) {
       part.assign(chunks, (layers + 2) / chunks);
       --part.front(), --part.back();
       return;
+    case PipelineSplit::short_last: {
+      const int l = short_last_layers(layers, pp, vpp), m = (layers - l) / (pp - 1);
+      part.assign(chunks, m / vpp);
+      for (int k = 0; k < vpp; ++k) part[k * pp + pp - 1] = l / vpp;
+      return;
+    }
   }
 }
 
