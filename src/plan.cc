@@ -57,26 +57,29 @@ Plan parse_plan(const std::string& text, const std::string& origin) {
   return p;
 }
 
-int short_end_layers(int layers, int pp, int vpp) {
-  if (pp < 3) return 0;
+namespace {
+
+/// The largest count f for `shortened` stages (the first and last, or the last) below the other
+/// stages' m = (layers - shortened x f) / (pp - shortened), f and m multiples of vpp; 0 if none.
+int shortened_stage_layers(int layers, int pp, int vpp, int shortened) {
+  if (pp <= shortened) return 0;
   for (int f = (layers - 1) / pp; f >= 1; --f) {
-    const int rest = layers - 2 * f;
-    if (rest % (pp - 2) != 0) continue;
-    const int m = rest / (pp - 2);
+    const int rest = layers - shortened * f;
+    if (rest % (pp - shortened) != 0) continue;
+    const int m = rest / (pp - shortened);
     if (m > f && f % vpp == 0 && m % vpp == 0) return f;
   }
   return 0;
 }
 
+}  // namespace
+
+int short_end_layers(int layers, int pp, int vpp) {
+  return shortened_stage_layers(layers, pp, vpp, 2);
+}
+
 int short_last_layers(int layers, int pp, int vpp) {
-  if (pp < 2) return 0;
-  for (int l = (layers - 1) / pp; l >= 1; --l) {
-    const int rest = layers - l;
-    if (rest % (pp - 1) != 0) continue;
-    const int m = rest / (pp - 1);
-    if (m > l && l % vpp == 0 && m % vpp == 0) return l;
-  }
-  return 0;
+  return shortened_stage_layers(layers, pp, vpp, 1);
 }
 
 SplitError split_check(int layers, const Plan& p, std::string* why) {
