@@ -232,7 +232,12 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   e.iteration_time_s = pipe + after;
   e.closed_form_time_s = closed + after;
   if (o.detail && e.dp_bucket_bytes > 0) {  // the 8-bit all-reduce's what-if
-    const DpCost q8 = int8_allreduce_cost(m, c, p, params_rank, tt.bwd);
+    // The dense gradients in 8 bits; the experts' reduction as planned, in what it leaves.
+    DpCost q8 = int8_allreduce_cost(m, c, p, params_rank, tt.bwd);
+    if (expert_params_rank > 0) {
+      const DpCost experts = expert_dp_cost(c, p, expert_params_rank, tt.fwd, tt.bwd, q8);
+      q8.total += experts.total, q8.exposed += experts.exposed;
+    }
     e.int8_allreduce_iteration_s = e.iteration_time_s - dp.exposed + q8.exposed;
     e.int8_allreduce_total_s = q8.total;
   }

@@ -651,3 +651,23 @@ TEST_CASE("split=short_last leaves room for DeepSeek-V3's MTP module on the last
   std::string why;
   CHECK(split_check(ds.layers, ends, &why) == SplitError::layers);
 }
+
+TEST_CASE("the 8-bit all-reduce what-if keeps the experts' reduction beside the dense one") {
+  ModelSpec m = moe("Qwen3-30B-A3B");
+  m.seq_len = 4096;
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const Plan p = parse_plan("tp=1,pp=4,dp=16,ep=8,mbs=1,gbs=64,zero=0", "--plan");
+  const Estimate e = estimate(m, c, p);
+  REQUIRE(e.ok());
+  REQUIRE(e.int8_allreduce_total_s > 0);
+  REQUIRE(e.expert_params_rank > 0);
+  // The dense gradients in 8 bits plus the experts' all-reduce as planned: more than the dense
+  // 8-bit reduction alone, and the experts' part the same wire time as in the plan.
+  const DpCost dense = int8_allreduce_cost(m, c, e.plan, e.dp_params_rank, 1.0);
+  const DpCost experts = expert_dp_cost(c, e.plan, e.expert_params_rank, 1.0, 1.0, DpCost{});
+  REQUIRE(experts.total > 0);  // ep 8 of dp 16: two expert-data-parallel replicas
+  CHECK(e.int8_allreduce_total_s == doctest::Approx(dense.total + experts.total));
+  // It replaces the DP time it prices, no more (here the overlapped reduction was hidden and the
+  // quantization kernels make the what-if slower).
+  CHECK(e.int8_allreduce_iteration_s >= e.iteration_time_s - e.breakdown.dp_comm_s);
+}

@@ -148,7 +148,7 @@ struct StageSplit {
   }
 };
 /// The plan's split (Plan::split) in Megatron-LM's terms: short_ends as the first and last
-/// stage counts, embed_loss as both account-for flags.
+/// stage counts, short_last as the last stage's alone, embed_loss as both account-for flags.
 StageSplit stage_split(const ModelSpec& m, const Plan& p);
 /// Why `f` cannot split `m`'s layers over `p`'s stages as `s` says (std::nullopt when it can):
 /// only Megatron-LM (the current version) has uneven splits, with TransformerConfig's rules

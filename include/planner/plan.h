@@ -25,7 +25,7 @@ enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
 /// model chunk hold one decoder layer fewer (Megatron-Core --account-for-embedding/loss-in-
 /// pipeline-split; DeepSpeed partition_method type:transformer|embedding); `short_last`, the last
 /// stage alone fewer layers, the fewest fewer that splits the rest evenly over the other stages,
-/// room for the logits and the MTP modules (DeepSeek-V3: 61 layers on 8 stages as 8 x 7, 5;
+/// room for the logits and the MTP modules (DeepSeek-V3: 61 layers on 8 stages as 7 x 8, 5;
 /// Megatron-Core --decoder-last-pipeline-num-layers).
 enum class PipelineSplit { even, short_ends, embed_loss, short_last };
 /// How the global ranks are laid out, innermost first (Megatron-Core's parallel_state order):

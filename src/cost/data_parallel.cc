@@ -112,6 +112,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
       const double emb = tied_embedding_s(m, c, p);  // added once, below
       d.total = warmup_fraction * (w.total - emb) + (1 - warmup_fraction) * d.total;
       d.exposed = warmup_fraction * (w.exposed - emb) + (1 - warmup_fraction) * d.exposed;
+      d.reduce_s = warmup_fraction * w.reduce_s;  // beside the backward in the warm-up only
     }
   } else if (p.zero == 0) {
     // One all-reduce per gradient bucket, each on the faster of NCCL's ring and tree at that size.
@@ -204,7 +205,8 @@ DpCost int8_allreduce_cost(const ModelSpec& m, const ClusterProfile& c, const Pl
   const int buckets = dp_buckets(p, params_rank);
   const double bytes = params_rank * kInt8GradBytesPerParam / buckets;
   DpCost d;
-  d.total = buckets * collective_time_s(c, Collective::allreduce, bytes, dp_group(p, c));
+  d.total = d.reduce_s =
+      buckets * collective_time_s(c, Collective::allreduce, bytes, dp_group(p, c));
   d.exposed = exposed_part(d.total, bwd_window, 1.0 / buckets, overlaps_of(p, c).grad_reduce,
                            c.gpu.overlap_compute_slowdown) +
               params_rank * kInt8KernelBytesPerParam / c.gpu.hbm_achieved_Bps() /

@@ -17,7 +17,7 @@ void share(std::ostream& out, const char* name, double s, double total) {
 void print_pipeline(std::ostream& out, const Estimate& e) {
   if (e.partition.empty()) return;
   line(out, "pipeline stages         {} layers{}\n", compact_list(e.partition),
-       e.balanced ? " (balanced partition)" : " (even split)");
+       e.balanced ? " (balanced partition)" : " (the plan's split)");
   const bool even_only = e.framework && !info(*e.framework).uneven_stages;
   if (e.simulated && even_only)
     line(out, "                        simulated {:.4f} s, closed form {:.4f} s\n",
@@ -25,7 +25,7 @@ void print_pipeline(std::ostream& out, const Estimate& e) {
   else if (e.simulated)
     line(out,
          "                        simulated {:.4f} s, closed form {:.4f} s; "
-         "balanced partition gains {:.1f}% over the even split\n",
+         "balanced partition gains {:.1f}% over the plan's split\n",
          e.iteration_time_s, e.closed_form_time_s, e.balanced_gain_pct);
   if (!e.peak_in_flight.empty())
     line(out, "                        peak micro-batches in flight per stage: {}\n",
