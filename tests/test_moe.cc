@@ -21,6 +21,7 @@
 #include "planner/io/csv.h"
 #include "planner/io/model_io.h"
 #include "planner/model.h"
+#include "planner/report/diagnostics.h"
 #include "planner/search.h"
 
 using namespace planner;
@@ -650,6 +651,22 @@ TEST_CASE("split=short_last leaves room for DeepSeek-V3's MTP module on the last
   ends.split = PipelineSplit::embed_loss;  // 63 places do not divide into 8: refused
   std::string why;
   CHECK(split_check(ds.layers, ends, &why) == SplitError::layers);
+  // On pp=7 with embed_loss the module lands on a full last stage, the slowest: the estimate says
+  // so and names the shorter split; on short_last's pp=8 it does not.
+  auto mtp_advice = [&](const Estimate& x) {
+    for (const Diagnostic& g : diagnose(ds, c, x))
+      if (g.id == "mtp_last_stage") return g.remedy;
+    return std::string();
+  };
+  const Estimate full = estimate(
+      ds, c,
+      parse_plan("tp=4,pp=7,dp=32,ep=32,mbs=1,gbs=896,zero=1,recompute=full,sp=1,split=embed_loss",
+                 "--plan"));
+  REQUIRE(full.ok());
+  CHECK(full.critical_stage == 6);
+  CHECK(mtp_advice(full) ==
+        "split=short_last: 7 decoder layers on the last stage, 9 on the others");
+  CHECK(mtp_advice(e).empty());
 }
 
 TEST_CASE("the 8-bit all-reduce what-if keeps the experts' reduction beside the dense one") {

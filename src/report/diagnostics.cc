@@ -51,6 +51,23 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
                     : fmt("{:.1f} GiB used of {:.1f} GiB ({:.1f} GiB headroom)",
                           e.memory_bytes / kGiB, e.memory_limit_bytes / kGiB, headroom / kGiB),
                tight ? "selective recompute, a higher ZeRO stage, sp=1 or a smaller mbs" : "none"});
+  // Megatron-Core puts the MTP modules on the last stage (without a custom layout): where that
+  // stage is the slowest, a last stage of fewer decoder layers gives them room.
+  if (m.mtp_layers > 0 && p.pp > 1 && e.critical_stage == p.pp - 1 && m.encoders.empty()) {
+    Plan shorter = p;
+    shorter.split = PipelineSplit::short_last;
+    const bool can =
+        p.split != PipelineSplit::short_last && split_check(m.layers, shorter) == SplitError::none;
+    d.push_back(
+        {"mtp_last_stage", "info",
+         fmt("the {} multi-token-prediction {} on the last pipeline stage, the slowest",
+             m.mtp_layers, m.mtp_layers > 1 ? "modules run" : "module runs"),
+         can ? fmt("split=short_last: {} decoder layers on the last stage, {} on the others",
+                   short_last_layers(m.layers, p.pp, p.vpp),
+                   (m.layers - short_last_layers(m.layers, p.pp, p.vpp)) / (p.pp - 1))
+             : "a custom --pipeline-model-parallel-layout (not planned here), or "
+               "--mtp-layers 0"});
+  }
   if (m.moe.any())
     d.push_back({"experts_accuracy", "warning",
                  "a model with experts: every one of the seven public MoE runs took longer than "
