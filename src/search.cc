@@ -325,6 +325,7 @@ class Searcher {
              o.objective) {
     cache_.layout = block_layout(m);
     blocks_ = cache_.layout.count();
+    vpps_ascending_ = std::is_sorted(k[KnobId::vpp].begin(), k[KnobId::vpp].end());
     check_space(k, o, blocks_);
     plans_per_pp_ = inner_plans(k, blocks_);
     r_.feasible = PlotSample(o.plot_points);
@@ -385,8 +386,20 @@ class Searcher {
   /// vpp, the schedules it allows, then the odometer over the other inner knobs.
   void inner_plans_of(Plan& p) {
     far_vpp_known_ = false;
-    for (int vpp : k_[KnobId::vpp]) {
+    const std::vector<int>& vpps = k_[KnobId::vpp];
+    for (size_t i = 0; i < vpps.size(); ++i) {
+      const int vpp = vpps[i];
       if (!vpp_tried(k_, blocks_, p.pp, vpp)) continue;  // a default meant for other pp
+      // A user's list (ascending) past the layers: every later value is refused as this one was,
+      // counted at once (a list of 800,000 values kept the search busy for seconds per cell).
+      if (far_vpp_known_ && vpps_ascending_ && !k_.vpp_whole_chunks_only && vpp > 1 &&
+          far_vpp(p, vpp)) {
+        const long long rest = static_cast<long long>(vpps.size() - i);
+        for (int r = 0; r < kNumRejections; ++r)
+          r_.rejections[r] += rest * far_vpp_counted_[r],
+              r_.evaluated += rest * far_vpp_counted_[r];
+        break;
+      }
       const std::vector<Schedule> schedules = schedules_for(vpp, p.pp, k_[KnobId::schedule]);
       if (vpp_never_fits(p, vpp) && count_refused_vpp(p, vpp, schedules)) continue;
       for (Schedule sched : schedules) {
@@ -411,6 +424,12 @@ class Searcher {
     return vpp > 1 && (p.pp == 1 || 1LL * p.pp * vpp > blocks_);
   }
 
+  /// Past layers + 2 chunks (or without a pipeline) every split refuses every such vpp for the
+  /// same reason (split_check).
+  bool far_vpp(const Plan& p, int vpp) const {
+    return p.pp == 1 || (m_.encoders.empty() && 1LL * p.pp * vpp > blocks_ + 2);
+  }
+
   /// Counts the plans of a (pp, vpp) that vpp_never_fits without iterating them: whether it is
   /// refused, and as what (more stages than layers, or chunks not dividing them), depends among
   /// the inner knobs on the split alone, so one check per split value gives every plan's
@@ -418,7 +437,7 @@ class Searcher {
   bool count_refused_vpp(Plan& p, int vpp, const std::vector<Schedule>& schedules) {
     // Past layers + 2 chunks (or without a pipeline) every split refuses every such vpp for the
     // same reason (split_check), so one vpp's counts stand for all the others of this pp.
-    const bool far = p.pp == 1 || (m_.encoders.empty() && 1LL * p.pp * vpp > blocks_ + 2);
+    const bool far = far_vpp(p, vpp);
     if (far && far_vpp_known_) {
       for (int i = 0; i < kNumRejections; ++i)
         r_.rejections[i] += far_vpp_counted_[i], r_.evaluated += far_vpp_counted_[i];
@@ -537,6 +556,7 @@ class Searcher {
   /// count_refused_vpp's counts for the vpp values past the layers of the current (cell, pp).
   std::array<long long, kNumRejections> far_vpp_counted_{};
   bool far_vpp_known_ = false;
+  bool vpps_ascending_ = false;  ///< the vpp list, as the list options give it
   /// The expert knobs a cell's block costs depend on, those the current costs are for, and the
   /// costs of the cell's other combinations so far.
   struct ExpertKey {
