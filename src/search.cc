@@ -394,10 +394,7 @@ class Searcher {
       // counted at once (a list of 800,000 values kept the search busy for seconds per cell).
       if (far_vpp_known_ && vpps_ascending_ && !k_.vpp_whole_chunks_only && vpp > 1 &&
           far_vpp(p, vpp)) {
-        const long long rest = static_cast<long long>(vpps.size() - i);
-        for (int r = 0; r < kNumRejections; ++r)
-          r_.rejections[r] += rest * far_vpp_counted_[r],
-              r_.evaluated += rest * far_vpp_counted_[r];
+        add_far_vpp_counts(static_cast<long long>(vpps.size() - i));
         break;
       }
       const std::vector<Schedule> schedules = schedules_for(vpp, p.pp, k_[KnobId::schedule]);
@@ -424,6 +421,13 @@ class Searcher {
     return vpp > 1 && (p.pp == 1 || 1LL * p.pp * vpp > blocks_);
   }
 
+  /// The counts of `values` far vpp values of the current (cell, pp), each refused as the first.
+  void add_far_vpp_counts(long long values) {
+    for (int i = 0; i < kNumRejections; ++i)
+      r_.rejections[i] += values * far_vpp_counted_[i],
+          r_.evaluated += values * far_vpp_counted_[i];
+  }
+
   /// Past layers + 2 chunks (or without a pipeline) every split refuses every such vpp for the
   /// same reason (split_check).
   bool far_vpp(const Plan& p, int vpp) const {
@@ -439,8 +443,7 @@ class Searcher {
     // same reason (split_check), so one vpp's counts stand for all the others of this pp.
     const bool far = far_vpp(p, vpp);
     if (far && far_vpp_known_) {
-      for (int i = 0; i < kNumRejections; ++i)
-        r_.rejections[i] += far_vpp_counted_[i], r_.evaluated += far_vpp_counted_[i];
+      add_far_vpp_counts(1);
       return true;
     }
     std::fill(at_.begin(), at_.end(), 0);

@@ -63,8 +63,8 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
          fmt("the {} multi-token-prediction {} on the last pipeline stage, the slowest",
              m.mtp_layers, m.mtp_layers > 1 ? "modules run" : "module runs"),
          can ? fmt("split=short_last: {} decoder layers on the last stage, {} on the others",
-                   short_last_layers(m.layers, p.pp, p.vpp),
-                   (m.layers - short_last_layers(m.layers, p.pp, p.vpp)) / (p.pp - 1))
+                   split_stage_layers(m.layers, shorter, p.pp - 1),
+                   split_stage_layers(m.layers, shorter, 0))
              : "a custom --pipeline-model-parallel-layout (not planned here), or "
                "--mtp-layers 0"});
   }
