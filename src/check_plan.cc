@@ -336,6 +336,16 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
           "got zero={}",
           p.zero);
     });
+  // bf16 gradients instead of fp32 ones: fp16 plans reduce in 16 bits already, tf32 ones keep
+  // fp32 tensors throughout.
+  if (p.grad_reduce_bf16 && p.dtype != Dtype::bf16 && p.dtype != Dtype::fp8)
+    return fail(Rejection::dtype_unsupported, reason, [&] {
+      return fmt(
+          "grad_reduce_bf16=1 keeps bf16 gradients in place of fp32 ones, for dtype=bf16 or fp8; "
+          "dtype={} {}",
+          to_string(p.dtype),
+          p.dtype == Dtype::fp16 ? "reduces fp16 gradients already" : "keeps fp32 tensors");
+    });
   // TransformerConfig.__post_init__ at d98e8a64: "CPU offloading can be done only for layers less
   // than num_layers".
   if (p.offload_activation_layers >= m.layers && p.offload_activation_layers > 0)

@@ -77,11 +77,11 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
           t);
     });
   if (p.offloads() || p.grad_compression != GradCompression::none || p.zeropp ||
-      p.offload_activation_layers > 0)
+      p.offload_activation_layers > 0 || p.grad_reduce_bf16)
     return no(reason, [&] {
       return fmt(
-          "{} is kept to predict the 2021 runs, which offloaded and compressed nothing; plan "
-          "these with --framework megatron or deepspeed",
+          "{} is kept to predict the 2021 runs, which offloaded and compressed nothing and "
+          "reduced fp32 gradients; plan these with --framework megatron or deepspeed",
           t);
     });
   if (p.order != RankOrder::tp_cp_dp_pp)
@@ -226,6 +226,15 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
 }
 
 bool refuses_deepspeed(const Plan& p, std::string* reason) {
+  // Its bf16 optimizer accumulates fp32 gradients per partition whatever the wire type
+  // (communication_data_type), which grad_reduce_bf16's memory would not describe.
+  if (p.grad_reduce_bf16)
+    return no(reason, [] {
+      return std::string(
+          "grad_reduce_bf16=1 is Megatron-LM's --grad-reduce-in-bf16 (bf16 gradient buffers); "
+          "DeepSpeed's bf16 optimizer keeps fp32 gradient partitions; use grad_reduce_bf16=0 or "
+          "--framework megatron");
+    });
   // deepspeed/runtime/pipe/engine.py: "ZeRO-2 and ZeRO-3 are incompatible with pipeline
   // parallelism".
   if (p.zero >= 2 && p.pp > 1)
@@ -320,6 +329,15 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
 /// torchtitan at b5bcd76c (configs/frameworks/torchtitan-config-fields.txt; the files named are
 /// under torchtitan/ at that commit).
 bool refuses_torchtitan(const Plan& p, std::string* reason) {
+  // FSDP2's MixedPrecisionPolicy(reduce_dtype) sets the wire type only: the sharded gradients
+  // keep the fp32 parameters' dtype.
+  if (p.grad_reduce_bf16)
+    return no(reason, [] {
+      return std::string(
+          "grad_reduce_bf16=1 is Megatron-LM's --grad-reduce-in-bf16 (bf16 gradient buffers); "
+          "torchtitan's training.mixed_precision_reduce changes only FSDP2's wire type; use "
+          "grad_reduce_bf16=0 or --framework megatron");
+    });
   // ParallelismConfig: data_parallel_replicate_degree (DDP) and data_parallel_shard_degree
   // (FSDP2's fully_shard: parameters, gradients and optimizer states sharded together).
   if (p.zero == 1 || p.zero == 2)

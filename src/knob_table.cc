@@ -247,6 +247,12 @@ std::array<KnobDef, kNumKnobs> make_table() {
        "int4 gradient reduce-scatters), 0,1 (default 0)",
        bits, 0, 0, true, true, "zpp", 3, [](const Plan& p) { return p.zeropp ? 1 : kUnset; },
        [](Plan& p, int v) { p.zeropp = v == 1; }},
+      {K::grad_reduce_bf16, "grad_reduce_bf16",
+       "gradients kept and reduced in bf16 (Megatron-LM's --grad-reduce-in-bf16, as "
+       "Megatron-Bridge's performance recipes run), 0,1 (default 0: fp32; bf16 and fp8 plans)",
+       bits, 0, 0, true, true, "g16", 3,
+       [](const Plan& p) { return p.grad_reduce_bf16 ? 1 : kUnset; },
+       [](Plan& p, int v) { p.grad_reduce_bf16 = v == 1; }},
       {K::offload_activations,
        "offload_activations",
        "decoder layers whose activations go to host memory (Megatron-LM's "

@@ -171,7 +171,7 @@ std::vector<WorkCollective> expert_dp_collectives(const ClusterProfile& c, const
   const GroupLayout g = expert_dp_group(p, c);
   const Overlaps ov = overlaps_of(p, c);
   const int ranks = int(p.expert_replicas());
-  const double grad_bytes = expert_params_rank * grad_wire_bytes(p.dtype);
+  const double grad_bytes = expert_params_rank * grad_wire_bytes(p);
   auto add = [&](const char* name, Collective coll, double bytes, Pass pass, bool overlapped,
                  int count) {
     WorkCollective w{name, coll, bytes, ranks, pass, count};
@@ -229,7 +229,7 @@ void add_zero3(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   GroupLayout z3 = dp_group(p, c);
   z3.ranks_per_node = std::min(z3.ranks_per_node, c.software.zero3_collective_nics);
   const double param_bytes = params_rank * weight_bytes_per_param(p.dtype);
-  const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
+  const double grad_bytes = params_rank * grad_wire_bytes(p);
   const double ag_latency = collective_latency_s(c, Collective::allgather, z3);
   const double rs_latency = collective_latency_s(c, Collective::reduce_scatter, z3);
   const double ag_wire = collective_time_s(c, Collective::allgather, param_bytes, z3) - ag_latency;
@@ -290,7 +290,7 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
     w.overlapped = overlapped;
     out.push_back(w);
   };
-  const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
+  const double grad_bytes = params_rank * grad_wire_bytes(p);
   if (ranks > 1 && p.zero == 0) {  // one all-reduce per gradient bucket (dp_buckets)
     add("dp_grad_allreduce", Collective::allreduce, dp_bucket_bytes(p, params_rank), ranks, dpg,
         Pass::backward_weight, ov.grad_reduce);
@@ -305,7 +305,7 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
   }
   if (m.embedding_on_last_stage(p.pp))  // first and last stage all-reduce the shared embedding
     add("tied_embedding_allreduce", Collective::allreduce,
-        double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype), 2, pp_pair(p, c),
+        double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p), 2, pp_pair(p, c),
         Pass::backward_weight, false);
   return out;
 }

@@ -142,6 +142,8 @@ std::vector<Case> all_cases() {
       {"ds-plain-zero3", small, kA100, "tp=1,pp=1,dp=4,mbs=4,gbs=64,zero=3,recompute=full", D});
   v.push_back({"act-offload", l8, kH100,
                "tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,recompute=none,offload_activations=30", M});
+  v.push_back({"grad-bf16", l8, kH100,
+               "tp=1,pp=1,dp=8,mbs=1,gbs=128,zero=3,dtype=fp8,grad_reduce_bf16=1", M});
   v.push_back({"ds-zeropp", small, kA100,
                "tp=1,pp=1,dp=16,mbs=4,gbs=64,zero=3,recompute=full,zeropp=1", D});
   v.push_back(
@@ -406,7 +408,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
     }
   }
   // Two scripts per Megatron case, one launcher per DeepSpeed and torchtitan case.
-  CHECK(n == 2 * 24 + 18 + 1);
+  CHECK(n == 2 * 25 + 18 + 1);
   fs::remove_all(dir);
 }
 
@@ -870,6 +872,24 @@ TEST_CASE("ZeRO++ is written as DeepSpeed's three keys, with hpZ over the node's
                    emit::Framework::deepspeed};
   for (const auto& f : emitted(plain))
     CHECK(f.contents.find("zero_quantized") == std::string::npos);
+}
+
+TEST_CASE("grad_reduce_bf16 is Megatron-LM's --grad-reduce-in-bf16, written only when planned") {
+  // Megatron-Bridge's Llama 3 8B H100 FP8 recipe: Megatron FSDP on one node, bf16 gradients.
+  const std::string base = "tp=1,pp=1,dp=8,mbs=1,gbs=128,zero=3,dtype=fp8";
+  auto script = [&](const std::string& plan) {
+    for (const auto& f : emitted({"grad-bf16", "configs/models/llama3-8b.yaml", kH100, plan,
+                                  emit::Framework::megatron}))
+      if (f.name == "megatron_torchrun.sh") return f.contents;
+    FAIL("no launch script");
+    return std::string();
+  };
+  CHECK(script(base + ",grad_reduce_bf16=1").find("--grad-reduce-in-bf16") != std::string::npos);
+  CHECK(script(base).find("--grad-reduce-in-bf16") == std::string::npos);
+  for (auto f : {emit::Framework::deepspeed, emit::Framework::torchtitan})
+    CHECK_THROWS_WITH_AS(emitted({"grad-bf16", "configs/models/llama3-8b.yaml", kH100,
+                                  base + ",grad_reduce_bf16=1", f}),
+                         doctest::Contains("grad_reduce_bf16=1 is Megatron-LM's"), InputError);
 }
 
 TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in its list form") {

@@ -80,8 +80,13 @@ TEST_CASE("fp8: linear inputs are kept in FP8, 1 byte an element; gradients redu
                                    Dtype::fp8) ==
         activation_bytes_per_layer(m, 1, 4, 1, true, Recompute::full, AttentionKernel::flash,
                                    Dtype::bf16));
-  CHECK(grad_wire_bytes(Dtype::fp8) == 4);  // bf16 with FP8 linears: grad_reduce_in_fp32
-  CHECK(grad_wire_bytes(Dtype::fp16) == 2);
+  Plan p;
+  p.dtype = Dtype::fp8;
+  CHECK(grad_wire_bytes(p) == 4);  // bf16 with FP8 linears: grad_reduce_in_fp32
+  p.grad_reduce_bf16 = true;
+  CHECK(grad_wire_bytes(p) == 2);  // --grad-reduce-in-bf16
+  p.grad_reduce_bf16 = false, p.dtype = Dtype::fp16;
+  CHECK(grad_wire_bytes(p) == 2);
 }
 
 TEST_CASE("flash attention's rate grows with the keys per call, as cuDNN's measured curve") {

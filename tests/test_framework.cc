@@ -59,6 +59,15 @@ TEST_CASE("each framework's refusals, with the reason it gives") {
             ->find("no context parallelism") != std::string::npos);
   CHECK(why_not(Framework::megatron, m, c, plan("tp=8,pp=8,dp=1,gbs=128,schedule=zb-h1")) ==
         "Megatron-LM at commit d98e8a64 has no 'zb-h1' schedule");
+  // bf16 gradient buffers (--grad-reduce-in-bf16) are Megatron-LM's; the others keep fp32
+  // gradients, the 2021 stacks too.
+  const Plan g16 = plan("tp=8,pp=1,dp=8,gbs=128,zero=1,grad_reduce_bf16=1");
+  CHECK(!why_not(Framework::megatron, m, c, g16));
+  for (Framework f : {Framework::deepspeed, Framework::torchtitan})
+    CHECK(why_not(f, m, c, g16)->find("grad_reduce_bf16=1 is Megatron-LM's") != std::string::npos);
+  CHECK(why_not(Framework::megatron_2021, m, c,
+                plan("tp=8,pp=1,dp=8,gbs=128,recompute=full,attn=unfused,grad_reduce_bf16=1"))
+            ->find("reduced fp32 gradients") != std::string::npos);
   // The reason is built only when asked for; the answer is the same.
   for (Framework f : kFrameworks)  // torchtitan runs FSDP2 (zero=3) with a pipeline
     CHECK(refuses(f, m, c, plan("tp=8,pp=2,dp=4,gbs=128,zero=3"), nullptr) ==

@@ -57,7 +57,7 @@ TEST_CASE("every knob round-trips through the plan string, in the table's order"
       // offload_pct=100 the default offload, each left out of the string as unset.
       const bool even = (k.id == KnobId::split && v == int(PipelineSplit::even)) ||
                         (k.id == KnobId::order && v == int(RankOrder::tp_cp_dp_pp)) ||
-                        (k.id == KnobId::zeropp && v == 0) ||
+                        ((k.id == KnobId::zeropp || k.id == KnobId::grad_reduce_bf16) && v == 0) ||
                         ((k.id == KnobId::ep || k.id == KnobId::etp) && v == 1) ||
                         (k.id == KnobId::dispatcher && v == int(Dispatcher::alltoall)) ||
                         ((k.id == KnobId::offload_optimizer || k.id == KnobId::offload_params) &&

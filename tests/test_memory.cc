@@ -179,3 +179,43 @@ TEST_CASE("tf32: the estimate's memory is the same closed form") {
   half.dtype = Dtype::bf16;
   CHECK(e.memory_bytes > estimate(m, c, half, o).memory_bytes);
 }
+
+TEST_CASE("grad_reduce_bf16 halves the gradient buffers and the DP reduction, nothing else") {
+  // Megatron-LM's --grad-reduce-in-bf16: the DDP buffers take the bf16 parameters' dtype (2 bytes
+  // a parameter, not 4) and the reduce-scatter moves them; weights, Adam states and activations
+  // are unchanged. GPT-3 175B at tp=8, dp=16 on A100s: ZeRO-1 with pp=8, ZeRO-2 (no pipeline).
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  const ModelSpec m = gpt3();
+  for (int zero : {1, 2}) {
+    Plan p;
+    p.tp = 8, p.pp = zero == 1 ? 8 : 1, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true;
+    p.zero = zero, p.recompute = Recompute::selective;
+    EstimateOptions o;
+    o.memory_limit_bytes = 1e15;
+    const Estimate fp32 = estimate(m, c, p, o);
+    p.grad_reduce_bf16 = true;
+    const Estimate bf16 = estimate(m, c, p, o);
+    REQUIRE(fp32.rejection == Rejection::none);
+    REQUIRE(bf16.rejection == Rejection::none);
+    CHECK(bf16.memory.grads == doctest::Approx(fp32.memory.grads / 2));
+    CHECK(bf16.memory.weights == fp32.memory.weights);
+    CHECK(bf16.memory.optimizer == fp32.memory.optimizer);
+    CHECK(bf16.memory.activations == fp32.memory.activations);
+    // The gradients on this rank: its parameters (weights / 2 bytes) x 4 or 2 bytes, sharded
+    // over dp under ZeRO-2.
+    const double params = fp32.memory.weights / kWeightBytesPerParam;
+    CHECK(fp32.memory.grads == doctest::Approx(params * 4 / (zero >= 2 ? p.dp : 1)));
+    CHECK(bf16.memory.grads == doctest::Approx(params * 2 / (zero >= 2 ? p.dp : 1)));
+    // The traffic: the gradients' reduce-scatter (4 or 2 bytes a parameter) and the bf16
+    // parameters' all-gather (2 bytes), 6 against 4 units.
+    CHECK(bf16.dp_comm_total_s == doctest::Approx(fp32.dp_comm_total_s * 4 / 6).epsilon(0.02));
+  }
+  // fp16 and tf32 plans refuse it (fp16 gradients are 16-bit already; tf32 keeps fp32).
+  for (Dtype d : {Dtype::fp16, Dtype::tf32}) {
+    Plan p;
+    p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.dtype = d, p.grad_reduce_bf16 = true;
+    EstimateOptions o;
+    o.memory_limit_bytes = 1e15;
+    CHECK(estimate(m, c, p, o).rejection == Rejection::dtype_unsupported);
+  }
+}

@@ -293,8 +293,7 @@ TEST_CASE("ZeRO-3 gathers and scatters module by module beside the compute") {
   const double ag =
       collective_time_s(c, Collective::allgather, params * kWeightBytesPerParam, z3) - ag_lat;
   const double rs =
-      collective_time_s(c, Collective::reduce_scatter, params * grad_wire_bytes(p.dtype), z3) -
-      rs_lat;
+      collective_time_s(c, Collective::reduce_scatter, params * grad_wire_bytes(p), z3) - rs_lat;
   CHECK(total == doctest::Approx(3 * ag + rs + 4 * layers * (3 * ag_lat + rs_lat)));
   CHECK(ag_lat == doctest::Approx(25e-6 + 47 * 14e-6));  // the tier's latency, 47 node hops
   CHECK(e0.breakdown.dp_comm_s > 2 * total / layers);    // more than a whole-pass overlap's tail

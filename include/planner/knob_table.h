@@ -40,6 +40,7 @@ enum class KnobId {
   pad_to_capacity,
   grad_compression,
   zeropp,
+  grad_reduce_bf16,
   offload_activations,
   offload_optimizer,  // the offload knobs last: the search's odometer turns them fastest
   offload_params,

@@ -104,6 +104,12 @@ struct Plan {
   /// bf16 weight partition inside each node, so the backward's gathers stay on NVLink) and qgZ
   /// (the gradient reduce-scatter in int4 through a hierarchical all-to-all).
   bool zeropp = false;
+  /// Gradients kept and data-parallel reduced in bf16 rather than fp32 (Megatron-LM's
+  /// --grad-reduce-in-bf16: Megatron-Core's DDP buffers then take the parameters' dtype,
+  /// distributed_data_parallel_config.py grad_reduce_in_fp32=False), as Megatron-Bridge's
+  /// performance recipes train (their set_*_common_configs set ddp.grad_reduce_in_fp32 = False).
+  /// Half the gradient memory and half the DP traffic; bf16 and fp8 plans only.
+  bool grad_reduce_bf16 = false;
   /// Decoder layers whose stored activations go to host memory after their forward and come back
   /// before their backward (Megatron-Core's layer-level CPU offloading through Transformer
   /// Engine, --cpu-offloading-num-layers; activations only, its weights default off).

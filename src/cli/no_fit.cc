@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "planner/error.h"
 #include "planner/format.h"
@@ -12,14 +13,19 @@
 namespace planner::cli {
 namespace {
 
-/// The estimate's memory on its most loaded stage (set for plans over the limit too), for the
-/// framework `f`; 0 when `f` cannot run the plan.
+/// The memory on the most loaded stage that `estimate --plan` prints for `p` (its simulated
+/// schedule's peak, the plan run as if it had the memory), for the framework `f`; the closed
+/// form's where the simulation fails; 0 when `f` cannot run the plan.
 double peak_memory(const Inputs& in, const Plan& p, std::optional<Framework> f) {
   EstimateOptions o;
   o.reasons = false;
   o.framework = f;
-  const Estimate e = estimate(in.model, cluster_for(in.cluster, f, false), p, o);
-  return e.ok() || e.rejection == Rejection::out_of_memory ? e.memory_bytes : 0;
+  const ClusterProfile c = cluster_for(in.cluster, f, false);
+  const Estimate e = estimate(in.model, c, p, o);
+  if (!e.ok() && e.rejection != Rejection::out_of_memory) return 0;
+  o.memory_limit_bytes = std::numeric_limits<double>::max();
+  const Estimate s = refine(in.model, c, p, o);
+  return s.ok() && finite_result(s) ? s.memory_bytes : e.memory_bytes;
 }
 
 }  // namespace
@@ -41,6 +47,9 @@ std::string memory_remedies(const Inputs& in, const Plan& base,
   if (base.tp > 1 && !base.sp) p.sp = true, v.push_back({"sp=1", p});
   p = base;
   if (base.mbs > 1) p.mbs = base.mbs / 2, v.push_back({"mbs=" + std::to_string(p.mbs), p});
+  p = base;
+  if (!base.grad_reduce_bf16 && (base.dtype == Dtype::bf16 || base.dtype == Dtype::fp8))
+    p.grad_reduce_bf16 = true, v.push_back({"grad_reduce_bf16=1", p});
   p = base;
   if (base.offload_optimizer == OffloadDevice::none) {  // ZeRO's optimizer is what offloads
     p.offload_optimizer = OffloadDevice::cpu, p.offload_pct = 100, p.zero = std::max(p.zero, 1);
@@ -78,7 +87,7 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
     const Dtype d = e.plan.dtype;
     const double states =
         (in.model.total_params() + in.model.mtp_params()) *
-        (weight_bytes_per_param(d) + kGradBytesPerParam + optimizer_bytes_per_param(d));
+        (weight_bytes_per_param(d) + grad_bytes_per_param(e.plan) + optimizer_bytes_per_param(d));
     msg +=
         fmt("\nweights, gradients and optimizer states alone take {:.0f} GiB: at least {:.0f} GPUs "
             "of {:.0f} GiB before activations",

@@ -22,7 +22,7 @@ double exposed_part(double t, double window, double tail_fraction, bool overlap,
 /// with MTP modules).
 double tied_embedding_s(const ModelSpec& m, const ClusterProfile& c, const Plan& p) {
   if (!m.embedding_on_last_stage(p.pp)) return 0.0;
-  const double emb = double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p.dtype);
+  const double emb = double(m.vocab) * m.hidden / p.tp * grad_wire_bytes(p);
   return collective_time_s(c, Collective::allreduce, emb, pp_pair(p, c));
 }
 
@@ -88,7 +88,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   const GroupLayout dpg = dp_group(p, c);
   const int buckets = dp_buckets(p, params_rank);
   const double bucket = 1.0 / buckets;  // the last bucket's share, exposed after the backward
-  const double grad_bytes = params_rank * grad_wire_bytes(p.dtype);
+  const double grad_bytes = params_rank * grad_wire_bytes(p);
   const double param_bytes = params_rank * weight_bytes_per_param(p.dtype);
   const SoftwareStack& sw = c.software;
   const Overlaps ov = overlaps_of(p, c);
@@ -176,7 +176,7 @@ DpCost expert_dp_cost(const ClusterProfile& c, const Plan& p, double expert_para
   const GroupLayout g = expert_dp_group(p, c);
   const Overlaps ov = overlaps_of(p, c);
   const double slow = c.gpu.overlap_compute_slowdown;
-  const double grad_bytes = expert_params_rank * grad_wire_bytes(p.dtype);
+  const double grad_bytes = expert_params_rank * grad_wire_bytes(p);
   const int buckets = expert_dp_buckets(p, expert_params_rank);
   const double bucket = 1.0 / buckets;
   // What the dense collectives leave of each window: its reduction of the backward's, its gather
@@ -228,7 +228,7 @@ int dp_buckets(const Plan& p, double params_rank) {
 }
 
 double dp_bucket_bytes(const Plan& p, double params_rank) {
-  return params_rank * grad_wire_bytes(p.dtype) / dp_buckets(p, params_rank);
+  return params_rank * grad_wire_bytes(p) / dp_buckets(p, params_rank);
 }
 
 AllreduceAlgorithm dp_allreduce_algorithm(const ClusterProfile& c, const Plan& p,

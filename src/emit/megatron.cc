@@ -195,6 +195,9 @@ ArgGroup precision_group(const ClusterProfile& c, const Plan& p) {
       g.notes.push_back("tf32: fp32 training with TF32 GEMMs (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)");
       break;
   }
+  if (p.grad_reduce_bf16)
+    g.args.push_back({"--grad-reduce-in-bf16", "",
+                      "the plan's grad_reduce_bf16=1: bf16 gradient buffers and reduction"});
   return g;
 }
 

@@ -40,7 +40,15 @@ inline double linear_input_bytes(Dtype d) {
 /// (arguments.py: "bf16 requires gradient accumulation and all-reduce in fp32"), and so under fp8,
 /// which is bf16 training with FP8 linear layers (Megatron-Bridge's bf16_with_fp8_* recipes keep
 /// grad_reduce_in_fp32=True); tf32 gradients are fp32 anyway; fp16 reduces in 16 bits.
-inline double grad_wire_bytes(Dtype d) { return d == Dtype::fp16 ? 2.0 : 4.0; }
+/// With grad_reduce_bf16 the buffers and the reduction are bf16 (Plan::grad_reduce_bf16).
+inline double grad_wire_bytes(const Plan& p) {
+  return p.dtype == Dtype::fp16 || p.grad_reduce_bf16 ? 2.0 : 4.0;
+}
+/// Bytes per parameter of the gradient buffers Megatron-Core's DDP keeps: fp32 main gradients
+/// (kGradBytesPerParam), or the parameters' bf16 under grad_reduce_bf16.
+inline double grad_bytes_per_param(const Plan& p) {
+  return p.grad_reduce_bf16 ? 2.0 : kGradBytesPerParam;
+}
 
 /// CUDA context, NCCL buffers and cuBLAS workspaces, and the caching allocator's fragmentation:
 /// an allowance, not a measurement (PyTorch reports ~0.5-1 GiB of context per process; NCCL
@@ -116,7 +124,7 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
                     : load.params * weight_bytes / (p.zero >= 3 ? p.weight_replicas() : 1);
   mem.grads = host_gradients && p.offload_optimizer != OffloadDevice::none
                   ? deepspeed_offload_grad_bytes(load.params, p)
-                  : load.params * kGradBytesPerParam / (p.zero >= 2 ? p.weight_replicas() : 1);
+                  : load.params * grad_bytes_per_param(p) / (p.zero >= 2 ? p.weight_replicas() : 1);
   const double dense = load.params - load.expert_params;
   mem.optimizer = (dense / (p.zero >= 1 ? p.weight_replicas() : 1) +
                    load.expert_params / (p.zero >= 1 ? std::max(1LL, p.expert_replicas()) : 1)) *
