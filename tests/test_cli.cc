@@ -508,6 +508,16 @@ TEST_CASE("advise: each cluster and framework's best plan, a recommendation, the
         std::string::npos);
   const Run none = planner("advise --model configs/models/llama3-8b.yaml --global-batch 0");
   CHECK(none.rc == 2);
+  // --mtp-layers as estimate's: the model's modules counted, named in the header and the JSON.
+  const Run mtp = planner(
+      "advise --model configs/models/llama3-8b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+      "--global-batch 512 --mtp-layers 1 --format json");
+  REQUIRE(mtp.rc == 0);
+  const auto jm = nlohmann::json::parse(mtp.out);
+  CHECK(jm["model"]["mtp_layers"] == 1);
+  CHECK(jm["model"]["mtp_params"].get<double>() > 0.2e9);  // a layer, eh_proj, norms
+  CHECK(j["model"]["mtp_layers"] == 0);
+  CHECK(planner("advise --model configs/models/llama3-8b.yaml --mtp-layers 65").rc == 2);
   // The same answer as one HTML page, the pick's row marked.
   const std::string html = cli_run::scratch("advise") + "/advise.html";
   const Run page = planner(
@@ -592,4 +602,24 @@ TEST_CASE("estimate names ZeRO++ where a ZeRO-3 plan's communication is exposed"
   REQUIRE(chosen.rc == 0);
   CHECK(chosen.out.find("ZeRO++ would") == std::string::npos);
   CHECK(planner(base + "\"tp=1,pp=1,mbs=1,gbs=1536,zero=1,recompute=full,zeropp=1\"").rc == 2);
+}
+
+TEST_CASE("validate --mtp-layers: the module's embedding copy and its all-reduce in the workload") {
+  // Llama 3 8B (untied) on two stages: an MTP module puts a copy of the embedding on the last
+  // stage, whose gradient is all-reduced with the first stage's (Megatron-Core); none without.
+  const std::string out = cli_run::scratch("validate-mtp") + "/w.json";
+  auto collectives = [&](int mtp) {
+    const Run r = planner(
+        "validate --model configs/models/llama3-8b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+        "--plan \"tp=2,pp=2,dp=2,mbs=1,gbs=64,zero=1,sp=1\" --mtp-layers " +
+        std::to_string(mtp) + " --workload-out " + out);
+    REQUIRE(r.rc == 0);
+    std::vector<std::string> names;
+    const auto w = nlohmann::json::parse(cli_run::slurp(out));
+    for (const auto& d : w["dp"]) names.push_back(d["name"].get<std::string>());
+    return names;
+  };
+  const auto with = collectives(1), without = collectives(0);
+  CHECK(std::find(with.begin(), with.end(), "tied_embedding_allreduce") != with.end());
+  CHECK(std::find(without.begin(), without.end(), "tied_embedding_allreduce") == without.end());
 }

@@ -186,7 +186,21 @@ TEST_CASE("optional columns: a model file in place of the shape columns, ep and 
   CHECK(error_at(header.substr(0, header.size() - 1) + ",notes\n" + dense) ==
         csv +
             ":1: unexpected extra column 'notes' (the optional columns: model, "
-            "published_tflops_per_gpu, framework and any plan knob of --plan but dtype)");
+            "published_tflops_per_gpu, framework, mtp_layers and any plan knob of --plan but "
+            "dtype)");
+  // mtp_layers: the run's multi-token-prediction modules over the model file's (DeepSeek-V3's 1).
+  const std::string mtp_header = header.substr(0, header.size() - 1) + ",mtp_layers\n";
+  const std::string ds =
+      "d,x,dgx-h800,256,hf/DeepSeek-V3/config.json,,,,,,,,4096,1,8,32,1,8,1,,,1,1024,,,fp8,"
+      "30,,,";
+  CHECK(parse_cases(mtp_header + ds + ",\n", csv)[0].model.mtp_layers == 1);
+  CHECK(parse_cases(mtp_header + ds + ",0\n", csv)[0].model.mtp_layers == 0);
+  CHECK(parse_cases(mtp_header + dense.substr(0, dense.size() - 1) + ",2\n", csv)[0]
+            .model.mtp_layers == 2);
+  CHECK(error_at(mtp_header + ds + ",65\n") ==
+        csv + ":2: column 'mtp_layers': expected 0 to 64, got 65");
+  CHECK(error_at(mtp_header + ds + ",-1\n").find("column 'mtp_layers': expected an integer") !=
+        std::string::npos);
   std::string twice = header;
   twice.replace(twice.find(",etp,"), 5, ",ep,");
   CHECK(error_at(twice + dense).find("expected column 19 to be 'sp', found 'ep'") !=

@@ -114,6 +114,7 @@ _planner() {
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --layers) :; return ;;
+        --mtp-layers) :; return ;;
         --iters) :; return ;;
         --format) _planner_words 'text json'; return ;;
         --update-profile) :; return ;;
@@ -121,7 +122,7 @@ _planner() {
         --workload-out) :; return ;;
         --measured) :; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --layers --iters --format --update-profile --runner --workload-out --measured'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --plan --global-batch --dtype --layers --mtp-layers --iters --format --update-profile --runner --workload-out --measured'; else _planner_words ''; fi ;;
     emit)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -167,11 +168,12 @@ _planner() {
         --budget-usd) :; return ;;
         --gpu-hour-usd) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
+        --mtp-layers) :; return ;;
         --memory-limit-GiB) :; return ;;
         --format) _planner_words 'text json'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --clusters --gpus --global-batch --train-tokens --deadline-days --budget-usd --gpu-hour-usd --dtype --tp-across-nodes --memory-limit-GiB --format --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --clusters --gpus --global-batch --train-tokens --deadline-days --budget-usd --gpu-hour-usd --dtype --mtp-layers --tp-across-nodes --memory-limit-GiB --format --report'; else _planner_words ''; fi ;;
     profile)
       case "$prev" in
       esac

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/outputs.h"
 #include "planner/error.h"
 #include "planner/format.h"
 #include "planner/io/cluster_io.h"
@@ -81,6 +82,7 @@ struct AdviseArgs : LimitArgs {
   std::vector<std::string> clusters;
   double deadline_days = 0, budget_usd = 0, gpu_hour_usd = 0;
   int global_batch = 0;
+  int mtp_layers = -1;  ///< --mtp-layers (-1: the model file's)
 };
 
 /// One (cluster, framework) answer: its best plan over the GPU counts, and what training takes.
@@ -297,8 +299,8 @@ void print_text(std::ostream& out, const ModelSpec& m, const AdviseArgs& a, doub
                 const std::vector<Row>& rows, const Row* pick, const RuleCheck* rc,
                 const std::string& fw) {
   const Rule rule = rule_for(m.total_params());
-  out << fmt("# model    {}: {:.2f}B parameters, the source's {} class\n", m.name,
-             m.total_params() / 1e9, class_name(rule));
+  out << fmt("# model    {}: {:.2f}B parameters, the source's {} class{}\n", m.name,
+             m.total_params() / 1e9, class_name(rule), mtp_text(m));
   out << fmt("# training {:.3g} tokens{}, global batch {} sequences of {}\n", tokens,
              a.train_tokens.empty() ? " (20 per parameter, Chinchilla)" : "", a.global_batch,
              m.seq_len);
@@ -343,7 +345,10 @@ void print_text(std::ostream& out, const ModelSpec& m, const AdviseArgs& a, doub
 nlohmann::ordered_json to_json(const ModelSpec& m, double tokens, const std::vector<Row>& rows,
                                const Row* pick, const RuleCheck* rc, const std::string& fw) {
   nlohmann::ordered_json j;
-  j["model"] = {{"name", m.name}, {"params", m.total_params()}};
+  j["model"] = {{"name", m.name},
+                {"params", m.total_params()},
+                {"mtp_layers", m.mtp_layers},
+                {"mtp_params", m.mtp_params()}};
   j["train_tokens"] = tokens;
   j["size_class"] = class_name(rule_for(m.total_params()));
   j["source_rule"] = rule_text(rule_for(m.total_params()));
@@ -433,7 +438,10 @@ int run_advise(const AdviseArgs& a) {
   if (a.global_batch <= 0)
     throw InputError("", 0, "--global-batch", "must be a positive number of sequences");
   const std::vector<std::string> files = cluster_files(a);
-  const Inputs in = load_inputs(a.model, files.front());
+  Inputs in = load_inputs(a.model, files.front());
+  OutputArgs model_args;
+  model_args.mtp_layers = a.mtp_layers;
+  apply_seq_len(in, model_args);
   const ModelSpec& m = in.model;
   const double tokens = a.train_tokens.empty() ? kTokensPerParam * m.total_params()
                                                : io::parse_count(a.train_tokens, "--train-tokens");
@@ -489,6 +497,7 @@ void add_advise(CLI::App& app, int* rc) {
                 "price per GPU-hour for every cluster (default: each profile's gpu_hour_usd)")
       ->check(number_in(0, limits::kGpuHourUsd.hi, true));
   s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
+  add_mtp_option(s, a->mtp_layers);
   add_limit_options(s, *a);
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));
   s->add_option("--report", a->report,

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/outputs.h"
 #include "planner/error.h"
 #include "planner/io/file.h"
 #include "planner/io/json.h"
@@ -21,6 +22,7 @@ struct ValidateArgs : PlanArgs {
   std::string format = "text", update_profile, runner;
   std::string workload_out, measured;
   int layers = 0, iters = 20;
+  int mtp_layers = -1;  ///< --mtp-layers (-1: the model file's)
 };
 
 /// The CUDA runner: --runner, else planner-validate beside this executable.
@@ -66,7 +68,10 @@ nlohmann::json run_on_gpu(const ValidateArgs& a, const Workload& w) {
 }
 
 int run_validate(const ValidateArgs& a) {
-  const Inputs in = load_inputs(a.model, a.cluster);
+  Inputs in = load_inputs(a.model, a.cluster);
+  OutputArgs model_args;
+  model_args.mtp_layers = a.mtp_layers;
+  apply_seq_len(in, model_args);
   const Plan p =
       complete_plan(a.plan, gpus_option(a.gpus, a.nodes, in.cluster), a.dtype, a.global_batch, in);
   const Workload w = build_workload(in.model, in.cluster, p, a.layers);
@@ -103,6 +108,7 @@ void add_validate(CLI::App& app, int* rc) {
   s->add_option("--layers", a->layers,
                 "layers to run (default: those of the estimate's critical stage)")
       ->check(integer_in(1, limits::kLayers));
+  add_mtp_option(s, a->mtp_layers);
   s->add_option("--iters", a->iters, "timed repetitions (median reported)")
       ->check(integer_in(1, 100000));
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));

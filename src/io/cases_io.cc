@@ -97,11 +97,12 @@ bool is_profile_name(const std::string& name) {
 
 /// Optional columns, anywhere among the base ones: `model`, a model file (YAML or config.json,
 /// relative to the CSV) in place of the shape columns; `published_tflops_per_gpu`, the source's
-/// own model TFLOP/s (informational); `framework`, the framework version the run used, whose
+/// own model TFLOP/s (informational); `mtp_layers`, the multi-token-prediction modules the run
+/// trained (in place of the model file's); `framework`, the framework version the run used, whose
 /// execution stack the row is predicted on (regress applies a framework's refusals only when
 /// given --framework); and any plan knob (ep, etp, ep_comm_overlap ...), read as --plan reads it.
-const std::vector<std::string> kOptionalColumns = {"model", "published_tflops_per_gpu",
-                                                   "framework"};
+const std::vector<std::string> kOptionalColumns = {"model", "published_tflops_per_gpu", "framework",
+                                                   "mtp_layers"};
 
 /// The shape columns a `model` file replaces.
 const std::vector<std::string> kShapeColumns = {"layers", "hidden", "heads", "kv_heads",
@@ -138,6 +139,16 @@ void read_model(const Row& r, RegressionCase& c, LoadedModels& loaded) {
   m.seq_len = r.integer("seq");
 }
 
+/// The row's `mtp_layers`, over the model's own count where given.
+void read_mtp_layers(const Row& r, ModelSpec& m) {
+  if (r.empty("mtp_layers")) return;
+  const int n = r.integer("mtp_layers", 0);
+  if (n > limits::kMtpLayers)
+    r.fail("mtp_layers",
+           "expected 0 to " + std::to_string(limits::kMtpLayers) + ", got " + r.text("mtp_layers"));
+  m.mtp_layers = n;
+}
+
 RegressionCase read_case(const Row& r, int line, LoadedModels& loaded) {
   RegressionCase c;
   c.line = line;
@@ -151,6 +162,7 @@ RegressionCase read_case(const Row& r, int line, LoadedModels& loaded) {
                           c.cluster.substr(0, 40) + (c.cluster.size() > 40 ? "...'" : "'"));
   c.num_gpus = r.integer("num_gpus");
   read_model(r, c, loaded);
+  read_mtp_layers(r, c.model);
   const ModelSpec& m = c.model;
   if (!r.empty("published_tflops_per_gpu"))
     c.published_tflops_per_gpu = r.number("published_tflops_per_gpu");
@@ -219,7 +231,7 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
       throw InputError(file, 1, "",
                        "unexpected extra column '" + name +
                            "' (the optional columns: model, published_tflops_per_gpu, "
-                           "framework and any plan knob of --plan but dtype)");
+                           "framework, mtp_layers and any plan knob of --plan but dtype)");
     }
   }
   if (next < kColumns.size())
