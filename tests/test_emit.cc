@@ -884,8 +884,17 @@ TEST_CASE("grad_reduce_bf16 is Megatron-LM's --grad-reduce-in-bf16, written only
     FAIL("no launch script");
     return std::string();
   };
-  CHECK(script(base + ",grad_reduce_bf16=1").find("--grad-reduce-in-bf16") != std::string::npos);
-  CHECK(script(base).find("--grad-reduce-in-bf16") == std::string::npos);
+  // Megatron FSDP (zero=3) reads its own dtype flag, whose default is the parameters' bf16.
+  const std::string fsdp16 = script(base + ",grad_reduce_bf16=1"), fsdp32 = script(base);
+  CHECK(fsdp16.find("--megatron-fsdp-main-grads-dtype bf16") != std::string::npos);
+  CHECK(fsdp32.find("--megatron-fsdp-main-grads-dtype fp32") != std::string::npos);
+  for (const std::string* s : {&fsdp16, &fsdp32})
+    CHECK(s->find("--grad-reduce-in-bf16") == std::string::npos);
+  // The distributed optimizer (zero=1): --grad-reduce-in-bf16.
+  const std::string zero1 = "tp=2,pp=1,dp=4,mbs=1,gbs=128,zero=1,sp=1,recompute=full,dtype=fp8";
+  CHECK(script(zero1 + ",grad_reduce_bf16=1").find("--grad-reduce-in-bf16") != std::string::npos);
+  CHECK(script(zero1).find("--grad-reduce-in-bf16") == std::string::npos);
+  CHECK(script(zero1).find("--megatron-fsdp-main-grads-dtype") == std::string::npos);
   for (auto f : {emit::Framework::deepspeed, emit::Framework::torchtitan})
     CHECK_THROWS_WITH_AS(emitted({"grad-bf16", "configs/models/llama3-8b.yaml", kH100,
                                   base + ",grad_reduce_bf16=1", f}),

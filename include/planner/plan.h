@@ -106,9 +106,12 @@ struct Plan {
   bool zeropp = false;
   /// Gradients kept and data-parallel reduced in bf16 rather than fp32 (Megatron-LM's
   /// --grad-reduce-in-bf16: Megatron-Core's DDP buffers then take the parameters' dtype,
-  /// distributed_data_parallel_config.py grad_reduce_in_fp32=False), as Megatron-Bridge's
-  /// performance recipes train (their set_*_common_configs set ddp.grad_reduce_in_fp32 = False).
-  /// Half the gradient memory and half the DP traffic; bf16 and fp8 plans only.
+  /// distributed_data_parallel_config.py grad_reduce_in_fp32=False; under Megatron FSDP
+  /// --megatron-fsdp-main-grads-dtype bf16), as Megatron-Bridge's performance recipes train
+  /// (their set_*_common_configs set ddp.grad_reduce_in_fp32 = False). Gradients take 2 bytes a
+  /// parameter in memory and on the DP wire; the optimizer step then makes an fp32 copy of this
+  /// rank's gradients (all of them at zero=0, its shard otherwise: MemoryBreakdown::step_grads).
+  /// bf16 and fp8 plans only.
   bool grad_reduce_bf16 = false;
   /// Decoder layers whose stored activations go to host memory after their forward and come back
   /// before their backward (Megatron-Core's layer-level CPU offloading through Transformer

@@ -57,6 +57,8 @@ std::string memory_remedies(const Inputs& in, const Plan& base,
   }
   size_t width = 16;
   for (const Variant& x : v) width = std::max(width, x.what.size());
+  // Only the changes that lower it (bf16 gradients can raise it: the step's fp32 copy).
+  const double now = peak_memory(in, base, framework);
   std::string out;
   for (const Variant& x : v) {
     // A change the plan's framework cannot run is offered with one that can, or not at all.
@@ -65,7 +67,7 @@ std::string memory_remedies(const Inputs& in, const Plan& base,
     for (size_t i = 0; bytes <= 0 && framework && i < kCurrentFrameworks.size(); ++i)
       if (kCurrentFrameworks[i] != *framework)
         f = kCurrentFrameworks[i], bytes = peak_memory(in, x.plan, f);
-    if (bytes <= 0) continue;
+    if (bytes <= 0 || (now > 0 && bytes >= now)) continue;
     out += fmt("\n  {:<{}} -> {:.1f} GiB", x.what, width, bytes / kGiB);
     if (f != framework) out += std::string(" (with --framework ") + to_string(*f) + ")";
   }

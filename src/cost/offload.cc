@@ -48,10 +48,11 @@ OffloadCost offload_cost(const ClusterProfile& c, const Plan& p, std::optional<F
       o.transfer_s += o.h2d_bytes / link;
     }
   } else if (moved > 0) {
-    // Megatron-LM: the main gradients down (fp32, or bf16 under grad_reduce_bf16) and fp32
-    // parameters up once a step, pipelined with the CPU step over the parameter groups
+    // Megatron-LM: fp32 main gradients down (HybridDeviceOptimizer's host buffers are fp32
+    // whatever the GPU's gradient dtype, param_update_in_fp32; bf16 ones are cast on the GPU) and
+    // fp32 parameters up once a step, pipelined with the CPU step over the parameter groups
     // (--overlap-cpu-optimizer-d2h-h2d): the slowest of the three paces the step.
-    o.d2h_bytes = moved * grad_bytes_per_param(p);
+    o.d2h_bytes = moved * kGradBytesPerParam;
     o.h2d_bytes = moved * 4.0;
     const double pipelined = std::max({o.d2h_bytes / link, o.cpu_step_s, o.h2d_bytes / link});
     o.transfer_s += pipelined - o.cpu_step_s;

@@ -106,6 +106,12 @@ ArgGroup memory_group(const Plan& p, bool mla) {
     g.args.push_back({"--data-parallel-sharding-strategy",
                       p.zero == 3 ? "optim_grads_params" : "optim_grads", ""});
     g.args.push_back({"--use-distributed-optimizer", "", "Megatron FSDP v1 requires it"});
+    // Megatron FSDP reads its own gradient dtype (mcore_fsdp_adapter.py), not
+    // --grad-reduce-in-bf16; its default, auto, is the bf16 parameters' dtype.
+    g.args.push_back({"--megatron-fsdp-main-grads-dtype", p.grad_reduce_bf16 ? "bf16" : "fp32",
+                      p.grad_reduce_bf16 ? "the plan's grad_reduce_bf16=1"
+                                         : "fp32 gradients, as planned (its default is the "
+                                           "parameters' bf16: grad_reduce_bf16=1)"});
   } else {
     g.notes.push_back("zero=0: no distributed optimizer");
   }
@@ -195,7 +201,7 @@ ArgGroup precision_group(const ClusterProfile& c, const Plan& p) {
       g.notes.push_back("tf32: fp32 training with TF32 GEMMs (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)");
       break;
   }
-  if (p.grad_reduce_bf16)
+  if (p.grad_reduce_bf16 && p.zero <= 1)  // Megatron FSDP: --megatron-fsdp-main-grads-dtype
     g.args.push_back({"--grad-reduce-in-bf16", "",
                       "the plan's grad_reduce_bf16=1: bf16 gradient buffers and reduction"});
   return g;

@@ -107,6 +107,11 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
        "reserve {:.2f} GiB\n",
        mem.weights / kGiB, mem.grads / kGiB, mem.optimizer / kGiB, mem.activations / kGiB,
        mem.reserve / kGiB);
+  if (mem.step_grads > 0)
+    line(out, "  optimizer step's fp32 copy of the bf16 gradients {:.2f} GiB ({})\n",
+         mem.step_grads / kGiB,
+         mem.step_grads > mem.activations ? "more than the activations: the peak is at the step"
+                                          : "after the activations are freed");
   line(out, "  total {:.2f} GiB of {:.2f} GiB{}\n", e.memory_bytes / kGiB,
        e.memory_limit_bytes / kGiB, e.memory_bytes > e.memory_limit_bytes ? ": does not fit" : "");
   if (e.plan.uses_host())

@@ -88,7 +88,13 @@ struct StageLoad {
 
 struct MemoryBreakdown {
   double weights = 0, grads = 0, optimizer = 0, activations = 0, reserve = 0;
-  double total() const { return weights + grads + optimizer + activations + reserve; }
+  /// The optimizer step's fp32 copy of bf16 gradients (grad_reduce_bf16; Megatron-LM's
+  /// optimizer.py main_param.grad = main_grad.float(), distrib_optimizer.py for its shard),
+  /// alive from the step to the next zero_grad, when the activations are freed: the peak holds
+  /// the larger of the two.
+  double step_grads = 0;
+  double transient() const { return activations > step_grads ? activations : step_grads; }
+  double total() const { return weights + grads + optimizer + transient() + reserve; }
 };
 
 /// Parameters held by one rank of the first (stage = 0) or last (stage = pp-1) stage, before ZeRO.
@@ -131,7 +137,12 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
                   optimizer_bytes_per_param(p.dtype) * (1.0 - p.offloaded_fraction());
   if (p.zero >= 3) mem.weights += load.zero3_gather * weight_bytes;
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;
-  const double used = mem.weights + mem.grads + mem.optimizer + mem.activations;
+  if (p.grad_reduce_bf16)  // the step's fp32 copy of the gradients this rank steps
+    mem.step_grads = (p.zero >= 1 ? dense / p.weight_replicas() +
+                                        load.expert_params / std::max(1LL, p.expert_replicas())
+                                  : load.params) *
+                     kGradBytesPerParam * (1.0 - p.offloaded_fraction());
+  const double used = mem.weights + mem.grads + mem.optimizer + mem.transient();
   mem.reserve = kRuntimeReserveBytes + kFragmentationFraction * used;
   return mem;
 }
