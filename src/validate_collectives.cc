@@ -242,7 +242,10 @@ void add_zero3(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     if (mod.kind == ModuleKind::linear) block_params += mod.params / p.tp;
   if (block_params <= 0) return;
   const int ranks = int(p.weight_replicas());
-  const int passes = p.recompute == Recompute::full ? 3 : 2;  // fwd, bwd, recomputed fwd
+  // Under a pipeline (torchtitan's FSDP2, zero3_pipelined) the stage's weights are gathered once,
+  // in the first micro-batch's forward, and its gradients reduce-scattered once, in the last's.
+  const bool once = zero3_pipelined(p);
+  const int passes = once ? 1 : p.recompute == Recompute::full ? 3 : 2;  // fwd, bwd, recomputed
   for (int pass = 0; pass < passes; ++pass)
     for (const Module& mod : bm) {
       if (mod.kind != ModuleKind::linear) continue;
@@ -253,7 +256,7 @@ void add_zero3(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                        ranks,
                        pass == 0 ? Pass::forward : Pass::backward_data,
                        blocks,
-                       true,
+                       !once,
                        share * ag_wire + ag_latency};
       w.overlapped = true, w.exposed_s = w.predicted_s;
       out.push_back(w);
@@ -268,7 +271,7 @@ void add_zero3(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                     ranks,
                     Pass::backward_weight,
                     scatters,
-                    true,
+                    !once,
                     rs_wire / scatters + rs_latency};
   rs.overlapped = true, rs.exposed_s = rs.predicted_s;
   out.push_back(rs);

@@ -50,6 +50,17 @@ inline constexpr double kFlashBackwardOverForward = 0.76;
 /// average over A100, H100, MI250 and MI210 (Lee et al. 2025, arXiv 2507.03114).
 inline constexpr double kOverlapComputeSlowdown = 0.189;
 
+/// How the language-model loss holds the logits (cost/memory.cc logits_bytes).
+/// `vocab_parallel_in_place`: Megatron-Core's vocab-parallel cross entropy (and
+/// Megatron-DeepSpeed's copy of it), which casts the 16-bit logits to fp32 once, exponentiates in
+/// place, saves that and turns it into the gradient in place (core/tensor_parallel/cross_entropy.py
+/// at d98e8a64). `pytorch_fp32`: torchtitan's cross_entropy_loss (components/loss.py at b5bcd76c),
+/// PyTorch's cross entropy on an fp32 copy (pred.float()): the saved fp32 log-probabilities, their
+/// gradient and the input's gradient live together in the backward; with TP its vocab-parallel
+/// function saves the log-probabilities and builds the gradient from a zeros tensor and
+/// exp(log_probs).
+enum class LossKernel { vocab_parallel_in_place, pytorch_fp32 };
+
 /// The execution choices a training stack makes: they belong to the framework (framework.h gives
 /// each version's defaults) and to the plan's execution knobs, not to the hardware.
 struct SoftwareStack {
@@ -63,11 +74,12 @@ struct SoftwareStack {
   /// NICs per node that ZeRO-3 parameter gathers and gradient scatters effectively use; NCCL's
   /// own hierarchical collectives use all of them (gpus_per_node).
   int zero3_collective_nics = 8;
+  LossKernel loss = LossKernel::vocab_parallel_in_place;
   bool operator==(const SoftwareStack& o) const {  // spelled out: nvcc's C++17 has no = default
     return attention == o.attention && overlap_grad_reduce == o.overlap_grad_reduce &&
            overlap_param_gather == o.overlap_param_gather && overlap_tp_comm == o.overlap_tp_comm &&
            causal_attention_skip == o.causal_attention_skip &&
-           zero3_collective_nics == o.zero3_collective_nics;
+           zero3_collective_nics == o.zero3_collective_nics && loss == o.loss;
   }
 };
 

@@ -140,6 +140,10 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     const double rs_wire =
         collective_time_s(c, Collective::reduce_scatter, rs_bytes, z3) - rs_latency;
     Gather gathers[2] = {{ag_wire, ag_latency}, {ag_wire, ag_latency}};
+    // Under a pipeline the stage's weights stay gathered from the first micro-batch's forward
+    // to the last's backward (zero3_pipelined): no backward gathers, one pass of each a step.
+    const bool once = zero3_pipelined(p);
+    if (once) gathers[1] = {0.0, 0.0};
     // hpZ: the recompute's and backward's gathers among the node's ranks (where the group leaves
     // the node; inside it they are the forward's).
     if (const int hpz = p.zeropp ? hpz_partition(c, p) : 1; hpz > 1) {
@@ -152,8 +156,9 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // than the next one's gather (the attention core, the projection) leave the compute waiting.
     const Zero3Cost z = zero3_cost(m, c, p, lc, stage_blocks, fwd_window, bwd_window, gathers,
                                    rs_wire, rs_latency, scratch);
-    d.total = z.total * p.microbatches();
-    d.exposed = z.exposed * p.microbatches();
+    const int passes = once ? 1 : p.microbatches();
+    d.total = z.total * passes;
+    d.exposed = z.exposed * passes;
     if (p.zeropp)  // the quantization kernels, on the critical path beside the compute
       d.exposed += p.microbatches() * params_rank * kZeroppKernelBytesPerParam /
                    c.gpu.hbm_achieved_Bps() / c.gpu.sustained_efficiency;

@@ -22,11 +22,15 @@ double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, b
   return activation_bytes_per_layer(m.decoder_shape(), mbs, tp, cp, sp, r, attn, dtype);
 }
 
-double logits_bytes(const ModelSpec& m, const Plan& p) {
+double logits_bytes(const ModelSpec& m, const Plan& p, LossKernel loss) {
   const double e = activation_element_bytes(p.dtype);
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
+  const double sbv = s * p.mbs * double(m.vocab) / p.tp;
+  if (loss == LossKernel::pytorch_fp32)
+    return 2.0 * e * sbh / p.tp +
+           4.0 * (p.tp > 1 ? kLossFp32CopiesTorchTp : kLossFp32CopiesTorch) * sbv;
   const double cast = e < 4.0 ? e : 0.0;  // the GEMM's own output, when it is not fp32 already
-  return 2.0 * e * sbh / p.tp + (4.0 + cast) * s * p.mbs * double(m.vocab) / p.tp;
+  return 2.0 * e * sbh / p.tp + (4.0 + cast) * sbv;
 }
 
 double microbatches_in_flight(const Plan& p) {

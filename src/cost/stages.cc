@@ -305,7 +305,7 @@ void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      m.final_norm_params();
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
   pc.embed_act_bytes = sbh / p.tp;  // embedding dropout mask, Korthikanti's (sbh L / t)(p / L)
-  pc.logits_bytes = logits_bytes(m, p);
+  pc.logits_bytes = logits_bytes(m, p, c.software.loss);
   if (m.mtp_layers > 0) add_mtp(m, c, p, layout, head, pc);
   // Each TP rank sends its 1/t slice across a stage boundary (Megatron's scatter/gather); without
   // sequence parallelism the receiver then all-gathers the slices over NVLink to rebuild the

@@ -84,11 +84,13 @@ std::string recipe(const EmitRequest& r, const Flavour& f) {
            shard ? "" : "zero=0: DDP, the gradients all-reduced");
   s += set("parallelism.data_parallel_shard_degree", std::to_string(shard ? p.dp : 1),
            shard ? "zero=3: FSDP2 shards parameters, gradients, optimizer" : "");
-  // ZeRO-3 as priced: parameters gathered again for every micro-batch's backward. torchtitan's
-  // "default" keeps them gathered between forward and backward under PP (distributed/fsdp.py).
+  // ZeRO-3 as priced, which is torchtitan's "default" spelled out (distributed/fsdp.py):
+  // without a pipeline the parameters are gathered again for every micro-batch's backward; under
+  // one they stay gathered through the step (cost/memory.h zero3_pipelined).
   if (shard)
-    s += set("parallelism.fsdp_reshard_after_forward", "\"always\"",
-             "zero=3: resharded after each forward");
+    s += set("parallelism.fsdp_reshard_after_forward", p.pp > 1 ? "\"never\"" : "\"always\"",
+             p.pp > 1 ? "zero=3 under PP: the stage's weights gathered once a step"
+                      : "zero=3: resharded after each forward");
   s += set("parallelism.tensor_parallel_degree", std::to_string(p.tp));
   if (p.tp > 1)
     s += set("parallelism.enable_sequence_parallel", py_bool(p.sp), fmt("sp={}", int(p.sp)));

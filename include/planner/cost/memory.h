@@ -66,10 +66,20 @@ double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, b
                                   AttentionKernel attn, Dtype dtype = Dtype::bf16);
 
 /// The last stage's logits, one micro-batch on one rank: Korthikanti's final norm and output-GEMM
-/// inputs (2 activations of sbh/t) and the fp32 logits the loss reads (4sbv/t), plus the 16-bit
-/// logits the output GEMM writes before the loss casts them (2sbv/t; under tf32 the GEMM writes
-/// fp32 and the cast is a no-op).
-double logits_bytes(const ModelSpec& m, const Plan& p);
+/// inputs (2 activations of sbh/t) and what the loss holds at its peak. Megatron's
+/// (vocab_parallel_in_place): the fp32 logits it works on (4sbv/t), plus the 16-bit logits the
+/// output GEMM writes before the loss casts them (2sbv/t; under tf32 the GEMM writes fp32 and the
+/// cast is a no-op). torchtitan's (pytorch_fp32), in its backward: kLossFp32CopiesTorch fp32
+/// tensors of the logits' size, kLossFp32CopiesTorchTp with TP.
+double logits_bytes(const ModelSpec& m, const Plan& p,
+                    LossKernel loss = LossKernel::vocab_parallel_in_place);
+/// torchtitan's loss backward at its peak, in fp32 logit-sized tensors (components/loss.py at
+/// b5bcd76c): without TP PyTorch's cross entropy holds the saved log-probabilities, the NLL's
+/// gradient and log_softmax's input gradient (3); with TP _LossParallelCrossEntropy holds the
+/// saved log-probabilities, the zeros gradient, exp(log_probs) and their sum (4). Its forward
+/// holds fewer (the bf16 logits, their fp32 copy and the log-probabilities; with TP the shifted
+/// logits too).
+inline constexpr double kLossFp32CopiesTorch = 3, kLossFp32CopiesTorchTp = 4;
 
 /// Micro-batches whose activations the first stage holds at peak (1F1B: min(pp, m);
 /// interleaved: times 1 + (p-1)/(p v); GPipe: all m).
@@ -117,6 +127,16 @@ inline double deepspeed_offload_grad_bytes(double params, const Plan& p) {
   return kept + weight_bytes_per_param(p.dtype) * sixteen;
 }
 
+/// ZeRO-3 under a pipeline, which only torchtitan runs (Megatron-LM and DeepSpeed refuse it:
+/// framework.cc): its FSDP2 does not reshard a pipelined stage after the forward
+/// (torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy at b5bcd76c: "For PP,
+/// by default do not reshard after forward to avoid per-microbatch all-gathers"), and PyTorch's
+/// pipeline schedules run every backward but the last without gradient sync, FSDP2 accumulating
+/// the unsharded gradients in the fp32 reduce dtype (FSDPParam.to_accumulated_grad_if_needed).
+/// So the stage's weights are gathered once a step and its whole gradients held until the last
+/// micro-batch's reduce-scatter.
+inline bool zero3_pipelined(const Plan& p) { return p.zero >= 3 && p.pp > 1; }
+
 /// Memory of one GPU holding `load` with `in_flight` micro-batches of activations; with
 /// `host_gradients`, DeepSpeed's offload keeps the offloaded gradients on the host. Inline: the
 /// memory check of every estimate calls it once per stage.
@@ -130,12 +150,15 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
                     : load.params * weight_bytes / (p.zero >= 3 ? p.weight_replicas() : 1);
   mem.grads = host_gradients && p.offload_optimizer != OffloadDevice::none
                   ? deepspeed_offload_grad_bytes(load.params, p)
+              : zero3_pipelined(p)
+                  ? load.params * kGradBytesPerParam  // unsharded, fp32, until the last backward
                   : load.params * grad_bytes_per_param(p) / (p.zero >= 2 ? p.weight_replicas() : 1);
   const double dense = load.params - load.expert_params;
   mem.optimizer = (dense / (p.zero >= 1 ? p.weight_replicas() : 1) +
                    load.expert_params / (p.zero >= 1 ? std::max(1LL, p.expert_replicas()) : 1)) *
                   optimizer_bytes_per_param(p.dtype) * (1.0 - p.offloaded_fraction());
-  if (p.zero >= 3) mem.weights += load.zero3_gather * weight_bytes;
+  if (p.zero >= 3)  // the gathered working set, or under a pipeline the whole stage
+    mem.weights += (zero3_pipelined(p) ? load.params : load.zero3_gather) * weight_bytes;
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;
   if (p.grad_reduce_bf16)  // the step's fp32 copy of the gradients this rank steps
     mem.step_grads = (p.zero >= 1 ? dense / p.weight_replicas() +
