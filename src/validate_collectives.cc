@@ -263,7 +263,8 @@ void add_zero3(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     }
   const std::vector<Zero3Step> bwd =
       zero3_block_steps(m.decoder_shape(), lc, p.tp, p.recompute, true);
-  const int scatters = zero3_pass(bwd, blocks, Zero3Buckets{}, 0.0).scatters;
+  // Under a pipeline one reduce-scatter per block after the last backward (data_parallel.cc).
+  const int scatters = once ? blocks : zero3_pass(bwd, blocks, Zero3Buckets{}, 0.0).scatters;
   if (scatters <= 0) return;
   WorkCollective rs{"zero3_grad_reduce_scatter",
                     Collective::reduce_scatter,
@@ -273,7 +274,7 @@ void add_zero3(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
                     scatters,
                     !once,
                     rs_wire / scatters + rs_latency};
-  rs.overlapped = true, rs.exposed_s = rs.predicted_s;
+  rs.overlapped = !once, rs.exposed_s = rs.predicted_s;  // after the last backward: exposed
   out.push_back(rs);
 }
 

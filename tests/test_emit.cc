@@ -901,6 +901,20 @@ TEST_CASE("grad_reduce_bf16 is Megatron-LM's --grad-reduce-in-bf16, written only
                          doctest::Contains("grad_reduce_bf16=1 is Megatron-LM's"), InputError);
 }
 
+TEST_CASE("torchtitan's FSDP2 reshard policy as priced: always without a pipeline, never with") {
+  auto recipe = [&](const std::string& plan) {
+    for (const auto& f : emitted({"tt-reshard", "configs/models/llama3-8b.yaml", kH100, plan,
+                                  emit::Framework::torchtitan}))
+      if (f.name == "planner_recipe.py") return f.contents;
+    FAIL("no recipe");
+    return std::string();
+  };
+  CHECK(recipe("tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=3,recompute=full")
+            .find("fsdp_reshard_after_forward = \"always\"") != std::string::npos);
+  CHECK(recipe("tp=1,pp=2,dp=4,mbs=1,gbs=64,zero=3,recompute=full")
+            .find("fsdp_reshard_after_forward = \"never\"") != std::string::npos);
+}
+
 TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in its list form") {
   auto script = [&](const HfEmitCase& c) {
     for (const auto& f : emitted({c.name, c.model, kH100, c.plan, emit::Framework::megatron}))

@@ -54,12 +54,15 @@ inline constexpr double kOverlapComputeSlowdown = 0.189;
 /// `vocab_parallel_in_place`: Megatron-Core's vocab-parallel cross entropy (and
 /// Megatron-DeepSpeed's copy of it), which casts the 16-bit logits to fp32 once, exponentiates in
 /// place, saves that and turns it into the gradient in place (core/tensor_parallel/cross_entropy.py
-/// at d98e8a64). `pytorch_fp32`: torchtitan's cross_entropy_loss (components/loss.py at b5bcd76c),
-/// PyTorch's cross entropy on an fp32 copy (pred.float()): the saved fp32 log-probabilities, their
-/// gradient and the input's gradient live together in the backward; with TP its vocab-parallel
-/// function saves the log-probabilities and builds the gradient from a zeros tensor and
-/// exp(log_probs).
-enum class LossKernel { vocab_parallel_in_place, pytorch_fp32 };
+/// at d98e8a64). `pytorch_fp32`: torchtitan's loss as its 2024 commits ran it (train.py loss_fn
+/// at 9dec370; cross_entropy_loss in components/loss.py at b5bcd76c), PyTorch's cross entropy on
+/// an fp32 copy of all the logits (pred.float()): the saved fp32 log-probabilities, their gradient
+/// and the input's gradient live together in the backward; with TP the vocab-parallel loss saves
+/// the log-probabilities and builds the gradient from a zeros tensor and exp(log_probs).
+/// `chunked_fp32`: the same a chunk at a time, as torchtitan's Llama 3 recipes run it at b5bcd76c
+/// (ChunkedLossWrapper, num_chunks 8: each chunk's output GEMM, loss and backward in turn), plus
+/// an fp32 gradient accumulator of the hidden states and their chunk copies, TP-replicated.
+enum class LossKernel { vocab_parallel_in_place, pytorch_fp32, chunked_fp32 };
 
 /// The execution choices a training stack makes: they belong to the framework (framework.h gives
 /// each version's defaults) and to the plan's execution knobs, not to the hardware.

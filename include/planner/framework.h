@@ -60,14 +60,14 @@ inline constexpr SoftwareStack kStack2021{.attention = AttentionKernel::unfused,
 /// all-reduce under pure replication; FlexAttention (model_registry's default attn_backend "flex",
 /// a fused flash-style kernel); TP collectives exposed unless async TP is chosen
 /// (compile.enable_async_tensor_parallel, which needs torch.compile: the tp_comm_overlap knob);
-/// the loss on an fp32 copy of the logits (LossKernel::pytorch_fp32).
+/// the loss on fp32 copies of the logits, a chunk at a time (LossKernel::chunked_fp32).
 inline constexpr SoftwareStack kTorchtitanStack{.attention = AttentionKernel::flash,
                                                 .overlap_grad_reduce = true,
                                                 .overlap_param_gather = true,
                                                 .overlap_tp_comm = false,
                                                 .causal_attention_skip = true,
                                                 .zero3_collective_nics = 8,
-                                                .loss = LossKernel::pytorch_fp32};
+                                                .loss = LossKernel::chunked_fp32};
 
 /// What the planner knows of one framework at one version.
 struct FrameworkInfo {

@@ -141,7 +141,8 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
         collective_time_s(c, Collective::reduce_scatter, rs_bytes, z3) - rs_latency;
     Gather gathers[2] = {{ag_wire, ag_latency}, {ag_wire, ag_latency}};
     // Under a pipeline the stage's weights stay gathered from the first micro-batch's forward
-    // to the last's backward (zero3_pipelined): no backward gathers, one pass of each a step.
+    // to the last's backward (zero3_pipelined): the first forward's gathers, no backward ones,
+    // and after the last backward one reduce-scatter per block with nothing left to hide it.
     const bool once = zero3_pipelined(p);
     if (once) gathers[1] = {0.0, 0.0};
     // hpZ: the recompute's and backward's gathers among the node's ranks (where the group leaves
@@ -155,10 +156,11 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // stage3_prefetch_bucket_size), one collective per module: modules whose compute is shorter
     // than the next one's gather (the attention core, the projection) leave the compute waiting.
     const Zero3Cost z = zero3_cost(m, c, p, lc, stage_blocks, fwd_window, bwd_window, gathers,
-                                   rs_wire, rs_latency, scratch);
+                                   once ? 0.0 : rs_wire, once ? 0.0 : rs_latency, scratch);
+    const double final_scatter = once ? rs_wire + std::max(1, stage_blocks) * rs_latency : 0.0;
     const int passes = once ? 1 : p.microbatches();
-    d.total = z.total * passes;
-    d.exposed = z.exposed * passes;
+    d.total = z.total * passes + final_scatter;
+    d.exposed = z.exposed * passes + final_scatter;
     if (p.zeropp)  // the quantization kernels, on the critical path beside the compute
       d.exposed += p.microbatches() * params_rank * kZeroppKernelBytesPerParam /
                    c.gpu.hbm_achieved_Bps() / c.gpu.sustained_efficiency;

@@ -26,9 +26,10 @@ double logits_bytes(const ModelSpec& m, const Plan& p, LossKernel loss) {
   const double e = activation_element_bytes(p.dtype);
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
   const double sbv = s * p.mbs * double(m.vocab) / p.tp;
-  if (loss == LossKernel::pytorch_fp32)
-    return 2.0 * e * sbh / p.tp +
-           4.0 * (p.tp > 1 ? kLossFp32CopiesTorchTp : kLossFp32CopiesTorch) * sbv;
+  const double copies = p.tp > 1 ? kLossFp32CopiesTorchTp : kLossFp32CopiesTorch;
+  if (loss == LossKernel::pytorch_fp32) return 2.0 * e * sbh / p.tp + 4.0 * copies * sbv;
+  if (loss == LossKernel::chunked_fp32)
+    return 2.0 * e * sbh / p.tp + (4.0 * copies + e) * sbv / kLossChunks + (4.0 + e) * sbh;
   const double cast = e < 4.0 ? e : 0.0;  // the GEMM's own output, when it is not fp32 already
   return 2.0 * e * sbh / p.tp + (4.0 + cast) * sbv;
 }

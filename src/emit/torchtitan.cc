@@ -84,9 +84,10 @@ std::string recipe(const EmitRequest& r, const Flavour& f) {
            shard ? "" : "zero=0: DDP, the gradients all-reduced");
   s += set("parallelism.data_parallel_shard_degree", std::to_string(shard ? p.dp : 1),
            shard ? "zero=3: FSDP2 shards parameters, gradients, optimizer" : "");
-  // ZeRO-3 as priced, which is torchtitan's "default" spelled out (distributed/fsdp.py):
-  // without a pipeline the parameters are gathered again for every micro-batch's backward; under
-  // one they stay gathered through the step (cost/memory.h zero3_pipelined).
+  // ZeRO-3 as priced: without a pipeline the parameters gathered again for every micro-batch's
+  // backward (torchtitan's "default" keeps the norm and output gathered too, distributed/fsdp.py);
+  // under one they stay gathered through the step, its default there (cost/memory.h
+  // zero3_pipelined).
   if (shard)
     s += set("parallelism.fsdp_reshard_after_forward", p.pp > 1 ? "\"never\"" : "\"always\"",
              p.pp > 1 ? "zero=3 under PP: the stage's weights gathered once a step"

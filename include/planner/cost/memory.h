@@ -69,17 +69,22 @@ double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, b
 /// inputs (2 activations of sbh/t) and what the loss holds at its peak. Megatron's
 /// (vocab_parallel_in_place): the fp32 logits it works on (4sbv/t), plus the 16-bit logits the
 /// output GEMM writes before the loss casts them (2sbv/t; under tf32 the GEMM writes fp32 and the
-/// cast is a no-op). torchtitan's (pytorch_fp32), in its backward: kLossFp32CopiesTorch fp32
-/// tensors of the logits' size, kLossFp32CopiesTorchTp with TP.
+/// cast is a no-op). torchtitan's 2024 one (pytorch_fp32), in its backward: kLossFp32CopiesTorch
+/// fp32 tensors of the logits' size, kLossFp32CopiesTorchTp with TP; its chunked one
+/// (chunked_fp32): those and the chunk's 16-bit logits for one of kLossChunks chunks, plus the
+/// fp32 gradient accumulator of the hidden states and their 16-bit chunk copies (TP-replicated:
+/// 4sbh + 2sbh).
 double logits_bytes(const ModelSpec& m, const Plan& p,
                     LossKernel loss = LossKernel::vocab_parallel_in_place);
-/// torchtitan's loss backward at its peak, in fp32 logit-sized tensors (components/loss.py at
-/// b5bcd76c): without TP PyTorch's cross entropy holds the saved log-probabilities, the NLL's
-/// gradient and log_softmax's input gradient (3); with TP _LossParallelCrossEntropy holds the
-/// saved log-probabilities, the zeros gradient, exp(log_probs) and their sum (4). Its forward
-/// holds fewer (the bf16 logits, their fp32 copy and the log-probabilities; with TP the shifted
-/// logits too).
+/// torchtitan's loss backward at its peak, in fp32 logit-sized tensors (train.py at 9dec370,
+/// components/loss.py at b5bcd76c): without TP PyTorch's cross entropy holds the saved
+/// log-probabilities, the NLL's gradient and log_softmax's input gradient (3); with TP the
+/// vocab-parallel loss holds the saved log-probabilities, the zeros gradient, exp(log_probs) and
+/// their sum (4). Its forward holds fewer (the bf16 logits, their fp32 copy and the
+/// log-probabilities; with TP the shifted logits too).
 inline constexpr double kLossFp32CopiesTorch = 3, kLossFp32CopiesTorchTp = 4;
+/// ChunkedLossWrapper.Config.num_chunks at b5bcd76c: torchtitan's Llama 3 recipes' loss.
+inline constexpr double kLossChunks = 8;
 
 /// Micro-batches whose activations the first stage holds at peak (1F1B: min(pp, m);
 /// interleaved: times 1 + (p-1)/(p v); GPipe: all m).
