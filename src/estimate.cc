@@ -150,7 +150,9 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   // 3. Pipeline timing: the closed form, and the simulator when asked.
   SimResult sim;
   if (simulated) {
-    sim = simulate({p.schedule, p.pp, p.vpp, mb, st.chunks, pc.p2p_s, trace}, &ws.sim);
+    sim = simulate({p.schedule, p.pp, p.vpp, mb, st.chunks, pc.p2p_s, trace,
+                    c.software.interleaved_all_warmup},
+                   &ws.sim);
     if (!sim.ok()) {
       e.rejection = Rejection::schedule_invalid;
       e.reason = sim.error;

@@ -564,6 +564,7 @@ SoftwareStack execution_stack(Framework f, const ClusterProfile& c, std::string*
   if (!c.legacy_software) return fw.stack;
   SoftwareStack s = *c.legacy_software;
   s.loss = fw.stack.loss;  // the framework's code, not the hardware's
+  s.interleaved_all_warmup = fw.stack.interleaved_all_warmup;
   std::string off;
   if (!fw.tp_comm_overlap && s.overlap_tp_comm) s.overlap_tp_comm = false, off = "overlap_tp_comm";
   if (!fw.param_gather_overlap && s.overlap_param_gather)

@@ -150,3 +150,21 @@ TEST_CASE("interleaved stages keep their bubble when transfers are free or cheap
         }
       }
 }
+
+TEST_CASE("interleaved with as many micro-batches as stages: the warm-up of each version") {
+  // Megatron-LM through 307dcf37 ran every forward first when m == p; at d98e8a64 (and in
+  // PyTorch's Interleaved1F1B) stage s warms up with (p-s-1)*2 + (v-1)*p forwards, so the last
+  // stage holds (v-1)*p + 1 chunks' activations, not all p*v.
+  const int p = 4, v = 2, m = 4;
+  SimInput in = uniform(Schedule::interleaved, p, v, m, 1.0, 2.0);
+  const SimResult now = simulate(in);
+  in.all_warmup_when_m_is_p = true;
+  const SimResult old = simulate(in);
+  REQUIRE(now.ok());
+  REQUIRE(old.ok());
+  for (int s = 0; s < p; ++s) {
+    CAPTURE(s);
+    CHECK(old.peak_in_flight[s] == p * v);
+    CHECK(now.peak_in_flight[s] == std::min(p * v, (p - s - 1) * 2 + (v - 1) * p + 1));
+  }
+}

@@ -78,11 +78,16 @@ struct SoftwareStack {
   /// own hierarchical collectives use all of them (gpus_per_node).
   int zero3_collective_nics = 8;
   LossKernel loss = LossKernel::vocab_parallel_in_place;
+  /// The interleaved schedule runs every forward first when the micro-batches equal the stages
+  /// (Megatron-LM's schedules.py from 2021 through 307dcf37; 4295be1a6c dropped the case, so at
+  /// d98e8a64, and in PyTorch's Interleaved1F1B, the later stages warm up with fewer).
+  bool interleaved_all_warmup = false;
   bool operator==(const SoftwareStack& o) const {  // spelled out: nvcc's C++17 has no = default
     return attention == o.attention && overlap_grad_reduce == o.overlap_grad_reduce &&
            overlap_param_gather == o.overlap_param_gather && overlap_tp_comm == o.overlap_tp_comm &&
            causal_attention_skip == o.causal_attention_skip &&
-           zero3_collective_nics == o.zero3_collective_nics && loss == o.loss;
+           zero3_collective_nics == o.zero3_collective_nics && loss == o.loss &&
+           interleaved_all_warmup == o.interleaved_all_warmup;
   }
 };
 

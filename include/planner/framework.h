@@ -53,7 +53,8 @@ inline constexpr SoftwareStack kStack2021{.attention = AttentionKernel::unfused,
                                           .overlap_param_gather = false,
                                           .overlap_tp_comm = false,
                                           .causal_attention_skip = true,
-                                          .zero3_collective_nics = 1};
+                                          .zero3_collective_nics = 1,
+                                          .interleaved_all_warmup = true};
 
 /// torchtitan (pytorch/torchtitan at b5bcd76c) as its recipes run: FSDP2's reduce-scatter beside
 /// the backward and its prefetched all-gather beside the forward (fully_shard), DDP's bucketed

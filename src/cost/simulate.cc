@@ -65,13 +65,15 @@ struct MicroStep {
 
 /// Megatron-LM's interleaved schedule (schedules.py, forward_backward_pipelining_with_
 /// interleaving): micro-step k runs chunk (k mod pv) / p (reversed for backward) on micro-batch
-/// (k / pv) p + k mod p; stage s warms up with (p-s-1)*2 + (v-1)*p forwards.
-void interleaved(int p, int v, int s, int m, std::vector<Op>& ops) {
+/// (k / pv) p + k mod p; stage s warms up with (p-s-1)*2 + (v-1)*p forwards (at d98e8a64, with
+/// microbatch_group_size_per_vp_stage at its default p), or with all of them when m == p and
+/// `all_warmup` (its versions through 307dcf37).
+void interleaved(int p, int v, int s, int m, bool all_warmup, std::vector<Op>& ops) {
   const int total = m * v;
   MicroStep f{p, v}, b{p, v};  // the next forward's and the next backward's micro-step
   auto forward = [&] { ops.push_back({TaskKind::forward, f.chunk, f.mb()}), f.next(); };
   auto backward = [&] { ops.push_back({TaskKind::backward, v - 1 - b.chunk, b.mb()}), b.next(); };
-  int warm = m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
+  int warm = all_warmup && m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
   for (int k = 0; k < warm; ++k) forward();
   const int steady = total - warm;
   for (int k = 0; k < steady; ++k) forward(), backward();
@@ -112,7 +114,7 @@ void task_orders(const SimInput& in, SimScratch& scratch) {
     if (in.schedule == Schedule::gpipe)
       gpipe(m, ops);
     else if (in.schedule == Schedule::interleaved)
-      interleaved(p, v, s, m, ops);
+      interleaved(p, v, s, m, in.all_warmup_when_m_is_p, ops);
     else
       one_f_one_b(p, s, m, zb, ops);
     scratch.begin.push_back(ops.size());

@@ -21,6 +21,9 @@ struct SimInput {
   std::vector<ChunkCost> chunks;  ///< pp * vpp entries, indexed by virtual stage
   double p2p_s = 0;               ///< one activation (or gradient) transfer between stages
   bool record_trace = false;
+  /// Interleaved: every forward first when microbatches == pp (SoftwareStack's
+  /// interleaved_all_warmup, the 2021 stacks' Megatron-LM).
+  bool all_warmup_when_m_is_p = false;
 };
 
 enum class TaskKind : unsigned char {
