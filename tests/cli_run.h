@@ -1,6 +1,7 @@
 #pragma once
 // Runs the planner binary (or any command) from the source folder, for end-to-end tests.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -56,7 +57,8 @@ inline std::string slurp(const std::string& path) {
 
 /// An empty scratch folder under the system's temporary folder.
 inline std::string scratch(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("planner_ux_" + name);
+  const auto d = std::filesystem::temp_directory_path() /
+                 ("planner_ux_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d.string();

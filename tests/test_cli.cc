@@ -1,5 +1,6 @@
 // End-to-end: the planner binary's exit codes, messages and output formats.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -230,8 +231,9 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   CHECK(jc["cv"]["mean_abs_error_pct"].get<double>() >= 0);
   CHECK(planner("regress " + cases + " --cv source --cv-tolerance 0.01").rc == 1);
   // The committed bands are the current model's (cmake --build build --target update_bands).
-  const std::string bands =
-      (std::filesystem::temp_directory_path() / "planner_cli_bands.csv").string();
+  const std::string bands = (std::filesystem::temp_directory_path() /
+                             ("planner_cli_bands_" + std::to_string(::getpid()) + ".csv"))
+                                .string();
   REQUIRE(planner("regress " + cases + " --cv source --write-bands " + bands).rc == 0);
   CHECK(cli_run::slurp(bands) == cli_run::slurp(PLANNER_SOURCE_DIR "/configs/accuracy/bands.csv"));
   std::filesystem::remove(bands);
@@ -265,7 +267,8 @@ std::string slurp(const std::string& path) {
 }
 
 std::string fresh_out(const std::string& name) {
-  const auto d = std::filesystem::temp_directory_path() / ("planner_cli_" + name);
+  const auto d = std::filesystem::temp_directory_path() /
+                 ("planner_cli_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   return d.string();
 }
@@ -393,7 +396,8 @@ TEST_CASE("suggest --emit writes the top plan's DeepSpeed files") {
 
 TEST_CASE("hostile inputs end in one message and exit 2, never a crash or a hang") {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "planner-hostile";
+  const fs::path dir =
+      fs::temp_directory_path() / ("planner-hostile-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   auto write = [&](const char* name, const std::string& text) {
     std::ofstream(dir / name) << text;

@@ -9,6 +9,7 @@
 // (equivalently: PLANNER_UPDATE_GOLDENS=1 build/tests/planner_tests --test-case='*golden*')
 // and review the diff of tests/data/golden/ before committing it.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -240,7 +241,8 @@ void leaf_paths(const nlohmann::json& j, const std::string& prefix, std::set<std
 }
 
 fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("planner_test_emit_" + name);
+  const fs::path d =
+      fs::temp_directory_path() / ("planner_test_emit_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   return d;
 }

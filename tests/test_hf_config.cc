@@ -1,5 +1,6 @@
 // Hugging Face config.json as --model: the mapping, the published parameter counts, the errors.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -214,7 +215,8 @@ TEST_CASE("mixture-of-experts and latent-attention configs are read for planning
 }
 
 TEST_CASE("a JSON document without the .json extension is detected; YAML stays YAML") {
-  const auto dir = std::filesystem::temp_directory_path() / "planner_hf_detect";
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("planner_hf_detect_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir / "Llama-tiny");
   std::ofstream(dir / "model.cfg") << kLlama;
   std::ofstream(dir / "Llama-tiny" / "config.json") << kLlama;

@@ -21,7 +21,8 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path fresh(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("planner_output_" + name);
+  const fs::path d =
+      fs::temp_directory_path() / ("planner_output_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
