@@ -16,6 +16,10 @@ namespace {
 
 using nlohmann::json;
 
+/// The most bytes a workload's kernel or collective may name: 1e15 (0.9 PiB), far past any GPU's
+/// memory, and within what the dry run prints as an integer.
+constexpr double kMaxBytes = 1e15;
+
 /// Reads one key of a workload object; every problem names the origin and the key path.
 class Reader {
  public:
@@ -43,6 +47,12 @@ class Reader {
   double amount(const json& j, const std::string& key, const std::string& path) const {
     const double v = number(j, key, path);
     if (!(v >= 0 && std::isfinite(v))) fail(path + key, "expected a finite number, not negative");
+    return v;
+  }
+  /// A kernel's or a collective's bytes: an amount no GPU's buffers come near past kMaxBytes.
+  double bytes(const json& j, const std::string& key, const std::string& path) const {
+    const double v = amount(j, key, path);
+    if (v > kMaxBytes) fail(path + key, fmt("expected at most {:.0e} bytes", kMaxBytes));
     return v;
   }
   int positive_int(const json& j, const std::string& key, const std::string& path) const {
@@ -119,7 +129,7 @@ WorkKernel parse_kernel(const Reader& r, const json& j, const std::string& p) {
   k.pass = Pass(r.choice(j, "pass", p, kPasses));
   k.recompute = r.boolean(j, "recompute", p);
   k.m = r.extent(j, "m", p), k.n = r.extent(j, "n", p), k.k = r.extent(j, "k", p);
-  k.batch = r.extent(j, "batch", p), k.bytes = r.amount(j, "bytes", p);
+  k.batch = r.extent(j, "batch", p), k.bytes = r.bytes(j, "bytes", p);
   k.flops = r.amount(j, "flops", p), k.predicted_s = r.amount(j, "predicted_s", p);
   return k;
 }
@@ -128,7 +138,7 @@ WorkCollective parse_collective(const Reader& r, const json& j, const std::strin
   WorkCollective c;
   c.name = r.text(j, "name", p);
   c.coll = Collective(r.choice(j, "collective", p, kCollectives));
-  c.bytes = r.amount(j, "bytes", p);
+  c.bytes = r.bytes(j, "bytes", p);
   c.ranks = r.positive_int(j, "ranks", p);
   c.pass = Pass(r.choice(j, "pass", p, kPasses));
   c.count = static_cast<int>(r.extent(j, "count", p));

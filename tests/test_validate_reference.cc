@@ -442,6 +442,12 @@ TEST_CASE("malformed workloads are refused with the file and key") {
   bad["kernels"][4]["name"] = "flash_attn";
   CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
                     "w.json: key 'kernels[4]': unknown attention kernel 'flash_attn'");
+  // A collective of 3e105 bytes (the runner_workload fuzzer's find: the dry run's integer print
+  // of it was undefined).
+  bad = j;
+  bad["dp"][0]["bytes"] = 3.11e105;
+  CHECK_THROWS_WITH(parse_runner_workload(bad.dump(), "w.json"),
+                    "w.json: key 'dp[0].bytes': expected at most 1e+15 bytes");
   CHECK_THROWS_WITH(
       parse_runner_workload("[1, 2]", "w.json"),
       "w.json: not a JSON object (is it a workload from planner validate --workload-out?)");
