@@ -338,7 +338,7 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     });
   // bf16 gradients instead of fp32 ones: fp16 plans reduce in 16 bits already, tf32 ones keep
   // fp32 tensors throughout.
-  if (p.grad_reduce_bf16 && p.dtype != Dtype::bf16 && p.dtype != Dtype::fp8)
+  if (p.grad_reduce_bf16 && !bf16_gradients_possible(p.dtype))
     return fail(Rejection::dtype_unsupported, reason, [&] {
       return fmt(
           "grad_reduce_bf16=1 keeps bf16 gradients in place of fp32 ones, for dtype=bf16 or fp8; "

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include "cli/commands.h"
@@ -259,6 +260,18 @@ std::optional<AttentionKernel> parse_attention(const std::string& text) {
   const auto w = io::parse_word_set(text, "--attention", {"flash", "unfused"});
   if (w.size() != 1) throw InputError("", 0, "--attention", "expected one of flash, unfused");
   return w[0] == "flash" ? AttentionKernel::flash : AttentionKernel::unfused;
+}
+
+Estimate estimate_as_reported(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                              const EstimateOptions& o) {
+  const Estimate rejected = refine(m, c, p, o);
+  if (rejected.rejection != Rejection::out_of_memory) return rejected;
+  EstimateOptions unlimited = o;
+  unlimited.memory_limit_bytes = std::numeric_limits<double>::max();
+  Estimate e = refine(m, c, p, unlimited);
+  if (!e.ok() || !finite_result(e)) return rejected;
+  e.memory_limit_bytes = rejected.memory_limit_bytes;
+  return e;
 }
 
 void require_finite(const Estimate& e) {

@@ -84,6 +84,12 @@ std::optional<AttentionKernel> parse_attention(const std::string& text);
 void write_trace(const Inputs& in, const Estimate& e, const EstimateOptions& o,
                  const std::string& path);
 
+/// `p` as `estimate --plan` reports it: refined (the simulated schedule), and when over the
+/// memory limit estimated as if it had the memory (its full breakdown, with the limit it exceeds
+/// kept); the out-of-memory rejection itself where that fails too.
+Estimate estimate_as_reported(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+                              const EstimateOptions& o);
+
 /// Throws InputError when `e` has a number that is not finite (see finite_result): no report
 /// ever prints inf or nan.
 void require_finite(const Estimate& e);

@@ -1,5 +1,4 @@
 #include <iostream>
-#include <limits>
 
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -19,19 +18,6 @@ struct EstimateArgs : PlanArgs, LimitArgs {
   std::string format = "text", train_tokens, trace, attention;
   OutputArgs extra;  ///< --seq-len, --plot, --report
 };
-
-/// A plan over the memory limit estimated as if it had enough memory (its full breakdown, which
-/// the report marks as not fitting), with the limit it exceeds kept; `rejected` itself when that
-/// fails too.
-Estimate without_memory_limit(const Inputs& in, const Plan& p, const EstimateOptions& o,
-                              const Estimate& rejected) {
-  EstimateOptions unlimited = o;
-  unlimited.memory_limit_bytes = std::numeric_limits<double>::max();
-  Estimate e = refine(in.model, in.cluster, p, unlimited);
-  if (!e.ok() || !finite_result(e)) return rejected;
-  e.memory_limit_bytes = rejected.memory_limit_bytes;
-  return e;
-}
 
 /// Exposed DP communication above this share of the iteration makes estimate ask whether
 /// DeepSpeed's 1-bit Adam would pay; it is named when it would save at least kCompressionGain.
@@ -135,12 +121,12 @@ int run_estimate(const EstimateArgs& a) {
   if (!a.train_tokens.empty()) o.train_tokens = io::parse_count(a.train_tokens, "--train-tokens");
   const ClusterProfile hardware = in.cluster;
   in.cluster = cluster_for(in.cluster, o.framework);
-  Estimate e = refine(in.model, in.cluster, p, o);
-  const bool over = e.rejection == Rejection::out_of_memory;
-  if (over) {
-    e = without_memory_limit(in, p, o, e);
-    if (!e.ok()) throw InputError("", 0, "--plan", rejection_message(e));
-  }
+  // A plan over the memory limit is reported in full, as it would run with enough memory, and
+  // marked as not fitting.
+  const Estimate e = estimate_as_reported(in.model, in.cluster, p, o);
+  if (e.rejection == Rejection::out_of_memory)
+    throw InputError("", 0, "--plan", rejection_message(e));
+  const bool over = e.ok() && e.memory_bytes > e.memory_limit_bytes;
   if (!e.ok())
     throw InputError("", 0, "--plan",
                      e.reason + " (model " + in.model_file + ", cluster " + in.cluster_file + ")");

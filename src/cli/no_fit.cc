@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
 #include "planner/error.h"
 #include "planner/format.h"
@@ -13,19 +12,14 @@
 namespace planner::cli {
 namespace {
 
-/// The memory on the most loaded stage that `estimate --plan` prints for `p` (its simulated
-/// schedule's peak, the plan run as if it had the memory), for the framework `f`; the closed
-/// form's where the simulation fails; 0 when `f` cannot run the plan.
+/// The memory on the most loaded stage that `estimate --plan` prints for `p`
+/// (estimate_as_reported), for the framework `f`; 0 when `f` cannot run the plan.
 double peak_memory(const Inputs& in, const Plan& p, std::optional<Framework> f) {
   EstimateOptions o;
   o.reasons = false;
   o.framework = f;
-  const ClusterProfile c = cluster_for(in.cluster, f, false);
-  const Estimate e = estimate(in.model, c, p, o);
-  if (!e.ok() && e.rejection != Rejection::out_of_memory) return 0;
-  o.memory_limit_bytes = std::numeric_limits<double>::max();
-  const Estimate s = refine(in.model, c, p, o);
-  return s.ok() && finite_result(s) ? s.memory_bytes : e.memory_bytes;
+  const Estimate e = estimate_as_reported(in.model, cluster_for(in.cluster, f, false), p, o);
+  return e.ok() || e.rejection == Rejection::out_of_memory ? e.memory_bytes : 0;
 }
 
 }  // namespace
@@ -48,7 +42,7 @@ std::string memory_remedies(const Inputs& in, const Plan& base,
   p = base;
   if (base.mbs > 1) p.mbs = base.mbs / 2, v.push_back({"mbs=" + std::to_string(p.mbs), p});
   p = base;
-  if (!base.grad_reduce_bf16 && (base.dtype == Dtype::bf16 || base.dtype == Dtype::fp8))
+  if (!base.grad_reduce_bf16 && bf16_gradients_possible(base.dtype))
     p.grad_reduce_bf16 = true, v.push_back({"grad_reduce_bf16=1", p});
   p = base;
   if (base.offload_optimizer == OffloadDevice::none) {  // ZeRO's optimizer is what offloads

@@ -158,18 +158,18 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
               : zero3_pipelined(p)
                   ? load.params * kGradBytesPerParam  // unsharded, fp32, until the last backward
                   : load.params * grad_bytes_per_param(p) / (p.zero >= 2 ? p.weight_replicas() : 1);
+  // The parameters this rank's optimizer steps: all of them, or under the distributed optimizer
+  // its shard of the dense ones (over dp x cp) and of the experts (over the expert-data ranks).
   const double dense = load.params - load.expert_params;
-  mem.optimizer = (dense / (p.zero >= 1 ? p.weight_replicas() : 1) +
-                   load.expert_params / (p.zero >= 1 ? std::max(1LL, p.expert_replicas()) : 1)) *
-                  optimizer_bytes_per_param(p.dtype) * (1.0 - p.offloaded_fraction());
+  const double stepped = p.zero >= 1 ? dense / p.weight_replicas() +
+                                           load.expert_params / std::max(1LL, p.expert_replicas())
+                                     : load.params;
+  mem.optimizer = stepped * optimizer_bytes_per_param(p.dtype) * (1.0 - p.offloaded_fraction());
   if (p.zero >= 3)  // the gathered working set, or under a pipeline the whole stage
     mem.weights += (zero3_pipelined(p) ? load.params : load.zero3_gather) * weight_bytes;
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;
   if (p.grad_reduce_bf16)  // the step's fp32 copy of the gradients this rank steps
-    mem.step_grads = (p.zero >= 1 ? dense / p.weight_replicas() +
-                                        load.expert_params / std::max(1LL, p.expert_replicas())
-                                  : load.params) *
-                     kGradBytesPerParam * (1.0 - p.offloaded_fraction());
+    mem.step_grads = stepped * kGradBytesPerParam * (1.0 - p.offloaded_fraction());
   const double used = mem.weights + mem.grads + mem.optimizer + mem.transient();
   mem.reserve = kRuntimeReserveBytes + kFragmentationFraction * used;
   return mem;
