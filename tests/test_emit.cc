@@ -189,6 +189,14 @@ std::vector<emit::EmittedFile> emitted(const Case& c) {
   return emit::emit_files(c.framework, request(c.framework, c.model, c.cluster, c.plan));
 }
 
+/// The contents of the emitted file `name` of case `c` (a failed check and "" when absent).
+std::string emitted_file(const Case& c, const std::string& name) {
+  for (const auto& f : emitted(c))
+    if (f.name == name) return f.contents;
+  FAIL("no " << name << " for " << c.name);
+  return std::string();
+}
+
 std::set<std::string> name_list(const std::string& file) {
   std::set<std::string> out;
   std::istringstream in(read(kRoot + "configs/frameworks/" + file));
@@ -880,11 +888,9 @@ TEST_CASE("grad_reduce_bf16 is Megatron-LM's --grad-reduce-in-bf16, written only
   // Megatron-Bridge's Llama 3 8B H100 FP8 recipe: Megatron FSDP on one node, bf16 gradients.
   const std::string base = "tp=1,pp=1,dp=8,mbs=1,gbs=128,zero=3,dtype=fp8";
   auto script = [&](const std::string& plan) {
-    for (const auto& f : emitted({"grad-bf16", "configs/models/llama3-8b.yaml", kH100, plan,
-                                  emit::Framework::megatron}))
-      if (f.name == "megatron_torchrun.sh") return f.contents;
-    FAIL("no launch script");
-    return std::string();
+    return emitted_file(
+        {"grad-bf16", "configs/models/llama3-8b.yaml", kH100, plan, emit::Framework::megatron},
+        "megatron_torchrun.sh");
   };
   // Megatron FSDP (zero=3) reads its own dtype flag, whose default is the parameters' bf16.
   const std::string fsdp16 = script(base + ",grad_reduce_bf16=1"), fsdp32 = script(base);
@@ -905,11 +911,9 @@ TEST_CASE("grad_reduce_bf16 is Megatron-LM's --grad-reduce-in-bf16, written only
 
 TEST_CASE("torchtitan's FSDP2 reshard policy as priced: always without a pipeline, never with") {
   auto recipe = [&](const std::string& plan) {
-    for (const auto& f : emitted({"tt-reshard", "configs/models/llama3-8b.yaml", kH100, plan,
-                                  emit::Framework::torchtitan}))
-      if (f.name == "planner_recipe.py") return f.contents;
-    FAIL("no recipe");
-    return std::string();
+    return emitted_file(
+        {"tt-reshard", "configs/models/llama3-8b.yaml", kH100, plan, emit::Framework::torchtitan},
+        "planner_recipe.py");
   };
   CHECK(recipe("tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=3,recompute=full")
             .find("fsdp_reshard_after_forward = \"always\"") != std::string::npos);
@@ -919,10 +923,8 @@ TEST_CASE("torchtitan's FSDP2 reshard policy as priced: always without a pipelin
 
 TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in its list form") {
   auto script = [&](const HfEmitCase& c) {
-    for (const auto& f : emitted({c.name, c.model, kH100, c.plan, emit::Framework::megatron}))
-      if (f.name == "megatron_torchrun.sh") return f.contents;
-    FAIL("no launch script for " << c.name);
-    return std::string();
+    return emitted_file({c.name, c.model, kH100, c.plan, emit::Framework::megatron},
+                        "megatron_torchrun.sh");
   };
   const std::string qwen = script(kMoeEmitCases[0]), maverick = script(kMoeEmitCases[3]);
   for (const char* flag :
