@@ -24,12 +24,15 @@ void plan_partition(const ModelSpec& m, const BlockLayout& layout, const Plan& p
 namespace {
 
 /// Step 3 of an estimate: per-stage times of one micro-batch, and the critical stage's parts.
-void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTimes& r) {
+/// A stage receives its input and its output's gradient per micro-batch and chunk; with blocking
+/// transfers (`p2p_blocking`) it is held for its sends too.
+void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, bool p2p_blocking,
+                 StageTimes& r) {
   std::vector<double> t = std::move(r.t);
   r = StageTimes{};
   r.t = std::move(t);
   r.t.assign(p.pp, 0.0);
-  r.p2p = p.pp > 1 ? 2.0 * p.vpp * pc.p2p_s : 0.0;
+  r.p2p = p.pp > 1 ? (p2p_blocking ? 4.0 : 2.0) * p.vpp * pc.p2p_s : 0.0;
   // Row by row of chunks (the j-th chunk of every stage): each stage adds its chunks in order.
   const int V = static_cast<int>(st.chunks.size());
   double* stage = r.t.data();
@@ -51,15 +54,17 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, StageTime
 
 /// Step 4: memory of the most loaded stage, with the simulated peak of micro-batches in flight
 /// when there is one. False (and the estimate rejected) when it does not fit.
+/// `bf16_optimizer_grads`: DeepSpeed's BF16_Optimizer holds the bf16 gradients too.
 /// `hpz`: ZeRO++'s secondary weight partition (hpz_partition), whose bf16 shard of the stage's
 /// weights each rank keeps beside ZeRO-3's own (1: none). `offloaded_act`: the stored activation
 /// bytes per micro-batch in flight that activation offload keeps in host memory.
-bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradients, int hpz,
-          double offloaded_act, Estimate& e) {
+bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradients,
+          bool bf16_optimizer_grads, int hpz, double offloaded_act, Estimate& e) {
   const InFlight closed_form(p);
   for (int s = 0; s < p.pp; ++s) {
     const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : closed_form.on(s);
-    MemoryBreakdown mem = stage_memory(st.load[s], p, in_flight, host_gradients);
+    MemoryBreakdown mem =
+        stage_memory(st.load[s], p, in_flight, host_gradients, bf16_optimizer_grads);
     if (hpz > 1) mem.weights += st.load[s].params * weight_bytes_per_param(p.dtype) / hpz;
     mem.activations = std::max(0.0, mem.activations - in_flight * offloaded_act);
     if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
@@ -151,7 +156,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   SimResult sim;
   if (simulated) {
     sim = simulate({p.schedule, p.pp, p.vpp, mb, st.chunks, pc.p2p_s, trace,
-                    c.software.interleaved_all_warmup},
+                    c.software.interleaved_all_warmup, c.software.deepspeed_pipeline_engine},
                    &ws.sim);
     if (!sim.ok()) {
       e.rejection = Rejection::schedule_invalid;
@@ -167,11 +172,13 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const BlockCost& decoder = pc.shape.back();
   const int act_layers = std::min(p.offload_activation_layers, m.layers);
   const double offloaded_act = std::max(0, act_layers - 1) * decoder.act_bytes;
-  const bool fit = fits(st, p, simmed, deepspeed_offload(o.framework), hpz, offloaded_act, e);
+  const bool bf16_optimizer = deepspeed_bf16_optimizer(c, p);
+  const bool fit =
+      fits(st, p, simmed, deepspeed_offload(o.framework), bf16_optimizer, hpz, offloaded_act, e);
   if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
   if (!fit) return e;
   StageTimes& tt = ws.times;
-  stage_times(st, pc, p, tt);
+  stage_times(st, pc, p, c.software.deepspeed_pipeline_engine, tt);
   e.critical_stage = tt.critical;
   const double weight_fraction = tt.t_max > 0 ? tt.weight / tt.t_max : 0.0;
   const double closed =
@@ -226,7 +233,8 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   e.breakdown = attribute(tt, mb, pipe, simmed, dp, off.gpu_step_s);
   e.breakdown.offload_s = off.exposed_s() + act_offload_s;
   e.dp_comm_total_s = dp.total;
-  if (p.zero == 0 && p.grad_compression == GradCompression::none && p.weight_replicas() > 1) {
+  if (p.zero == 0 && p.grad_compression == GradCompression::none && p.weight_replicas() > 1 &&
+      !deepspeed_pipelined(c, p)) {  // Megatron-LM's DDP buckets, which that engine has not
     e.dp_allreduce = dp_allreduce_algorithm(c, p, params_rank);
     e.dp_bucket_bytes = dp_bucket_bytes(p, params_rank);
   }

@@ -52,11 +52,15 @@ bool refuses_common(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   return false;
 }
 
-/// What neither 2021 stack had (each feature's introduction is in the header comment above).
-bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
+/// What the stacks before Megatron-Core had not (each feature's introduction is in the header
+/// comment above and at kStack2022): the 2021 ones none of it, Megatron-LM 2022 sequence
+/// parallelism, selective recomputation and the distributed optimizer.
+bool refuses_legacy(Framework f, const Plan& p, std::string* reason) {
   const char* t = info(f).title;
-  if (p.sp) return no(reason, [&] { return fmt("{} has no sequence parallelism; use sp=0", t); });
-  if (p.recompute == Recompute::selective)
+  const bool y2022 = f == Framework::megatron_2022;
+  if (p.sp && !y2022)
+    return no(reason, [&] { return fmt("{} has no sequence parallelism; use sp=0", t); });
+  if (p.recompute == Recompute::selective && !y2022)
     return no(reason, [&] {
       return fmt(
           "{} recomputes whole layers only (no selective recomputation); use "
@@ -80,23 +84,38 @@ bool refuses_2021(Framework f, const Plan& p, std::string* reason) {
       p.offload_activation_layers > 0 || p.grad_reduce_bf16)
     return no(reason, [&] {
       return fmt(
-          "{} is kept to predict the 2021 runs, which offloaded and compressed nothing and "
-          "reduced fp32 gradients; plan these with --framework megatron or deepspeed",
+          "{} is kept to predict the published runs of its time, which offloaded and compressed "
+          "nothing and reduced fp32 gradients under bf16; plan these with --framework megatron or "
+          "deepspeed",
           t);
     });
   if (p.order != RankOrder::tp_cp_dp_pp)
     return no(reason,
               [&] { return fmt("{} lays ranks out TP, DP, PP only; use order=tp-cp-dp-pp", t); });
-  if (f == Framework::megatron_2021 && p.split != PipelineSplit::even)
+  if (f == Framework::deepspeed_2021) return false;
+  if (p.overlap_grad_reduce.value_or(false))  // --overlap-grad-reduce came in 2023 (28766b55fb)
+    return no(reason, [&] {
+      return fmt("{} reduces the gradients after the backward; use overlap_grad_reduce=0", t);
+    });
+  if (p.split != PipelineSplit::even)
     return no(reason, [&] {
       return fmt("{} splits the layers evenly over the stages; use split=even", t);
     });
-  if (f == Framework::megatron_2021 && p.zero >= 1)
+  if (p.zero >= (y2022 ? 2 : 1))
     return no(reason, [&] {
-      return fmt(
-          "{} has no distributed optimizer (ZeRO-1); use zero=0 or --framework "
-          "deepspeed-2021",
-          t);
+      return y2022 ? fmt("{} shards the optimizer states only (the distributed optimizer, "
+                         "zero=1); use zero<=1",
+                         t)
+                   : fmt("{} has no distributed optimizer (ZeRO-1); use zero=0 or --framework "
+                         "deepspeed-2021",
+                         t);
+    });
+  // arguments.py at 5ac5571ba0 (2021) and fc7f4f035a: "pipeline-model-parallel size should be
+  // greater than 2 with interleaved schedule".
+  if (p.vpp > 1 && p.pp <= 2)
+    return no(reason, [&] {
+      return fmt("{} runs the interleaved schedule (vpp={}) only with pp > 2, got pp={}", t, p.vpp,
+                 p.pp);
     });
   return false;
 }
@@ -243,6 +262,16 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
           "DeepSpeed's pipeline engine refuses zero={} with pp={} (ZeRO-2 and ZeRO-3 are "
           "incompatible with pipeline parallelism); use zero<=1 or pp=1",
           p.zero, p.pp);
+    });
+  // engine.py _do_optimizer_sanity_check at edaa72212: bf16 without ZeRO in the pipeline engine
+  // is BF16_Optimizer, which shards the fp32 master weights and Adam states over the DP ranks
+  // whatever the stage says, as zero=1 prices them (one DP rank: nothing to shard).
+  if (p.zero == 0 && p.pp > 1 && p.dtype == Dtype::bf16 && p.weight_replicas() > 1)
+    return no(reason, [] {
+      return std::string(
+          "DeepSpeed's pipeline engine trains bf16 with its BF16_Optimizer, which shards the "
+          "optimizer states over the DP ranks as ZeRO-1 does whatever zero_optimization.stage "
+          "says; use zero=1");
     });
   // deepspeed/runtime/zero/offload_config.py (configs/frameworks/deepspeed-config-keys.txt):
   // NVMe offload of the optimizer only with ZeRO-3, and a partial ratio only with ZeRO-3.
@@ -469,7 +498,7 @@ bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Pla
           "them",
           info(f).title);
     });
-  if (is_2021(f) && refuses_2021(f, p, reason)) return true;
+  if ((is_2021(f) || f == Framework::megatron_2022) && refuses_legacy(f, p, reason)) return true;
   if (f == Framework::torchtitan ? refuses_torchtitan(p, reason)
       : is_megatron(f)           ? refuses_megatron(f, c, p, reason)
                                  : refuses_deepspeed(p, reason))
@@ -565,6 +594,7 @@ SoftwareStack execution_stack(Framework f, const ClusterProfile& c, std::string*
   SoftwareStack s = *c.legacy_software;
   s.loss = fw.stack.loss;  // the framework's code, not the hardware's
   s.interleaved_all_warmup = fw.stack.interleaved_all_warmup;
+  s.deepspeed_pipeline_engine = fw.stack.deepspeed_pipeline_engine;
   std::string off;
   if (!fw.tp_comm_overlap && s.overlap_tp_comm) s.overlap_tp_comm = false, off = "overlap_tp_comm";
   if (!fw.param_gather_overlap && s.overlap_param_gather)

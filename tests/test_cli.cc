@@ -483,7 +483,7 @@ TEST_CASE("suggest --framework: the table says which framework; emit writes rank
               "needs --framework deepspeed or all");
   check_error(s + " --framework jax",
               "option --framework: unknown framework 'jax' (expected megatron, deepspeed, "
-              "torchtitan, megatron-2021 or deepspeed-2021, or all)");
+              "torchtitan, megatron-2021, deepspeed-2021 or megatron-2022, or all)");
   check_error("estimate " + std::string("--model configs/models/llama3-70b.yaml --cluster "
                                         "hw_profiles/dgx-h100-80gb.yaml --plan "
                                         "tp=8,pp=2,dp=4,gbs=128,schedule=gpipe"),

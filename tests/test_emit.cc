@@ -472,7 +472,7 @@ TEST_CASE("plans a framework cannot express are refused with the reason") {
   CHECK(refusal(D, kGpt3Plan) ==
         "option --plan: DeepSpeed's pipeline engine has no interleaved schedule; use vpp=1 "
         "(schedule=1f1b)");
-  CHECK(refusal(D, "tp=8,pp=8,cp=2,dp=8,gbs=1536")
+  CHECK(refusal(D, "tp=8,pp=8,cp=2,dp=8,gbs=1536,zero=1")
             .rfind("option --plan: Megatron-DeepSpeed has no context parallelism", 0) == 0);
   CHECK(refusal(D, "tp=8,pp=8,dp=16,gbs=1536,dtype=fp8") ==
         "option --plan: the DeepSpeed config has no fp8 mode; use dtype=bf16");

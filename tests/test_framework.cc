@@ -2,7 +2,10 @@
 // with, one execution stack per framework, and the results of several frameworks side by side.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "fixtures.h"
+#include "planner/cost/communication.h"
 #include "planner/framework.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
@@ -168,9 +171,11 @@ TEST_CASE("the 2021 stacks refuse what did not exist yet, and write no launch fi
   CHECK(!why_not(Framework::megatron_2021, m, c,
                  plan("tp=8,pp=4,dp=2,vpp=2,gbs=128,recompute=full,schedule=interleaved")));
   CHECK(!why_not(Framework::deepspeed_2021, m, c, plan("tp=1,pp=1,dp=64,gbs=128,zero=3")));
-  // Megatron-LM 2021's interleaving had no pp > 2 rule (validate_args gained it later).
-  CHECK(!why_not(Framework::megatron_2021, m, c,
-                 plan("tp=8,pp=2,dp=4,vpp=2,gbs=128,recompute=full,schedule=interleaved")));
+  // Megatron-LM interleaved only with pp > 2 from 2021-03-20 (182841f7df, before the SC21 runs)
+  // until Megatron-Core relaxed it.
+  CHECK(why_not(Framework::megatron_2021, m, c,
+                plan("tp=8,pp=2,dp=4,vpp=2,gbs=128,recompute=full,schedule=interleaved")) ==
+        "Megatron-LM 2021 runs the interleaved schedule (vpp=2) only with pp > 2, got pp=2");
   CHECK(parse_framework("megatron-2021", "--framework") == Framework::megatron_2021);
   CHECK_THROWS_WITH(
       parse_framework("megatron-2021", "--emit", true),
@@ -178,7 +183,7 @@ TEST_CASE("the 2021 stacks refuse what did not exist yet, and write no launch fi
       "deepspeed or torchtitan");
   CHECK_THROWS_WITH(parse_framework("jax", "--framework"),
                     "option --framework: unknown framework 'jax' (expected megatron, deepspeed, "
-                    "torchtitan, megatron-2021 or deepspeed-2021)");
+                    "torchtitan, megatron-2021, deepspeed-2021 or megatron-2022)");
 }
 
 TEST_CASE("the search ranks only plans the framework runs, on its even split") {
@@ -256,4 +261,101 @@ TEST_CASE("the search tries the pipeline inside a node where TP leaves room for 
     CHECK(to_plan_string(e.plan).find("order=tp-pp-dp") != std::string::npos);
   }
   CHECK(mapped > 0);
+}
+
+TEST_CASE(
+    "Megatron-LM 2022: sequence parallelism, selective recompute and ZeRO-1 on the 2021 kernels") {
+  const ModelSpec& m = llama70();
+  const ClusterProfile& c = h100();
+  const Framework f = Framework::megatron_2022;
+  CHECK(framework_named("megatron-2022") == f);
+  CHECK(!info(f).emits);
+  // What it gained over 2021 (Korthikanti et al. 2022's runs; the distributed optimizer).
+  CHECK(!why_not(f, m, c, plan("tp=8,pp=4,dp=2,gbs=128,sp=1,recompute=selective,zero=1")));
+  CHECK(!why_not(f, m, c, plan("tp=8,pp=4,dp=2,vpp=5,gbs=128,sp=1,schedule=interleaved")));
+  // What it still lacked, each with its reason.
+  CHECK(why_not(f, m, c, plan("tp=8,pp=1,dp=8,gbs=128,zero=2")) ==
+        "Megatron-LM 2022 shards the optimizer states only (the distributed optimizer, zero=1); "
+        "use zero<=1");
+  CHECK(why_not(f, m, c, plan("tp=8,pp=4,dp=2,gbs=128,attn=flash")) ==
+        "Megatron-LM 2022 has no fused flash attention; use attn=unfused");
+  CHECK(why_not(f, m, c, plan("tp=8,pp=4,dp=2,gbs=128,overlap_grad_reduce=1")) ==
+        "Megatron-LM 2022 reduces the gradients after the backward; use overlap_grad_reduce=0");
+  CHECK(why_not(f, m, c, plan("tp=8,pp=4,dp=2,gbs=128,sp=1,tp_comm_overlap=1")) ==
+        "Megatron-LM 2022 overlaps neither TP communication nor the parameter gather; use "
+        "tp_comm_overlap=0 and overlap_param_gather=0");
+  CHECK(why_not(f, m, c, plan("tp=8,cp=2,dp=4,gbs=128")) ==
+        "Megatron-LM 2022 has no context parallelism; use cp=1");
+  CHECK(why_not(f, m, c, plan("tp=8,pp=2,dp=4,vpp=2,gbs=128,schedule=interleaved")) ==
+        "Megatron-LM 2022 runs the interleaved schedule (vpp=2) only with pp > 2, got pp=2");
+  // Its stack: the 2021 kernels and no overlap, whatever a profile's own block says.
+  const SoftwareStack s = execution_stack(f, c);
+  CHECK(s == kStack2022);
+  CHECK(s.attention == AttentionKernel::unfused);
+  CHECK(!s.overlap_grad_reduce);
+  CHECK(!s.overlap_param_gather);
+  CHECK(!s.overlap_tp_comm);
+  CHECK(s.interleaved_all_warmup);
+  CHECK(!s.deepspeed_pipeline_engine);
+  // The search plans with what it has: its best uses sequence parallelism or selective
+  // recomputation somewhere in the top ten, which the 2021 stack cannot.
+  const SearchResult r = search_for(f);
+  REQUIRE(!r.top.empty());
+  bool uses_2022 = false;
+  for (const Estimate& e : r.top) {
+    CHECK(!why_not(f, m, c, e.plan));
+    uses_2022 = uses_2022 || e.plan.sp || e.plan.recompute == Recompute::selective;
+  }
+  CHECK(uses_2022);
+}
+
+TEST_CASE(
+    "DeepSpeed's pipeline engine: reduction after the pipeline, blocking transfers, "
+    "BF16_Optimizer") {
+  const ModelSpec& m = llama70();
+  ClusterProfile ds = h100();
+  ds.software = execution_stack(Framework::deepspeed, ds);
+  ClusterProfile mg = ds;
+  mg.software.deepspeed_pipeline_engine = false;  // the same stack on Megatron-LM's engine
+  EstimateOptions o;
+  o.framework = Framework::deepspeed;
+  // bf16 without ZeRO over DP ranks is BF16_Optimizer's ZeRO-1 anyway: refused with the reason.
+  CHECK(why_not(Framework::deepspeed, m, ds, plan("tp=8,pp=4,dp=2,gbs=128")) ==
+        "DeepSpeed's pipeline engine trains bf16 with its BF16_Optimizer, which shards the "
+        "optimizer states over the DP ranks as ZeRO-1 does whatever zero_optimization.stage "
+        "says; use zero=1");
+  CHECK(!why_not(Framework::deepspeed, m, ds, plan("tp=8,pp=8,dp=1,gbs=128")));  // one DP rank
+  CHECK(!why_not(Framework::deepspeed, m, ds, plan("tp=8,pp=1,dp=8,gbs=128")));  // no pipeline
+  const Plan p = plan("tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=full");
+  const Estimate a = estimate(m, ds, p, o), b = estimate(m, mg, p, o);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  // The DP reduction: BF16_Optimizer's bf16 all-reduce of the whole gradient, then ZeRO-1's
+  // parameter all-gather, both after the last backward, nothing hidden.
+  const double params = a.dp_params_rank;
+  CHECK(params == doctest::Approx(2.27e9).epsilon(0.01));  // 20 layers and the embedding
+  const GroupLayout g = dp_group(p, ds);
+  const int buckets = int(std::ceil(params / 5e8));  // MEMORY_OPT_ALLREDUCE_SIZE elements each
+  CHECK(buckets == 5);
+  const double reduce =
+      buckets * collective_time_s(ds, Collective::allreduce, params * 2 / buckets, g);
+  const double gather = collective_time_s(ds, Collective::allgather, params * 2, g);
+  CHECK(a.dp_comm_total_s == doctest::Approx(reduce + gather));
+  CHECK(a.breakdown.dp_comm_s == doctest::Approx(reduce + gather));
+  CHECK(b.breakdown.dp_comm_s < a.breakdown.dp_comm_s);  // Megatron's engine hides the reduction
+  // Blocking transfers: the pipeline takes longer by at least the stages' own sends.
+  CHECK(a.breakdown.pp_comm_s > b.breakdown.pp_comm_s);
+  CHECK(a.iteration_time_s > b.iteration_time_s);
+  // BF16_Optimizer keeps the bf16 gradients beside its fp32 ones: 2 bytes per parameter more.
+  CHECK(a.memory.grads - b.memory.grads == doctest::Approx(2 * (b.memory.grads / 4)).epsilon(1e-9));
+  // fp16 ZeRO-1 (DeepSpeedZeroOptimizer) reduces each rank's partition instead.
+  Plan h = p;
+  h.dtype = Dtype::fp16;
+  const Estimate f16 = estimate(m, ds, h, o);
+  REQUIRE(f16.ok());
+  CHECK(
+      f16.dp_comm_total_s ==
+      doctest::Approx(collective_time_s(ds, Collective::reduce_scatter, f16.dp_params_rank * 2, g) +
+                      collective_time_s(ds, Collective::allgather, f16.dp_params_rank * 2, g)));
+  CHECK(f16.memory.grads == doctest::Approx(b.memory.grads));  // no BF16_Optimizer
 }

@@ -135,8 +135,8 @@ TEST_CASE("Llama 3 405B at tp=8, pp=16 on 8,192 H100s plans with shortened end s
   std::string why;
   EstimateOptions eo;
   eo.framework = Framework::deepspeed;
-  CHECK(check_plan(m, h100(), plan("tp=8,pp=16,dp=64,mbs=1,gbs=2048,split=short_ends"), eo, &why) ==
-        Rejection::framework_refuses);
+  CHECK(check_plan(m, h100(), plan("tp=8,pp=16,dp=64,mbs=1,gbs=2048,zero=1,split=short_ends"), eo,
+                   &why) == Rejection::framework_refuses);
   CHECK(why.find("partition_method") != std::string::npos);
   CHECK(check_plan(m, h100(), plan("tp=8,pp=16,dp=64,mbs=1,gbs=2048"), {}, &why) ==
         Rejection::pp_not_dividing_layers);

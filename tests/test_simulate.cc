@@ -87,6 +87,27 @@ TEST_CASE("uneven stages and transfers") {
   CHECK(simulate(in).makespan_s == doctest::Approx(49));
 }
 
+TEST_CASE("blocking transfers (DeepSpeed's pipeline engine) hold the sender and the receiver") {
+  // p = 2, m = 2, t_f = 1, t_b = 2, c = 0.5. Overlapped: stage 1 runs F0 [1.5, 2.5], B0 [2.5,
+  // 4.5], F1 [4.5, 5.5] (its input arrived at 2.5), B1 [5.5, 7.5]; stage 0 B1 at 8: 10 s.
+  SimInput in = uniform(Schedule::one_f_one_b, 2, 1, 2, 1, 2);
+  in.p2p_s = 0.5;
+  CHECK(simulate(in).makespan_s == doctest::Approx(10));
+  // Blocking: stage 0 is held after each forward (F1 [1.5, 2.5]); stage 1 after B0 until 5,
+  // then receives F1 over [5, 5.5] (it was busy when F1 ended), F1 [5.5, 6.5], B1 [6.5, 8.5],
+  // held to 9; stage 0 receives over [8.5, 9] and runs B1 [9, 11].
+  in.p2p_blocking = true;
+  const SimResult r = simulate(in);
+  CHECK(r.makespan_s == doctest::Approx(11));
+  // Stage 1 waits out two receives and two sends; stage 0 two sends and two receives.
+  CHECK(r.transfer_wait_s[1] == doctest::Approx(2.0));
+  CHECK(r.transfer_wait_s[0] == doctest::Approx(2.0));
+  // Without transfers nothing changes.
+  in.p2p_s = 0;
+  CHECK(simulate(in).makespan_s ==
+        doctest::Approx(simulate(uniform(Schedule::one_f_one_b, 2, 1, 2, 1, 2)).makespan_s));
+}
+
 TEST_CASE("schedules that cannot run are refused, never hang") {
   const SimResult r = simulate(uniform(Schedule::interleaved, 4, 2, 6, 1, 2));
   CHECK(!r.ok());

@@ -118,7 +118,7 @@ TEST_CASE("compare: bad --vary text and too few columns") {
               "KNOB=VALUE");
   check_error(c + " --vary framework=jax",
               "option --vary: unknown framework 'jax' (expected megatron, deepspeed, torchtitan, "
-              "megatron-2021 or deepspeed-2021)");
+              "megatron-2021, deepspeed-2021 or megatron-2022)");
   // A column for another framework: the same plan on its stack, its refusals its own.
   const Run fw = planner(
       "compare --model configs/models/llama3-70b.yaml --cluster "
@@ -169,9 +169,9 @@ TEST_CASE("bash completion: the committed script is the command's output, and it
   // The knob table's execution knobs are options, completed from it.
   CHECK(complete("planner suggest --tp-comm-overlap \"\"") == "0 1\n");
   CHECK(complete("planner estimate --framework \"\"") ==
-        "megatron deepspeed torchtitan megatron-2021 deepspeed-2021\n");
+        "megatron deepspeed torchtitan megatron-2021 deepspeed-2021 megatron-2022\n");
   CHECK(complete("planner suggest --framework \"\"") ==
-        "megatron deepspeed torchtitan megatron-2021 deepspeed-2021 all\n");
+        "megatron deepspeed torchtitan megatron-2021 deepspeed-2021 megatron-2022 all\n");
   CHECK(complete("planner suggest --model configs/models/gpt3-17") ==
         "configs/models/gpt3-175b.yaml\n");
   CHECK(complete("planner compare --model tests/data/hf/gpt2") ==

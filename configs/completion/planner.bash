@@ -58,7 +58,7 @@ _planner() {
         --objective) _planner_words 'time cost'; return ;;
         --train-tokens) :; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021 all'; return ;;
+        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021 megatron-2022 all'; return ;;
         --format) _planner_words 'table json csv'; return ;;
         --emit) _planner_words 'megatron deepspeed torchtitan'; return ;;
         --out) _planner_dirs; return ;;
@@ -79,7 +79,7 @@ _planner() {
         --global-batch) :; return ;;
         --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021'; return ;;
+        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021 megatron-2022'; return ;;
         --train-tokens) :; return ;;
         --format) _planner_words 'text json'; return ;;
         --trace) _planner_files 'json'; return ;;
@@ -101,7 +101,7 @@ _planner() {
         --cv-tolerance) :; return ;;
         --write-bands) _planner_files 'csv'; return ;;
         --explain) :; return ;;
-        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021'; return ;;
+        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021 megatron-2022'; return ;;
       esac
       if [[ $cur == -* ]]; then _planner_words '--help --cases --profiles --tolerance --allow-unsupported --format --cv --cv-tolerance --write-bands --explain --framework'; else _planner_words ''; fi ;;
     validate)
@@ -152,7 +152,7 @@ _planner() {
         --seq-len) :; return ;;
         --mtp-layers) :; return ;;
         --memory-limit-GiB) :; return ;;
-        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021'; return ;;
+        --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021 megatron-2022'; return ;;
         --format) _planner_words 'table json'; return ;;
       esac
       if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --plan --vary --gpus --nodes --global-batch --dtype --seq-len --mtp-layers --tp-across-nodes --memory-limit-GiB --framework --format'; else _planner_words ''; fi ;;

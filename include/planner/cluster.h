@@ -82,12 +82,21 @@ struct SoftwareStack {
   /// (Megatron-LM's schedules.py from 2021 through 307dcf37; 4295be1a6c dropped the case, so at
   /// d98e8a64, and in PyTorch's Interleaved1F1B, the later stages warm up with fewer).
   bool interleaved_all_warmup = false;
+  /// With pp > 1, DeepSpeed's PipelineEngine (deepspeed/runtime/pipe/engine.py, p2p.py at
+  /// edaa72212): its send and receive are blocking (p2p.send and p2p.recv are dist.send and
+  /// dist.recv; the schedule's instructions run one after another), so a transfer holds both
+  /// stages; the DP reduction is its ReduceGrads instruction after the last micro-batch's backward
+  /// ("We schedule the all-reduces, so disable it in super().backward()"), exposed, and under bf16
+  /// its BF16_Optimizer all-reduces the whole gradient (buffered_allreduce_fallback) in the
+  /// communication dtype, the model's 16 bits by default (engine.py communication_data_type).
+  bool deepspeed_pipeline_engine = false;
   bool operator==(const SoftwareStack& o) const {  // spelled out: nvcc's C++17 has no = default
     return attention == o.attention && overlap_grad_reduce == o.overlap_grad_reduce &&
            overlap_param_gather == o.overlap_param_gather && overlap_tp_comm == o.overlap_tp_comm &&
            causal_attention_skip == o.causal_attention_skip &&
            zero3_collective_nics == o.zero3_collective_nics && loss == o.loss &&
-           interleaved_all_warmup == o.interleaved_all_warmup;
+           interleaved_all_warmup == o.interleaved_all_warmup &&
+           deepspeed_pipeline_engine == o.deepspeed_pipeline_engine;
   }
 };
 

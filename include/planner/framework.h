@@ -16,11 +16,20 @@ namespace planner {
 /// A framework at one version. Megatron-LM, DeepSpeed and torchtitan (PyTorch-native training)
 /// are what the launch files target; the 2021 ones are the stacks the A100 runs of Narayanan et
 /// al. 2021 measured (Megatron-LM for PTD-P, DeepSpeed for its ZeRO-3 comparison), kept so those
-/// runs are predicted on what they ran.
-enum class Framework { megatron, deepspeed, megatron_2021, deepspeed_2021, torchtitan };
-inline constexpr std::array kFrameworks = {Framework::megatron, Framework::deepspeed,
-                                           Framework::torchtitan, Framework::megatron_2021,
-                                           Framework::deepspeed_2021};
+/// runs are predicted on what they ran; Megatron-LM 2022 is the generation between them and
+/// Megatron-Core (sequence parallelism, selective recomputation and the distributed optimizer on
+/// the 2021 kernels, before flash attention and any communication overlap).
+enum class Framework {
+  megatron,
+  deepspeed,
+  megatron_2021,
+  deepspeed_2021,
+  torchtitan,
+  megatron_2022
+};
+inline constexpr std::array kFrameworks = {Framework::megatron,       Framework::deepspeed,
+                                           Framework::torchtitan,     Framework::megatron_2021,
+                                           Framework::deepspeed_2021, Framework::megatron_2022};
 /// What `--framework all` ranks and what launch files are written for.
 inline constexpr std::array kCurrentFrameworks = {Framework::megatron, Framework::deepspeed,
                                                   Framework::torchtitan};
@@ -37,12 +46,14 @@ inline constexpr SoftwareStack kMegatronStack{.attention = AttentionKernel::flas
 /// DeepSpeed (ZeRO's overlap_comm overlaps the gradient reduction) with Megatron-DeepSpeed's
 /// flash attention; no TP-communication overlap, parameters gathered inside the optimizer step.
 /// No ZeRO-3 measurement on H100 in the reference: NCCL's hierarchical rate (all NICs) assumed.
+/// With pp > 1 its pipeline engine (SoftwareStack::deepspeed_pipeline_engine).
 inline constexpr SoftwareStack kDeepSpeedStack{.attention = AttentionKernel::flash,
                                                .overlap_grad_reduce = true,
                                                .overlap_param_gather = false,
                                                .overlap_tp_comm = false,
                                                .causal_attention_skip = true,
-                                               .zero3_collective_nics = 8};
+                                               .zero3_collective_nics = 8,
+                                               .deepspeed_pipeline_engine = true};
 /// Megatron-LM and DeepSpeed as Narayanan et al. 2021 (SC21) measured them on Selene: unfused
 /// attention with the fused scale-mask-softmax, no overlap of the DP all-reduce with backward.
 /// zero3_collective_nics = 1 is fitted in-sample to that paper's Table 2 ZeRO-3 rows: 175B on
@@ -54,6 +65,22 @@ inline constexpr SoftwareStack kStack2021{.attention = AttentionKernel::unfused,
                                           .overlap_tp_comm = false,
                                           .causal_attention_skip = true,
                                           .zero3_collective_nics = 1,
+                                          .interleaved_all_warmup = true};
+
+/// Megatron-LM at fc7f4f035a (2022-09-30): sequence parallelism and selective recomputation
+/// (merged 2022-05-25, d898a8991d; Korthikanti et al. 2022) and the distributed optimizer (merged
+/// 2022-06-08, d07d29df14) on the 2021 kernels: the fused scale-mask-softmax, not flash attention
+/// (integrated 2023-01-11, 285068c810); the DP reduction after the backward (overlapped from
+/// 2023-08-07, 28766b55fb), the distributed optimizer's parameter all-gather after the step, no
+/// TP-communication overlap (Transformer Engine's); the interleaved schedule's all-forward warm-up
+/// when the micro-batches equal the stages (schedules.py at fc7f4f035a). Megatron-LM has no
+/// ZeRO-3, so zero3_collective_nics is unused.
+inline constexpr SoftwareStack kStack2022{.attention = AttentionKernel::unfused,
+                                          .overlap_grad_reduce = false,
+                                          .overlap_param_gather = false,
+                                          .overlap_tp_comm = false,
+                                          .causal_attention_skip = true,
+                                          .zero3_collective_nics = 8,
                                           .interleaved_all_warmup = true};
 
 /// torchtitan (pytorch/torchtitan at b5bcd76c) as its recipes run: FSDP2's reduce-scatter beside
@@ -90,7 +117,7 @@ struct FrameworkInfo {
   SoftwareStack stack;  ///< its default execution choices
 };
 
-inline constexpr std::array<FrameworkInfo, 5> kFrameworkInfo = {{
+inline constexpr std::array<FrameworkInfo, 6> kFrameworkInfo = {{
     {Framework::megatron, "megatron", "Megatron-LM", "d98e8a64", false, true, true, true,
      kMegatronStack},
     {Framework::deepspeed, "deepspeed", "DeepSpeed", "f1feb887", false, false, false, true,
@@ -101,11 +128,13 @@ inline constexpr std::array<FrameworkInfo, 5> kFrameworkInfo = {{
      "as Narayanan et al. 2021 ran it", false, false, false, false, kStack2021},
     {Framework::torchtitan, "torchtitan", "torchtitan", "b5bcd76c", false, true, true, true,
      kTorchtitanStack},
+    {Framework::megatron_2022, "megatron-2022", "Megatron-LM 2022", "fc7f4f035a", false, false,
+     false, false, kStack2022},
 }};
 constexpr const FrameworkInfo& info(Framework f) { return kFrameworkInfo[static_cast<int>(f)]; }
-/// Megatron-LM at either version, DeepSpeed at either: the family decides the refusals' wording.
+/// Megatron-LM at any version, DeepSpeed at either: the family decides the refusals' wording.
 constexpr bool is_megatron(Framework f) {
-  return f == Framework::megatron || f == Framework::megatron_2021;
+  return f == Framework::megatron || f == Framework::megatron_2021 || f == Framework::megatron_2022;
 }
 /// The stacks of the 2021 runs, which refuse what did not exist yet.
 constexpr bool is_2021(Framework f) {

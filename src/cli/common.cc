@@ -177,10 +177,9 @@ ClusterProfile cluster_for(const ClusterProfile& c, std::optional<Framework> f, 
 
 void add_framework_option(CLI::App* s, std::string& framework, bool all) {
   s->add_option("--framework", framework,
-                all ? "megatron (default), deepspeed, megatron-2021, deepspeed-2021, or all: rank "
-                      "the best plans of megatron and deepspeed"
-                    : "megatron (default), deepspeed, megatron-2021 or deepspeed-2021: the plans "
-                      "it can run, on its stack");
+                all ? framework_names() + ", or all (the best plans of " + framework_names(true) +
+                          " ranked together); default megatron"
+                    : framework_names() + ": the plans it can run, on its stack; default megatron");
 }
 
 EstimateOptions estimate_options(const LimitArgs& a, bool all_allowed) {

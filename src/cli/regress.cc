@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "planner/error.h"
 #include "planner/format.h"
+#include "planner/framework.h"
 #include "planner/io/bands_io.h"
 #include "planner/io/json.h"
 #include "planner/io/output.h"
@@ -233,8 +234,9 @@ void add_regress(CLI::App& app, int* rc) {
   s->add_option("--explain", a->explain, "one row's full breakdown next to its measurement");
   s->add_option(
       "--framework", a->framework,
-      "megatron, deepspeed, megatron-2021 or deepspeed-2021: every row's plan and stack "
-      "for that framework (default: each row as it ran, on its framework column's stack)");
+      framework_names() +
+          ": every row's plan and stack for that framework (default: each row as it ran, on its "
+          "framework column's stack)");
   s->callback([a, rc] { *rc = run_regress(*a); });
 }
 

@@ -114,6 +114,26 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
       d.exposed = warmup_fraction * (w.exposed - emb) + (1 - warmup_fraction) * d.exposed;
       d.reduce_s = warmup_fraction * w.reduce_s;  // beside the backward in the warm-up only
     }
+  } else if (deepspeed_pipelined(c, p) && p.zero <= 1) {
+    // DeepSpeed's pipeline engine (SoftwareStack::deepspeed_pipeline_engine): ReduceGrads after
+    // the last backward, nothing beside it. FP16_Optimizer (zero=0) and BF16_Optimizer all-reduce
+    // the whole gradient in MEMORY_OPT_ALLREDUCE_SIZE buckets (buffered_allreduce_fallback);
+    // ZeRO-1's DeepSpeedZeroOptimizer (fp16, or an offloaded optimizer) reduces each rank's
+    // partition (stage_1_and_2.py reduce_gradients). On the wire
+    // the communication dtype, the model's own (engine.py communication_data_type: 16 bits under
+    // fp16 and bf16, BF16_Optimizer's fp32 gradients cast down). ZeRO-1 then all-gathers the
+    // stepped parameters (BF16_Optimizer's all_gather_dp_groups), after the step.
+    const double wire = params_rank * (p.dtype == Dtype::tf32 ? 4.0 : 2.0);
+    double reduce = 0;
+    if (p.zero == 0 || deepspeed_bf16_optimizer(c, p)) {
+      const int n = std::max(1, int(std::ceil(params_rank / kDeepSpeedReduceBucketParams)));
+      reduce = n * collective_time_s(c, Collective::allreduce, wire / n, dpg);
+    } else {
+      reduce = collective_time_s(c, Collective::reduce_scatter, wire, dpg);
+    }
+    const double ag =
+        p.zero == 1 ? collective_time_s(c, Collective::allgather, param_bytes, dpg) : 0;
+    d.total = d.exposed = reduce + ag;  // beside no window: reduce_s and gather_s stay 0
   } else if (p.zero == 0) {
     // One all-reduce per gradient bucket, each on the faster of NCCL's ring and tree at that size.
     const double ar =

@@ -131,8 +131,8 @@ struct StageState {
 int slot(TaskKind k) { return k == TaskKind::forward ? 0 : k == TaskKind::backward_weight ? 2 : 1; }
 
 /// The input of task `op` on virtual stage vs: false while the task it waits for has not run;
-/// else when the input arrives (that task's finish, plus a transfer from another stage) and how
-/// long `op` runs.
+/// else when the input arrives (that task's finish, plus a transfer from another stage; `p2p` 0
+/// where the transfer blocks, which the caller adds) and how long `op` runs.
 bool input_of(const Op& op, int vs, int V, int m, bool zb, double p2p, const ChunkCost& cc,
               const double* const done[3], double& ready, double& dur) {
   if (op.kind == TaskKind::forward) {
@@ -163,6 +163,8 @@ void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[
   const int p = in.pp, m = in.microbatches, V = p * in.vpp;
   const bool zb = in.schedule == Schedule::zb_h1;
   const double p2p = in.p2p_s;
+  const bool blocking = in.p2p_blocking;
+  const double ahead = blocking ? 0.0 : p2p;  // the transfer before the receiver is free
   const bool trace = in.record_trace;
   const TaskKind releases = zb ? TaskKind::backward_weight : TaskKind::backward;
   const Op* ops = orders.ops.data();
@@ -187,12 +189,14 @@ void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[
       const int vs = op.chunk * p + s;
       const ChunkCost& cc = chunks[vs];
       double ready = 0, dur = 0;
-      if (!input_of(op, vs, V, m, zb, p2p, cc, done, ready, dur)) break;
-      const double start = std::max(free_at[s], ready);
+      if (!input_of(op, vs, V, m, zb, ahead, cc, done, ready, dur)) break;
       const bool received =
           p2p > 0 &&
           ((op.kind == TaskKind::forward && vs > 0) ||
            (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs < V - 1));
+      // Blocking: the transfer runs once both ends are there, and the receiver waits it out.
+      if (received && blocking) ready = std::max(free_at[s], ready) + p2p;
+      const double start = std::max(free_at[s], ready);
       // Idle over [free_at, start]; the input was in flight over [ready - p2p, ready].
       if (received && ready > free_at[s]) waited[s] += std::min(p2p, ready - free_at[s]);
       free_at[s] = start + dur;
@@ -203,7 +207,16 @@ void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[
       if (trace) {
         if (received)
           r.trace.push_back({s, op.chunk, op.mb, TaskKind::transfer, ready - p2p, ready});
-        r.trace.push_back({s, op.chunk, op.mb, op.kind, start, free_at[s]});
+        r.trace.push_back({s, op.chunk, op.mb, op.kind, start, start + dur});
+      }
+      // Blocking: the sender is held while its result goes to the neighbour.
+      const bool sends =
+          (op.kind == TaskKind::forward && vs + 1 < V) ||
+          (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs > 0);
+      if (blocking && sends && p2p > 0) {
+        if (trace)
+          r.trace.push_back({s, op.chunk, op.mb, TaskKind::transfer, free_at[s], free_at[s] + p2p});
+        free_at[s] += p2p, waited[s] += p2p;
       }
       // The stage of chunk vs + 1 or vs - 1, without a division: vs % p is s.
       if (op.kind == TaskKind::forward && vs + 1 < V) wake(s + 1 == p ? 0 : s + 1);

@@ -131,6 +131,10 @@ std::string ds_config(const ClusterProfile& c, const Plan& p) {
     j["fp16"]["hysteresis"] = 2;
     j["fp16"]["min_loss_scale"] = 1;
   }
+  // The pipeline engine's bf16 optimizer as the prediction prices it (BF16_Optimizer: fp32
+  // gradient accumulation; without the key DeepSpeed accumulates in bf16 through its ZeRO-1
+  // optimizer and warns that this is not numerically safe; engine.py _do_optimizer_sanity_check).
+  if (deepspeed_bf16_optimizer(c, p)) j["data_types"]["grad_accum_dtype"] = "fp32";
   if (!uses_megatron(p)) optimizer_config(j, p);
   j["zero_optimization"] = zero_config(c, p);
   if (p.recompute != Recompute::none) {

@@ -48,6 +48,19 @@ inline constexpr double kZeroppGradBytesPerParam = 0.5;
 /// gradient to int4 and back after the all-to-all (read 2, write 0.5; read 0.5, write 2): 8 bytes.
 inline constexpr double kZeroppKernelBytesPerParam = 8;
 
+/// DeepSpeed's pipeline engine runs this plan (SoftwareStack::deepspeed_pipeline_engine, pp > 1).
+inline bool deepspeed_pipelined(const ClusterProfile& c, const Plan& p) {
+  return c.software.deepspeed_pipeline_engine && p.pp > 1;
+}
+
+/// Of those, the ones DeepSpeed runs with its BF16_Optimizer (engine.py
+/// _do_optimizer_sanity_check: bf16, fp32 gradient accumulation, ZeRO-1, no offload; the launch
+/// files set data_types.grad_accum_dtype to fp32 for it).
+inline bool deepspeed_bf16_optimizer(const ClusterProfile& c, const Plan& p) {
+  return deepspeed_pipelined(c, p) && p.dtype == Dtype::bf16 &&
+         p.offload_optimizer == OffloadDevice::none;
+}
+
 struct DpCost {
   double exposed = 0;  ///< seconds on the critical path, after overlap
   double total = 0;    ///< seconds on the wire

@@ -142,11 +142,19 @@ inline double deepspeed_offload_grad_bytes(double params, const Plan& p) {
 /// micro-batch's reduce-scatter.
 inline bool zero3_pipelined(const Plan& p) { return p.zero >= 3 && p.pp > 1; }
 
+/// DeepSpeed's BF16_Optimizer, which its pipeline engine trains bf16 with (data_types.
+/// grad_accum_dtype fp32, as the launch files set it): its fp32 gradient buffer covers every
+/// parameter of the rank (bf16_optimizer.py fp32_groups_gradients_flat), and the bf16 gradients
+/// autograd writes stay allocated beside it (clear_lp_grads zeroes them, set_to_none=False).
+inline constexpr double kBf16OptimizerLpGradBytesPerParam = 2;
+
 /// Memory of one GPU holding `load` with `in_flight` micro-batches of activations; with
-/// `host_gradients`, DeepSpeed's offload keeps the offloaded gradients on the host. Inline: the
-/// memory check of every estimate calls it once per stage.
+/// `host_gradients`, DeepSpeed's offload keeps the offloaded gradients on the host; with
+/// `bf16_optimizer_grads`, DeepSpeed's BF16_Optimizer keeps the bf16 gradients beside the fp32
+/// ones. Inline: the memory check of every estimate calls it once per stage.
 inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double in_flight,
-                                    bool host_gradients = false) {
+                                    bool host_gradients = false,
+                                    bool bf16_optimizer_grads = false) {
   MemoryBreakdown mem;
   const double weight_bytes = weight_bytes_per_param(p.dtype);
   // Offloaded ZeRO-3 partitions live on the host: only the gathered working set stays.
@@ -158,6 +166,7 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
               : zero3_pipelined(p)
                   ? load.params * kGradBytesPerParam  // unsharded, fp32, until the last backward
                   : load.params * grad_bytes_per_param(p) / (p.zero >= 2 ? p.weight_replicas() : 1);
+  if (bf16_optimizer_grads) mem.grads += load.params * kBf16OptimizerLpGradBytesPerParam;
   // The parameters this rank's optimizer steps: all of them, or under the distributed optimizer
   // its shard of the dense ones (over dp x cp) and of the experts (over the expert-data ranks).
   const double dense = load.params - load.expert_params;

@@ -24,6 +24,11 @@ struct SimInput {
   /// Interleaved: every forward first when microbatches == pp (SoftwareStack's
   /// interleaved_all_warmup, the 2021 stacks' Megatron-LM).
   bool all_warmup_when_m_is_p = false;
+  /// Blocking send and receive (SoftwareStack::deepspeed_pipeline_engine): a transfer starts when
+  /// the receiver reaches the task that needs it and holds the sender too, after the task that
+  /// produced it. (The sender's wait for a receiver still busy is not modelled: under 1F1B the
+  /// sender's next task waits for that receiver's result anyway.)
+  bool p2p_blocking = false;
 };
 
 enum class TaskKind : unsigned char {

@@ -4,13 +4,13 @@
 # model      gpt3-175b  configs/models/gpt3-175b.yaml  sha256:439f2e2bcadadbc7be2cf1ef957613d91cb3bbf673b3b0f7a5e89bf98b94befd
 # cluster    dgx-a100-80gb  hw_profiles/dgx-a100-80gb.yaml  sha256:41cad827eeee057d272e2289b547aad024feae51618ae3bd64f178d6796ddbed
 # world      1024 GPUs = 128 nodes x 8; tp 8 x pp 8 x dp 16 x cp 1; 96 micro-batches of 1 per iteration
-# predicted  iteration 21.7620 s, 144552 tokens/s, 151.9 model TFLOP/s per GPU (MFU 48.7%)
-# predicted  memory 30.63 GiB per GPU of 80.00 GiB (most loaded pipeline stage)
+# predicted  iteration 21.9493 s, 143318 tokens/s, 150.6 model TFLOP/s per GPU (MFU 48.3%)
+# predicted  memory 36.10 GiB per GPU of 80.00 GiB (most loaded pipeline stage)
 #
 # DeepSpeed launcher running Megatron-DeepSpeed's pretrain_gpt.py (tp > 1 or pp > 1)
 # Flags: deepspeedai/Megatron-DeepSpeed megatron/arguments.py at f1feb887
 # (configs/frameworks/megatron-deepspeed-args.txt).
-# ds_config.json (JSON has no comments; this header covers it) sha256:91894c6409f9c99c25fc8743b5134e86ed9e4c3a396ac7e738a4045da1ef7a58
+# ds_config.json (JSON has no comments; this header covers it) sha256:95f3b98f3b1209d7ca91f77d3fdf22746d3b241b40cbc30dc7916dbb120e6d39
 # It has no optimizer or scheduler: Megatron-DeepSpeed passes its own (TRAINING_ARGS) to
 # deepspeed.initialize, which then ignores the config's.
 set -euo pipefail

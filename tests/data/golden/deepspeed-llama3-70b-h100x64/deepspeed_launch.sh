@@ -4,13 +4,13 @@
 # model      llama3-70b  configs/models/llama3-70b.yaml  sha256:9fbe59485d2c0ce9876cbaccd8f2f71b32ce03683e3edbcea6bb049ff8a3a18e
 # cluster    dgx-h100-80gb  hw_profiles/dgx-h100-80gb.yaml  sha256:b142fe79d655dc0274b44f089063fd0cabf3c5881d310eaa283abd1cf0303e33
 # world      64 GPUs = 8 nodes x 8; tp 8 x pp 4 x dp 2 x cp 1; 64 micro-batches of 1 per iteration
-# predicted  iteration 20.7550 s, 50522 tokens/s, 380.0 model TFLOP/s per GPU (MFU 38.4%)
-# predicted  memory 52.28 GiB per GPU of 79.60 GiB (most loaded pipeline stage)
+# predicted  iteration 20.8841 s, 50209 tokens/s, 377.7 model TFLOP/s per GPU (MFU 38.2%)
+# predicted  memory 56.73 GiB per GPU of 79.60 GiB (most loaded pipeline stage)
 #
 # DeepSpeed launcher running Megatron-DeepSpeed's pretrain_gpt.py (tp > 1 or pp > 1)
 # Flags: deepspeedai/Megatron-DeepSpeed megatron/arguments.py at f1feb887
 # (configs/frameworks/megatron-deepspeed-args.txt).
-# ds_config.json (JSON has no comments; this header covers it) sha256:6c192df5b3880f5fcffdb76956bea96feb282dc5c2e248b6713dafe72a1c3b90
+# ds_config.json (JSON has no comments; this header covers it) sha256:df5aa198e8ed1a376ff6e8153a7738eb80a5102be93ed97c42d30ecdb4e70657
 # It has no optimizer or scheduler: Megatron-DeepSpeed passes its own (TRAINING_ARGS) to
 # deepspeed.initialize, which then ignores the config's.
 set -euo pipefail
