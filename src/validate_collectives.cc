@@ -295,7 +295,21 @@ std::vector<WorkCollective> dp_collectives(const ModelSpec& m, const ClusterProf
     out.push_back(w);
   };
   const double grad_bytes = params_rank * grad_wire_bytes(p);
-  if (ranks > 1 && p.zero == 0) {  // one all-reduce per gradient bucket (dp_buckets)
+  if (ranks > 1 && deepspeed_pipelined(c, p) && p.zero <= 1) {  // after the pipeline (dp_cost)
+    const double wire = params_rank * deepspeed_wire_bytes_per_param(p);
+    const int n = deepspeed_reduce_buckets(params_rank);
+    if (deepspeed_allreduces(c, p)) {
+      add("dp_grad_allreduce", Collective::allreduce, wire / n, ranks, dpg, Pass::backward_weight,
+          false);
+      out.back().count = n;
+    } else {
+      add("dp_grad_reduce_scatter", Collective::reduce_scatter, wire, ranks, dpg,
+          Pass::backward_weight, false);
+    }
+    if (p.zero == 1)
+      add("dp_param_allgather", Collective::allgather,
+          params_rank * weight_bytes_per_param(p.dtype), ranks, dpg, Pass::forward, false);
+  } else if (ranks > 1 && p.zero == 0) {  // one all-reduce per gradient bucket (dp_buckets)
     add("dp_grad_allreduce", Collective::allreduce, dp_bucket_bytes(p, params_rank), ranks, dpg,
         Pass::backward_weight, ov.grad_reduce);
     out.back().count = dp_buckets(p, params_rank);

@@ -13,6 +13,7 @@
 #include "planner/cost/memory.h"
 #include "planner/cost/stages.h"
 #include "planner/estimate.h"
+#include "planner/framework.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
 #include "planner/validate.h"
@@ -94,6 +95,29 @@ TEST_CASE("ZeRO-1 and ZeRO-2: the gradients' reduce-scatter and the parameters' 
     CHECK(!ag.per_microbatch);
     CHECK(ag.predicted_s == doctest::Approx(dp_time(p, Collective::allgather, ag.bytes)));
     const Estimate e = estimate(m18(), h200(), p);
+    CHECK(dp_wire(w) == doctest::Approx(e.dp_comm_total_s));
+    CHECK(w.dp_exposed_s == doctest::Approx(e.breakdown.dp_comm_s));
+  }
+}
+
+TEST_CASE(
+    "DeepSpeed's pipeline engine: the estimate's reduction after the pipeline, nothing hidden") {
+  ClusterProfile c = h200();
+  c.software = kDeepSpeedStack;
+  for (const char* dtype : {"bf16", "fp16"}) {
+    CAPTURE(dtype);
+    const Plan p = plan(std::string("tp=8,pp=2,dp=4,mbs=1,gbs=32,zero=1,dtype=") + dtype);
+    const Workload w = build_workload(m18(), c, p);
+    REQUIRE(w.dp.size() == 3);  // and the first and last stage's tied embedding
+    CHECK(w.dp[2].name == "tied_embedding_allreduce");
+    const bool bf16 = std::string(dtype) == "bf16";
+    // BF16_Optimizer all-reduces the whole gradient in bf16; fp16 ZeRO-1 reduces partitions.
+    CHECK(w.dp[0].coll == (bf16 ? Collective::allreduce : Collective::reduce_scatter));
+    CHECK(w.dp[0].count * w.dp[0].bytes == doctest::Approx(params_rank(m18(), p) * 2));
+    CHECK(w.dp[1].name == "dp_param_allgather");
+    for (const WorkCollective& x : w.dp) CHECK(!x.overlapped);
+    const Estimate e = estimate(m18(), c, p);
+    REQUIRE(e.ok());
     CHECK(dp_wire(w) == doctest::Approx(e.dp_comm_total_s));
     CHECK(w.dp_exposed_s == doctest::Approx(e.breakdown.dp_comm_s));
   }

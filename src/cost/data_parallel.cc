@@ -123,10 +123,10 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // the communication dtype, the model's own (engine.py communication_data_type: 16 bits under
     // fp16 and bf16, BF16_Optimizer's fp32 gradients cast down). ZeRO-1 then all-gathers the
     // stepped parameters (BF16_Optimizer's all_gather_dp_groups), after the step.
-    const double wire = params_rank * (p.dtype == Dtype::tf32 ? 4.0 : 2.0);
+    const double wire = params_rank * deepspeed_wire_bytes_per_param(p);
     double reduce = 0;
-    if (p.zero == 0 || deepspeed_bf16_optimizer(c, p)) {
-      const int n = std::max(1, int(std::ceil(params_rank / kDeepSpeedReduceBucketParams)));
+    if (deepspeed_allreduces(c, p)) {
+      const int n = deepspeed_reduce_buckets(params_rank);
       reduce = n * collective_time_s(c, Collective::allreduce, wire / n, dpg);
     } else {
       reduce = collective_time_s(c, Collective::reduce_scatter, wire, dpg);
@@ -189,6 +189,10 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
   d.total += t;
   d.exposed += t;
   return d;
+}
+
+int deepspeed_reduce_buckets(double params_rank) {
+  return std::max(1, static_cast<int>(std::ceil(params_rank / kDeepSpeedReduceBucketParams)));
 }
 
 int expert_dp_buckets(const Plan& p, double expert_params_rank) {

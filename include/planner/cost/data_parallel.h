@@ -61,6 +61,18 @@ inline bool deepspeed_bf16_optimizer(const ClusterProfile& c, const Plan& p) {
          p.offload_optimizer == OffloadDevice::none;
 }
 
+/// DeepSpeed's pipeline engine's gradient reduction (dp_cost): its buckets of
+/// MEMORY_OPT_ALLREDUCE_SIZE elements, the wire bytes per parameter (the communication dtype, the
+/// model's own: 16 bits but under tf32), and whether it all-reduces the whole gradient (FP16_ and
+/// BF16_Optimizer) rather than reducing partitions (DeepSpeedZeroOptimizer's ZeRO-1).
+int deepspeed_reduce_buckets(double params_rank);
+inline double deepspeed_wire_bytes_per_param(const Plan& p) {
+  return p.dtype == Dtype::tf32 ? 4.0 : 2.0;
+}
+inline bool deepspeed_allreduces(const ClusterProfile& c, const Plan& p) {
+  return p.zero == 0 || deepspeed_bf16_optimizer(c, p);
+}
+
 struct DpCost {
   double exposed = 0;  ///< seconds on the critical path, after overlap
   double total = 0;    ///< seconds on the wire
