@@ -76,8 +76,8 @@ bool refuses_legacy(Framework f, const Plan& p, std::string* reason) {
   if (p.tp_comm_overlap.value_or(false) || p.overlap_param_gather.value_or(false))
     return no(reason, [&] {
       return fmt(
-          "{} overlaps neither TP communication nor the parameter gather; use "
-          "tp_comm_overlap=0 and overlap_param_gather=0",
+          "{} has neither Transformer Engine's TP-communication overlap nor the parameter "
+          "gather's; use tp_comm_overlap=0 and overlap_param_gather=0",
           t);
     });
   if (p.offloads() || p.grad_compression != GradCompression::none || p.zeropp ||

@@ -735,6 +735,29 @@ TEST_CASE("ds_config.json: an optimizer and scheduler where DeepSpeed builds the
   CHECK(mds[1].contents.find("# It has no optimizer or scheduler") != std::string::npos);
 }
 
+TEST_CASE("ds_config.json under the pipeline engine: BF16_Optimizer, the reduction after it") {
+  // pp > 1, bf16, ZeRO-1: fp32 accumulation selects BF16_Optimizer, and overlap_comm is off
+  // (the engine reduces after the last backward, as the prediction prices it).
+  const auto k = nlohmann::json::parse(emitted(kGoldens[3])[0].contents);
+  CHECK(k["data_types"]["grad_accum_dtype"] == "fp32");
+  CHECK(k["zero_optimization"]["stage"] == 1);
+  CHECK(k["zero_optimization"]["overlap_comm"] == false);
+  // DeepSpeed's own engine (pp = 1): neither, and the reduction beside the backward.
+  const auto plain = nlohmann::json::parse(
+      emitted({"", "configs/models/gpt3-1.3b.yaml", kA100, "tp=1,pp=1,dp=4,mbs=4,gbs=64,zero=1",
+               emit::Framework::deepspeed})[0]
+          .contents);
+  CHECK(!plain.contains("data_types"));
+  CHECK(plain["zero_optimization"]["overlap_comm"] == true);
+  // fp16 keeps DeepSpeedZeroOptimizer: no fp32 accumulation key.
+  const auto f16 = nlohmann::json::parse(
+      emitted({"", "configs/models/gpt3-1.3b.yaml", kA100,
+               "tp=1,pp=2,dp=4,mbs=4,gbs=64,zero=1,dtype=fp16", emit::Framework::deepspeed})[0]
+          .contents);
+  CHECK(!f16.contains("data_types"));
+  CHECK(f16["zero_optimization"]["overlap_comm"] == false);
+}
+
 TEST_CASE("Megatron-DeepSpeed with the optimizer offloaded builds DeepSpeedCPUAdam") {
   // A client optimizer other than DeepSpeedCPUAdam is refused by ZeRO-Offload
   // (zero_force_ds_cpu_optimizer): --cpu-optimizer makes Megatron-DeepSpeed build that one.

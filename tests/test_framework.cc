@@ -6,6 +6,7 @@
 
 #include "fixtures.h"
 #include "planner/cost/communication.h"
+#include "planner/cost/data_parallel.h"
 #include "planner/framework.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
@@ -282,8 +283,8 @@ TEST_CASE(
   CHECK(why_not(f, m, c, plan("tp=8,pp=4,dp=2,gbs=128,overlap_grad_reduce=1")) ==
         "Megatron-LM 2022 reduces the gradients after the backward; use overlap_grad_reduce=0");
   CHECK(why_not(f, m, c, plan("tp=8,pp=4,dp=2,gbs=128,sp=1,tp_comm_overlap=1")) ==
-        "Megatron-LM 2022 overlaps neither TP communication nor the parameter gather; use "
-        "tp_comm_overlap=0 and overlap_param_gather=0");
+        "Megatron-LM 2022 has neither Transformer Engine's TP-communication overlap nor the "
+        "parameter gather's; use tp_comm_overlap=0 and overlap_param_gather=0");
   CHECK(why_not(f, m, c, plan("tp=8,cp=2,dp=4,gbs=128")) ==
         "Megatron-LM 2022 has no context parallelism; use cp=1");
   CHECK(why_not(f, m, c, plan("tp=8,pp=2,dp=4,vpp=2,gbs=128,schedule=interleaved")) ==
@@ -325,6 +326,8 @@ TEST_CASE(
         "optimizer states over the DP ranks as ZeRO-1 does whatever zero_optimization.stage "
         "says; use zero=1");
   CHECK(!why_not(Framework::deepspeed, m, ds, plan("tp=8,pp=8,dp=1,gbs=128")));  // one DP rank
+  // There DeepSpeed accumulates in bf16 (no fp32 key without ZeRO): nothing added to memory.
+  CHECK(!deepspeed_bf16_optimizer(ds, plan("tp=8,pp=8,dp=1,gbs=128")));
   CHECK(!why_not(Framework::deepspeed, m, ds, plan("tp=8,pp=1,dp=8,gbs=128")));  // no pipeline
   const Plan p = plan("tp=8,pp=4,dp=2,mbs=1,gbs=128,zero=1,recompute=full");
   const Estimate a = estimate(m, ds, p, o), b = estimate(m, mg, p, o);

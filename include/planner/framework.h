@@ -72,7 +72,10 @@ inline constexpr SoftwareStack kStack2021{.attention = AttentionKernel::unfused,
 /// 2022-06-08, d07d29df14) on the 2021 kernels: the fused scale-mask-softmax, not flash attention
 /// (integrated 2023-01-11, 285068c810); the DP reduction after the backward (overlapped from
 /// 2023-08-07, 28766b55fb), the distributed optimizer's parameter all-gather after the step, no
-/// TP-communication overlap (Transformer Engine's); the interleaved schedule's all-forward warm-up
+/// Transformer Engine TP-communication overlap (its own async all-reduce of a column-parallel
+/// layer's input gradient beside the weight-gradient GEMM, without SP, is not modelled; nor are
+/// its blocking stage-to-stage transfers, batch_isend_irecv then a wait, which the simulator
+/// takes as overlapped); the interleaved schedule's all-forward warm-up
 /// when the micro-batches equal the stages (schedules.py at fc7f4f035a). Megatron-LM has no
 /// ZeRO-3, so zero3_collective_nics is unused.
 inline constexpr SoftwareStack kStack2022{.attention = AttentionKernel::unfused,

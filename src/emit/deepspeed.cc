@@ -37,9 +37,12 @@ nlohmann::ordered_json zero_config(const ClusterProfile& c, const Plan& p) {
   if (p.zero == 0) return z;
   // overlap_comm overlaps the gradient reduction (and, at stage 3, the parameter prefetch) with
   // the backward pass. Stages 1-2: on exactly when the execution stack, which the
-  // prediction assumed, overlaps them. Stage 3: always, as the prediction (src/cost/zero3.cc)
-  // and DeepSpeed's own stage-3 default (ZERO3_OPTIMIZATION_OVERLAP_COMM_DEFAULT) have it.
-  const bool overlap = p.zero == 3 || overlaps_of(p, c).grad_reduce;
+  // prediction assumed, overlaps them, and never under the pipeline engine, which reduces after
+  // the last backward (its ZeRO-1 reduce_gradients runs its own reduction only without
+  // overlap_comm: stage_1_and_2.py at edaa72212). Stage 3: always, as the prediction
+  // (src/cost/zero3.cc) and DeepSpeed's own stage-3 default
+  // (ZERO3_OPTIMIZATION_OVERLAP_COMM_DEFAULT) have it.
+  const bool overlap = p.zero == 3 || (overlaps_of(p, c).grad_reduce && !deepspeed_pipelined(c, p));
   z["overlap_comm"] = overlap;
   z["contiguous_gradients"] = true;
   z["reduce_scatter"] = true;
@@ -132,8 +135,8 @@ std::string ds_config(const ClusterProfile& c, const Plan& p) {
     j["fp16"]["min_loss_scale"] = 1;
   }
   // The pipeline engine's bf16 optimizer as the prediction prices it (BF16_Optimizer: fp32
-  // gradient accumulation; without the key DeepSpeed accumulates in bf16 through its ZeRO-1
-  // optimizer and warns that this is not numerically safe; engine.py _do_optimizer_sanity_check).
+  // gradient accumulation; without the key DeepSpeed runs ZeRO-1's DeepSpeedZeroOptimizer with
+  // bf16 gradients instead; engine.py _do_optimizer_sanity_check).
   if (deepspeed_bf16_optimizer(c, p)) j["data_types"]["grad_accum_dtype"] = "fp32";
   if (!uses_megatron(p)) optimizer_config(j, p);
   j["zero_optimization"] = zero_config(c, p);

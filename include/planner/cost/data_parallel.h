@@ -55,9 +55,11 @@ inline bool deepspeed_pipelined(const ClusterProfile& c, const Plan& p) {
 
 /// Of those, the ones DeepSpeed runs with its BF16_Optimizer (engine.py
 /// _do_optimizer_sanity_check: bf16, fp32 gradient accumulation, ZeRO-1, no offload; the launch
-/// files set data_types.grad_accum_dtype to fp32 for it).
+/// files set data_types.grad_accum_dtype to fp32 for it). bf16 without ZeRO on one DP rank runs
+/// it too, accumulating in bf16 (no key: fp32 accumulation would be refused without ZeRO), its
+/// 2 + 2 bytes of gradients what the model's 4 already price; over several ranks it is refused.
 inline bool deepspeed_bf16_optimizer(const ClusterProfile& c, const Plan& p) {
-  return deepspeed_pipelined(c, p) && p.dtype == Dtype::bf16 &&
+  return deepspeed_pipelined(c, p) && p.dtype == Dtype::bf16 && p.zero == 1 &&
          p.offload_optimizer == OffloadDevice::none;
 }
 

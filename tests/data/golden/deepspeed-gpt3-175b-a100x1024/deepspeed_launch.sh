@@ -10,7 +10,7 @@
 # DeepSpeed launcher running Megatron-DeepSpeed's pretrain_gpt.py (tp > 1 or pp > 1)
 # Flags: deepspeedai/Megatron-DeepSpeed megatron/arguments.py at f1feb887
 # (configs/frameworks/megatron-deepspeed-args.txt).
-# ds_config.json (JSON has no comments; this header covers it) sha256:95f3b98f3b1209d7ca91f77d3fdf22746d3b241b40cbc30dc7916dbb120e6d39
+# ds_config.json (JSON has no comments; this header covers it) sha256:ecedd3073c375f2e8776aef963233ee8d5e23ec01ee057d26be6c849a8a16db2
 # It has no optimizer or scheduler: Megatron-DeepSpeed passes its own (TRAINING_ARGS) to
 # deepspeed.initialize, which then ignores the config's.
 set -euo pipefail

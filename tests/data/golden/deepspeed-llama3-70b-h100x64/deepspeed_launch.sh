@@ -10,7 +10,7 @@
 # DeepSpeed launcher running Megatron-DeepSpeed's pretrain_gpt.py (tp > 1 or pp > 1)
 # Flags: deepspeedai/Megatron-DeepSpeed megatron/arguments.py at f1feb887
 # (configs/frameworks/megatron-deepspeed-args.txt).
-# ds_config.json (JSON has no comments; this header covers it) sha256:df5aa198e8ed1a376ff6e8153a7738eb80a5102be93ed97c42d30ecdb4e70657
+# ds_config.json (JSON has no comments; this header covers it) sha256:12ec98c19706a45d4700af5e30aef99cf47b7c912d20a08db94e598f17a1a5ff
 # It has no optimizer or scheduler: Megatron-DeepSpeed passes its own (TRAINING_ARGS) to
 # deepspeed.initialize, which then ignores the config's.
 set -euo pipefail
