@@ -351,6 +351,9 @@ TEST_CASE(
   CHECK(a.iteration_time_s > b.iteration_time_s);
   // BF16_Optimizer keeps the bf16 gradients beside its fp32 ones: 2 bytes per parameter more.
   CHECK(a.memory.grads - b.memory.grads == doctest::Approx(2 * (b.memory.grads / 4)).epsilon(1e-9));
+  // After the backward its ReduceGrads holds one 5e8-element bucket in fp32 and in bf16.
+  CHECK(a.memory.step_grads == doctest::Approx(5e8 * (4 + 2)));
+  CHECK(b.memory.step_grads == 0);
   // fp16 ZeRO-1 (DeepSpeedZeroOptimizer) reduces each rank's partition instead.
   Plan h = p;
   h.dtype = Dtype::fp16;

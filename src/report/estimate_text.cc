@@ -108,7 +108,9 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
        mem.weights / kGiB, mem.grads / kGiB, mem.optimizer / kGiB, mem.activations / kGiB,
        mem.reserve / kGiB);
   if (mem.step_grads > 0)
-    line(out, "  optimizer step's fp32 copy of the bf16 gradients {:.2f} GiB ({})\n",
+    line(out, "  {} {:.2f} GiB ({})\n",
+         e.plan.grad_reduce_bf16 ? "optimizer step's fp32 copy of the bf16 gradients"
+                                 : "DeepSpeed's gradient reduction bucket (fp32 and its bf16 cast)",
          mem.step_grads / kGiB,
          mem.step_grads > mem.activations ? "more than the activations: the peak is at the step"
                                           : "after the activations are freed");

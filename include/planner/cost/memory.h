@@ -106,7 +106,7 @@ struct MemoryBreakdown {
   /// The optimizer step's fp32 copy of bf16 gradients (grad_reduce_bf16; Megatron-LM's
   /// optimizer.py main_param.grad = main_grad.float(), distrib_optimizer.py for its shard),
   /// alive from the step to the next zero_grad, when the activations are freed: the peak holds
-  /// the larger of the two.
+  /// the larger of the two. Under DeepSpeed's BF16_Optimizer, its reduction bucket instead.
   double step_grads = 0;
   double transient() const { return activations > step_grads ? activations : step_grads; }
   double total() const { return weights + grads + optimizer + transient() + reserve; }
@@ -146,6 +146,9 @@ inline bool zero3_pipelined(const Plan& p) { return p.zero >= 3 && p.pp > 1; }
 /// grad_accum_dtype fp32, as the launch files set it): its fp32 gradient buffer covers every
 /// parameter of the rank (bf16_optimizer.py fp32_groups_gradients_flat), and the bf16 gradients
 /// autograd writes stay allocated beside it (clear_lp_grads zeroes them, set_to_none=False).
+/// After the backward, ReduceGrads all-reduces a bucket of at most kDeepSpeedReduceBucketParams
+/// at a time through a flat fp32 copy and its bf16 cast (engine.py allreduce_bucket), held as
+/// MemoryBreakdown::step_grads.
 inline constexpr double kBf16OptimizerLpGradBytesPerParam = 2;
 
 /// Memory of one GPU holding `load` with `in_flight` micro-batches of activations; with
@@ -179,6 +182,9 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;
   if (p.grad_reduce_bf16)  // the step's fp32 copy of the gradients this rank steps
     mem.step_grads = stepped * kGradBytesPerParam * (1.0 - p.offloaded_fraction());
+  if (bf16_optimizer_grads)  // ReduceGrads' bucket: its flat fp32 copy and the bf16 cast
+    mem.step_grads = std::min(load.params, kDeepSpeedReduceBucketParams) *
+                     (kGradBytesPerParam + kBf16OptimizerLpGradBytesPerParam);
   const double used = mem.weights + mem.grads + mem.optimizer + mem.transient();
   mem.reserve = kRuntimeReserveBytes + kFragmentationFraction * used;
   return mem;
