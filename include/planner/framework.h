@@ -76,15 +76,9 @@ inline constexpr SoftwareStack kStack2021{.attention = AttentionKernel::unfused,
 /// layer's input gradient beside the weight-gradient GEMM, without SP, is not modelled; nor are
 /// its blocking stage-to-stage transfers, batch_isend_irecv then a wait, which the simulator
 /// takes as overlapped); the interleaved schedule's all-forward warm-up
-/// when the micro-batches equal the stages (schedules.py at fc7f4f035a). Megatron-LM has no
-/// ZeRO-3, so zero3_collective_nics is unused.
-inline constexpr SoftwareStack kStack2022{.attention = AttentionKernel::unfused,
-                                          .overlap_grad_reduce = false,
-                                          .overlap_param_gather = false,
-                                          .overlap_tp_comm = false,
-                                          .causal_attention_skip = true,
-                                          .zero3_collective_nics = 8,
-                                          .interleaved_all_warmup = true};
+/// when the micro-batches equal the stages (schedules.py at fc7f4f035a). So the 2021 stack's
+/// execution choices; Megatron-LM has no ZeRO-3, so its zero3_collective_nics is unused.
+inline constexpr SoftwareStack kStack2022 = kStack2021;
 
 /// torchtitan (pytorch/torchtitan at b5bcd76c) as its recipes run: FSDP2's reduce-scatter beside
 /// the backward and its prefetched all-gather beside the forward (fully_shard), DDP's bucketed

@@ -119,10 +119,10 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // the last backward, nothing beside it. FP16_Optimizer (zero=0) and BF16_Optimizer all-reduce
     // the whole gradient in MEMORY_OPT_ALLREDUCE_SIZE buckets (buffered_allreduce_fallback);
     // ZeRO-1's DeepSpeedZeroOptimizer (fp16, or an offloaded optimizer) reduces each rank's
-    // partition (stage_1_and_2.py reduce_gradients). On the wire
-    // the communication dtype, the model's own (engine.py communication_data_type: 16 bits under
-    // fp16 and bf16, BF16_Optimizer's fp32 gradients cast down). ZeRO-1 then all-gathers the
-    // stepped parameters (BF16_Optimizer's all_gather_dp_groups), after the step.
+    // partition (stage_1_and_2.py reduce_gradients). On the wire the communication dtype, the
+    // model's own (engine.py communication_data_type: 16 bits under fp16 and bf16,
+    // BF16_Optimizer's fp32 gradients cast down). ZeRO-1 then all-gathers the stepped
+    // parameters (BF16_Optimizer's all_gather_dp_groups), after the step.
     const double wire = params_rank * deepspeed_wire_bytes_per_param(p);
     double reduce = 0;
     if (deepspeed_allreduces(c, p)) {

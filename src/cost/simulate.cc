@@ -190,10 +190,12 @@ void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[
       const ChunkCost& cc = chunks[vs];
       double ready = 0, dur = 0;
       if (!input_of(op, vs, V, m, zb, ahead, cc, done, ready, dur)) break;
-      const bool received =
-          p2p > 0 &&
-          ((op.kind == TaskKind::forward && vs > 0) ||
-           (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs < V - 1));
+      // A forward takes its input from the chunk below and hands its output up; a backward (or
+      // ZB-H1's input gradient) takes the gradient from the chunk above and hands one down.
+      const bool fwd = op.kind == TaskKind::forward;
+      const bool grad = !fwd && op.kind != TaskKind::backward_weight;
+      const bool received = p2p > 0 && ((fwd && vs > 0) || (grad && vs < V - 1));
+      const bool sends_up = fwd && vs + 1 < V, sends_down = grad && vs > 0;
       // Blocking: the transfer runs once both ends are there, and the receiver waits it out.
       if (received && blocking) ready = std::max(free_at[s], ready) + p2p;
       const double start = std::max(free_at[s], ready);
@@ -202,7 +204,7 @@ void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[
       free_at[s] = start + dur;
       busy[s] += dur;
       done[slot(op.kind)][size_t(vs) * m + op.mb] = free_at[s];
-      if (op.kind == TaskKind::forward) peak[s] = std::max(peak[s], ++in_flight[s]);
+      if (fwd) peak[s] = std::max(peak[s], ++in_flight[s]);
       if (op.kind == releases) --in_flight[s];
       if (trace) {
         if (received)
@@ -210,18 +212,14 @@ void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[
         r.trace.push_back({s, op.chunk, op.mb, op.kind, start, start + dur});
       }
       // Blocking: the sender is held while its result goes to the neighbour.
-      const bool sends =
-          (op.kind == TaskKind::forward && vs + 1 < V) ||
-          (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs > 0);
-      if (blocking && sends && p2p > 0) {
+      if (blocking && (sends_up || sends_down) && p2p > 0) {
         if (trace)
           r.trace.push_back({s, op.chunk, op.mb, TaskKind::transfer, free_at[s], free_at[s] + p2p});
         free_at[s] += p2p, waited[s] += p2p;
       }
       // The stage of chunk vs + 1 or vs - 1, without a division: vs % p is s.
-      if (op.kind == TaskKind::forward && vs + 1 < V) wake(s + 1 == p ? 0 : s + 1);
-      if (op.kind != TaskKind::forward && op.kind != TaskKind::backward_weight && vs > 0)
-        wake(s == 0 ? p - 1 : s - 1);
+      if (sends_up) wake(s + 1 == p ? 0 : s + 1);
+      if (sends_down) wake(s == 0 ? p - 1 : s - 1);
     }
     cursor[s] = at;
   }
