@@ -170,7 +170,7 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
     return no([] {
       return std::string(
           "ep_comm_overlap=1 needs ep > 1, vpp > 1 when pp > 1, no full recomputation and bf16, "
-          "fp16 or fp8 (Megatron-Core's TransformerConfig checks)");
+          "fp16, fp8 or mxfp8 (Megatron-Core's TransformerConfig checks)");
     });
   // TransformerConfig.__post_init__ at d98e8a64: "MTP supports at most one layer when enabling
   // overlap_moe_expert_parallel_comm".
@@ -246,7 +246,9 @@ Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& 
                        const EstimateOptions& o, std::string* reason) {
   if (c.gpu.peak_flops[static_cast<int>(p.dtype)] <= 0)
     return fail(Rejection::dtype_unsupported, reason, [&] {
-      return std::string(c.gpu.name + " has no " + to_string(p.dtype) + " tensor-core peak");
+      return std::string(c.gpu.name + " has no " + to_string(p.dtype) + " tensor-core peak") +
+             (p.dtype == Dtype::mxfp8 ? " (block-scaled MXFP8 runs on Blackwell; use dtype=fp8)"
+                                      : "");
     });
   if (!c.job_size_ok(p.gpus()))
     return fail(Rejection::gpus_mismatch, reason, [&] {
@@ -341,7 +343,8 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   if (p.grad_reduce_bf16 && !bf16_gradients_possible(p.dtype))
     return fail(Rejection::dtype_unsupported, reason, [&] {
       return fmt(
-          "grad_reduce_bf16=1 keeps bf16 gradients in place of fp32 ones, for dtype=bf16 or fp8; "
+          "grad_reduce_bf16=1 keeps bf16 gradients in place of fp32 ones, for dtype=bf16, fp8 or "
+          "mxfp8; "
           "dtype={} {}",
           to_string(p.dtype),
           p.dtype == Dtype::fp16 ? "reduces fp16 gradients already" : "keeps fp32 tensors");

@@ -69,8 +69,10 @@ bool refuses_legacy(Framework f, const Plan& p, std::string* reason) {
     });
   if (p.cp > 1)
     return no(reason, [&] { return fmt("{} has no context parallelism; use cp=1", t); });
-  if (p.dtype == Dtype::fp8)
-    return no(reason, [&] { return fmt("{} has no fp8 training; use dtype=fp16 or bf16", t); });
+  if (is_fp8(p.dtype))
+    return no(reason, [&] {
+      return fmt("{} has no {} training; use dtype=fp16 or bf16", t, to_string(p.dtype));
+    });
   if (p.attention == AttentionKernel::flash)
     return no(reason, [&] { return fmt("{} has no fused flash attention; use attn=unfused", t); });
   if (p.tp_comm_overlap.value_or(false) || p.overlap_param_gather.value_or(false))
@@ -337,9 +339,10 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
           "Megatron-DeepSpeed has no context parallelism (cp > 1); its "
           "--ds-sequence-parallel-size is DeepSpeed-Ulysses, another scheme");
     });
-  if (p.dtype == Dtype::fp8)
-    return no(reason,
-              [] { return std::string("the DeepSpeed config has no fp8 mode; use dtype=bf16"); });
+  if (is_fp8(p.dtype))
+    return no(reason, [&] {
+      return fmt("the DeepSpeed config has no {} mode; use dtype=bf16", to_string(p.dtype));
+    });
   if (p.tp_comm_overlap.value_or(false))
     return no(reason, [] {
       return std::string(
@@ -387,8 +390,9 @@ bool refuses_torchtitan(const Plan& p, std::string* reason) {
   if (p.dtype == Dtype::fp16 || p.dtype == Dtype::tf32)
     return no(reason, [&] {
       return fmt(
-          "torchtitan trains in bf16 mixed precision (training.mixed_precision_param) or float8 "
-          "linears (Float8LinearConverter), not {}; use dtype=bf16 or fp8",
+          "torchtitan trains in bf16 mixed precision (training.mixed_precision_param), float8 "
+          "linears (Float8LinearConverter) or MXFP8 linears (MXFP8LinearConverter), not {}; use "
+          "dtype=bf16, fp8 or mxfp8",
           to_string(p.dtype));
     });
   // activation_checkpoint.py: SelectiveAC saves the outputs of compute and communication ops

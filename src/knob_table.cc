@@ -175,8 +175,8 @@ std::array<KnobDef, kNumKnobs> make_table() {
        words_of<RankOrder>(), 0, 0, true, true, "order", -11,
        [](const Plan& p) { return p.order == RankOrder::tp_cp_dp_pp ? kUnset : int(p.order); },
        [](Plan& p, int v) { p.order = v == kUnset ? RankOrder::tp_cp_dp_pp : RankOrder(v); }},
-      {K::dtype, "dtype", "bf16 (default), fp16, fp8, tf32", words_of<Dtype>(), 0, 0, false, false,
-       "", 0, [](const Plan& p) { return int(p.dtype); },
+      {K::dtype, "dtype", "bf16 (default), fp16, fp8, tf32, mxfp8", words_of<Dtype>(), 0, 0, false,
+       false, "", 0, [](const Plan& p) { return int(p.dtype); },
        [](Plan& p, int v) { p.dtype = Dtype(v); }},
       {K::attn, "attn", "flash or unfused (default: the framework's stack)",
        words_of<AttentionKernel>(), 0, 0, true, false, "", 0,
@@ -249,7 +249,8 @@ std::array<KnobDef, kNumKnobs> make_table() {
        [](Plan& p, int v) { p.zeropp = v == 1; }},
       {K::grad_reduce_bf16, "grad_reduce_bf16",
        "gradients kept and reduced in bf16 (Megatron-LM's --grad-reduce-in-bf16, as "
-       "Megatron-Bridge's performance recipes run), 0,1 (default 0: fp32; bf16 and fp8 plans)",
+       "Megatron-Bridge's performance recipes run), 0,1 (default 0: fp32; bf16, fp8 and mxfp8 "
+       "plans)",
        bits, 0, 0, true, true, "g16", 3,
        [](const Plan& p) { return p.grad_reduce_bf16 ? 1 : kUnset; },
        [](Plan& p, int v) { p.grad_reduce_bf16 = v == 1; }},

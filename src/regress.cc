@@ -8,6 +8,7 @@
 #include "planner/error.h"
 #include "planner/format.h"
 #include "planner/io/cluster_io.h"
+#include "planner/names.h"
 #include "planner/search.h"
 #include "planner/units.h"
 
@@ -21,13 +22,7 @@ std::optional<double> formula_flops(const std::string& formula, const ModelSpec&
 
 namespace {
 
-std::optional<Dtype> dtype_of(const std::string& precision) {
-  if (precision == "fp16") return Dtype::fp16;
-  if (precision == "bf16") return Dtype::bf16;
-  if (precision == "fp8") return Dtype::fp8;
-  if (precision == "tf32") return Dtype::tf32;
-  return std::nullopt;
-}
+std::optional<Dtype> dtype_of(const std::string& precision) { return named<Dtype>(precision); }
 
 /// The knobs a row fixes take its value; the others keep the full default range.
 /// The split a row ran when it does not say: even where pp divides the layers (or pp is the

@@ -62,6 +62,10 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
                          std::to_string(m.mla.qk_head_dim()) + " and " +
                          std::to_string(m.mla.v_head_dim) +
                          ") yet; it would time an attention that is not this model's");
+  if (p.dtype == Dtype::mxfp8)
+    throw InputError("", 0, "--plan",
+                     "validate's runner has no MXFP8 GEMM (cuBLASLt's block-scaled FP8 with E8M0 "
+                     "scales, Blackwell only); validate the plan with dtype=fp8 or bf16");
   if (m.moe.any() && p.dispatcher == Dispatcher::flex)
     throw InputError(
         "", 0, "--plan",

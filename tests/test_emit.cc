@@ -993,3 +993,30 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
                                   "tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=64,zero=1", f}),
                          doctest::Contains("not planned for a model with experts"), InputError);
 }
+
+TEST_CASE("mxfp8: Megatron-LM's MXFP8 recipe flags and torchtitan's MXFP8 converter") {
+  const std::string l8 = "configs/models/llama3-8b.yaml", b200 = "hw_profiles/dgx-b200.yaml";
+  const std::string plan = "tp=1,pp=1,dp=8,mbs=1,gbs=128,zero=3,dtype=mxfp8";
+  const std::string meg =
+      emitted_file({"mx", l8, b200, plan, emit::Framework::megatron}, "megatron_torchrun.sh");
+  const auto megatron = name_list("megatron-core-args.txt");
+  for (const std::string flag : {"--bf16", "--fp8-format e4m3", "--fp8-recipe mxfp8"}) {
+    CAPTURE(flag);
+    CHECK(meg.find(flag) != std::string::npos);
+    CHECK(megatron.count(flag.substr(0, flag.find(' '))) == 1);
+  }
+  CHECK(meg.find("--fp8-output-proj") == std::string::npos);  // the LM head stays bf16
+  const std::string py = emitted({"mx", l8, b200, plan, emit::Framework::torchtitan})[0].contents;
+  const auto names = name_list("torchtitan-config-fields.txt");
+  CHECK(py.find("import MXFP8LinearConverter") != std::string::npos);
+  CHECK(py.find("MXFP8LinearConverter.Config(\n                fqns=[\"layers\"]") !=
+        std::string::npos);
+  CHECK(py.find("Float8LinearConverter") == std::string::npos);
+  CHECK(names.count("class MXFP8LinearConverter") == 1);
+  CHECK(names.count("MXFP8LinearConverter.Config.fqns") == 1);
+  CHECK_THROWS_WITH_AS(emitted({"mx", l8, b200, "tp=1,pp=1,dp=8,mbs=1,gbs=128,zero=1,dtype=mxfp8",
+                                emit::Framework::deepspeed}),
+                       doctest::Contains("no mxfp8 mode"), InputError);
+  CHECK_THROWS_WITH_AS(emitted({"mx", l8, kH100, plan, emit::Framework::megatron}),
+                       doctest::Contains("no mxfp8 tensor-core peak"), InputError);
+}

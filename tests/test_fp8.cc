@@ -7,8 +7,12 @@
 #include "fixtures.h"
 #include "planner/cost/compute.h"
 #include "planner/cost/memory.h"
+#include "planner/error.h"
+#include "planner/estimate.h"
+#include "planner/framework.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
+#include "planner/validate.h"
 
 using namespace planner;
 
@@ -87,6 +91,78 @@ TEST_CASE("fp8: linear inputs are kept in FP8, 1 byte an element; gradients redu
   CHECK(grad_wire_bytes(p) == 2);  // --grad-reduce-in-bf16
   p.grad_reduce_bf16 = false, p.dtype = Dtype::fp16;
   CHECK(grad_wire_bytes(p) == 2);
+}
+
+TEST_CASE("mxfp8: Blackwell's block-scaled FP8 at its own peak, scales in casts and memory") {
+  const ClusterProfile& b200 = fixtures::cluster("dgx-b200");
+  const Gpu& g = b200.gpu;
+  REQUIRE(g.peak_flops[int(Dtype::mxfp8)] > 0);
+  // Linears at the MXFP8 peak x the FP8/bf16 ratio: halve the peak and a compute-bound GEMM
+  // takes twice as long, the per-tensor FP8 one not at all.
+  ClusterProfile half = b200;
+  half.gpu.peak_flops[int(Dtype::mxfp8)] /= 2;
+  const GemmShape big{8192, 8192, 8192};
+  auto t = [&](const Gpu& x, Dtype d) { return gemm_time_s(x, d, big) - x.gemm.launch_s; };
+  CHECK(t(half.gpu, Dtype::mxfp8) == doctest::Approx(2 * t(g, Dtype::mxfp8)));
+  CHECK(t(half.gpu, Dtype::fp8) == doctest::Approx(t(g, Dtype::fp8)));
+  CHECK(t(g, Dtype::mxfp8) ==
+        doctest::Approx(big.flops() / (g.peak_flops[int(Dtype::mxfp8)] *
+                                       kFp8GemmRelativeEfficiency * gemm_efficiency(g, big))));
+  // One quantization per linear and pass, writing both scaled copies and their E8M0 scales:
+  // 2 + 2 x (1 + 1/32) bytes an element where the per-tensor cast-transpose moves 4.
+  const ModelSpec& m = llama70();
+  LayerConfig fp8{4, 1, 1, true, Dtype::fp8, AttentionKernel::flash};
+  LayerConfig mx = fp8;
+  mx.dtype = Dtype::mxfp8;
+  const LayerShape l = m.decoder_shape();
+  const std::vector<Kernel> kf = layer_kernels(l, b200, fp8), km = layer_kernels(l, b200, mx);
+  double fp8_bytes = 0, mx_bytes = 0;
+  for (const Kernel& k : kf)
+    if (std::string(k.name) == "fp8_cast") fp8_bytes += k.bytes;
+  for (const Kernel& k : km)
+    if (std::string(k.name) == "fp8_cast") mx_bytes += k.bytes;
+  CHECK(kMxfp8QuantizeBytes == doctest::Approx(4.0625));
+  CHECK(mx_bytes / fp8_bytes == doctest::Approx(kMxfp8QuantizeBytes / kFp8CastTransposeBytes));
+  // Attention and the LM head stay bf16 (Megatron's --fp8-output-proj is off by default).
+  for (Pass p : {Pass::forward, Pass::backward_data})
+    CHECK(sum(km, "flash_attention", p) == doctest::Approx(sum(kf, "flash_attention", p)));
+  CHECK(head_compute(m, b200, mx).logits_fwd_s ==
+        doctest::Approx(head_compute(m, b200, fp8).logits_fwd_s));
+  // Saved linear inputs: the column-wise copy with its scales, 1 + 1/32 bytes an element.
+  CHECK(linear_input_bytes(Dtype::mxfp8) == doctest::Approx(1 + 1.0 / 32));
+  const double th = 4, s = m.seq_len, h = m.hidden, f = m.ffn, qw = m.heads * m.head_dim();
+  const double a8 = activation_bytes_per_layer(m, 1, 4, 1, true, Recompute::none,
+                                               AttentionKernel::flash, Dtype::fp8);
+  const double amx = activation_bytes_per_layer(m, 1, 4, 1, true, Recompute::none,
+                                                AttentionKernel::flash, Dtype::mxfp8);
+  CHECK(amx - a8 == doctest::Approx(s * (2 * h / th + qw / th + f / th) / 32));
+  Plan p;
+  p.dtype = Dtype::mxfp8;
+  CHECK(grad_wire_bytes(p) == 4);
+  CHECK(bf16_gradients_possible(Dtype::mxfp8));
+}
+
+TEST_CASE("mxfp8: refused where the GPU has no MXFP8 rate and by stacks without it") {
+  Plan p = parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,zero=1,dtype=mxfp8", "--plan");
+  const ModelSpec& m = fixtures::model("llama3-8b");
+  std::string why;
+  CHECK(check_layout(m, h100(), p, {}, &why) == Rejection::dtype_unsupported);
+  CHECK(why.find("no mxfp8 tensor-core peak") != std::string::npos);
+  CHECK(why.find("Blackwell; use dtype=fp8") != std::string::npos);
+  CHECK(estimate(m, fixtures::cluster("dgx-b200"), p).ok());
+  // validate's runner times FP8 through cuBLASLt without block scales: refused, not mistimed.
+  CHECK_THROWS_WITH_AS(build_workload(m, fixtures::cluster("dgx-b200"), p),
+                       doctest::Contains("no MXFP8 GEMM"), InputError);
+  const ClusterProfile& b200 = fixtures::cluster("dgx-b200");
+  for (Framework f : {Framework::deepspeed, Framework::megatron_2021, Framework::megatron_2022}) {
+    CAPTURE(to_string(f));
+    const std::optional<std::string> reason = why_not(f, m, b200, p);
+    REQUIRE(reason.has_value());
+    CHECK(reason->find("mxfp8") != std::string::npos);
+  }
+  CHECK_FALSE(why_not(Framework::megatron, m, b200, p).has_value());
+  p.zero = 3;  // torchtitan: FSDP2
+  CHECK_FALSE(why_not(Framework::torchtitan, m, b200, p).has_value());
 }
 
 TEST_CASE("flash attention's rate grows with the keys per call, as cuDNN's measured curve") {

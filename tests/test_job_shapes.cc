@@ -276,7 +276,7 @@ TEST_CASE("topology keys are checked with the file and key") {
       replace(replace(h100_text(), "fp8: 1979}", "fp8: 1979, mxfp8: 1979, nvfp4: 3958}"),
               h100_text().substr(h100_text().find("provenance:")), ""),
       "c.yaml");
-  CHECK(blackwell.gpu.mxfp8_flops == 1979e12);
+  CHECK(blackwell.gpu.peak_flops[int(Dtype::mxfp8)] == 1979e12);
   CHECK(blackwell.gpu.nvfp4_flops == 3958e12);
   CHECK(blackwell.provenance.empty());
 }
@@ -294,7 +294,7 @@ TEST_CASE("the Blackwell and H800 profiles load and plan; Llama 3 70B on 64 GPUs
   }
   const ClusterProfile nvl = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/gb200-nvl72.yaml");
   CHECK(nvl.nvlink_domain == 72);
-  CHECK(nvl.gpu.mxfp8_flops > 0);
+  CHECK(nvl.gpu.peak_flops[int(Dtype::mxfp8)] > 0);
   const ModelSpec& big = model("llama3-70b");
   SearchOptions o;
   o.gpus = {64};

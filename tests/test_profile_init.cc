@@ -67,8 +67,9 @@ TEST_CASE("profile init: the given facts, the base's ratios and NVLink scaling, 
     for (Dtype d : {Dtype::fp16, Dtype::fp8, Dtype::tf32})
       CHECK(peak(c, d) ==
             doctest::Approx(peak(base, d) / peak(base, Dtype::bf16) * 1000).epsilon(1e-5));
-    CHECK(c.gpu.mxfp8_flops ==
-          doctest::Approx(base.gpu.mxfp8_flops / peak(base, Dtype::bf16) * 1000).epsilon(1e-5));
+    CHECK(c.gpu.peak_flops[int(Dtype::mxfp8)] ==
+          doctest::Approx(base.gpu.peak_flops[int(Dtype::mxfp8)] / peak(base, Dtype::bf16) * 1000)
+              .epsilon(1e-5));
     CHECK(c.gpu.sms == 140);
     CHECK(c.gpu.hbm_bytes == doctest::Approx(120 * kGiB));
     CHECK(c.gpu.hbm_Bps == doctest::Approx(6000 * kGB));

@@ -132,7 +132,8 @@ TEST_CASE("accuracy bands: quantiles of the signed errors, the narrowest class w
                                {"*", "*", 49, -8, 15}};
   CHECK(band_for(bands, "H100", "fp8")->rows == 18);  // the precision over every GPU
   CHECK(band_for(bands, "A100", "fp16")->rows == 22);
-  CHECK(band_for(bands, "B200", "bf16")->rows == 49);  // nothing closer: every row
+  CHECK(band_for(bands, "B200", "bf16")->rows == 49);   // nothing closer: every row
+  CHECK(band_for(bands, "B200", "mxfp8")->rows == 18);  // no MXFP8 run: FP8's rows
   CHECK(band_for({}, "A100", "fp16") == nullptr);
   // A prediction 25% slow at the 90th percentile: the true time is t / 1.25 at the low end.
   const auto [lo, hi] = band_times(10.0, bands[1]);

@@ -227,3 +227,18 @@ TEST_CASE("the model line names a head width that is not hidden / heads and the 
   CHECK(q.out.find("28 heads (4 kv), ffn 18944 swiglu, vocab 152064, seq 8192; QKV bias\n") !=
         std::string::npos);
 }
+
+TEST_CASE("a precision the GPU has no tensor-core rate for: the peaks it has, where it runs") {
+  const Run r = planner("suggest --model configs/models/llama3-8b.yaml " + kH100 +
+                        " --gpus 8 --global-batch 64 --dtype mxfp8");
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("0 ranked") != std::string::npos);
+  CHECK(r.out.find(" precision unsupported\nH100-SXM5-80GB has tensor-core peaks for fp16, bf16, "
+                   "fp8, tf32 only (the profile's gpu.peak_tflops): fp8 runs on Hopper and "
+                   "later, block-scaled mxfp8 on Blackwell\n") != std::string::npos);
+  check_error("estimate --model configs/models/llama3-8b.yaml " + kH100 +
+                  " --plan \"tp=1,pp=1,dp=8,mbs=1,gbs=64,dtype=mxfp8\"",
+              "option --plan: H100-SXM5-80GB has no mxfp8 tensor-core peak (block-scaled MXFP8 "
+              "runs on Blackwell; use dtype=fp8) (model configs/models/llama3-8b.yaml, cluster "
+              "hw_profiles/dgx-h100-80gb.yaml)");
+}

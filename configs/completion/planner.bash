@@ -53,7 +53,7 @@ _planner() {
         --offload-pct) :; return ;;
         --attention) _planner_words 'flash unfused'; return ;;
         --trace) _planner_files 'json'; return ;;
-        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32 mxfp8'; return ;;
         --top) :; return ;;
         --objective) _planner_words 'time cost'; return ;;
         --train-tokens) :; return ;;
@@ -77,7 +77,7 @@ _planner() {
         --nodes) :; return ;;
         --plan) :; return ;;
         --global-batch) :; return ;;
-        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32 mxfp8'; return ;;
         --memory-limit-GiB) :; return ;;
         --framework) _planner_words 'megatron deepspeed torchtitan megatron-2021 deepspeed-2021 megatron-2022'; return ;;
         --train-tokens) :; return ;;
@@ -112,7 +112,7 @@ _planner() {
         --nodes) :; return ;;
         --plan) :; return ;;
         --global-batch) :; return ;;
-        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32 mxfp8'; return ;;
         --layers) :; return ;;
         --mtp-layers) :; return ;;
         --iters) :; return ;;
@@ -131,7 +131,7 @@ _planner() {
         --nodes) :; return ;;
         --plan) :; return ;;
         --global-batch) :; return ;;
-        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32 mxfp8'; return ;;
         --memory-limit-GiB) :; return ;;
         --framework) _planner_words 'megatron deepspeed torchtitan'; return ;;
         --out) _planner_dirs; return ;;
@@ -148,7 +148,7 @@ _planner() {
         --gpus) :; return ;;
         --nodes) :; return ;;
         --global-batch) :; return ;;
-        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32 mxfp8'; return ;;
         --seq-len) :; return ;;
         --mtp-layers) :; return ;;
         --memory-limit-GiB) :; return ;;
@@ -167,7 +167,7 @@ _planner() {
         --deadline-days) :; return ;;
         --budget-usd) :; return ;;
         --gpu-hour-usd) :; return ;;
-        --dtype) _planner_words 'fp16 bf16 fp8 tf32'; return ;;
+        --dtype) _planner_words 'fp16 bf16 fp8 tf32 mxfp8'; return ;;
         --mtp-layers) :; return ;;
         --memory-limit-GiB) :; return ;;
         --format) _planner_words 'text json'; return ;;

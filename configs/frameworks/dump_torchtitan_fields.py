@@ -8,7 +8,8 @@ tree and names a few classes. This reads, with Python's ast module (nothing is i
     (torchtitan/config/configs.py) as `training.X`, `parallelism.X`, `compile.X`;
   - the fields of Trainer.Config (torchtitan/trainer.py) as `config.X`;
   - the activation-checkpointing policies (torchtitan/distributed/activation_checkpoint.py) and
-    the quantization converters (torchtitan/components/quantization/__init__.py, float8.py) as
+    the quantization converters (torchtitan/components/quantization/__init__.py, float8.py,
+    mx.py) as
     `class NAME`, with their
     Config fields as `NAME.Config.X`;
   - the options torchtitan.train reads itself (torchtitan/config/manager.py: `arg == "--X"`) as
@@ -49,7 +50,7 @@ def main(root):
                           if isinstance(n, ast.ClassDef) and n.name == "Config")
     out += [f"config.{f}" for f in dataclass_fields(trainer_config)]
     for path in ("distributed/activation_checkpoint.py", "components/quantization/__init__.py",
-                 "components/quantization/float8.py"):
+                 "components/quantization/float8.py", "components/quantization/mx.py"):
         for name, node in classes(ast.parse((root / path).read_text())).items():
             if name == "Config":
                 continue

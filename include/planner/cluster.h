@@ -7,9 +7,17 @@
 
 namespace planner {
 
-enum class Dtype { fp16, bf16, fp8, tf32 };
-inline constexpr int kNumDtypes = 4;
+/// fp8 is Hopper-style FP8 (per-tensor scales: delayed or current scaling), mxfp8 Blackwell's
+/// block-scaled FP8 (an E8M0 scale per 32 elements, Transformer Engine's MXFP8BlockScaling).
+enum class Dtype { fp16, bf16, fp8, tf32, mxfp8 };
+inline constexpr int kNumDtypes = 5;
 const char* to_string(Dtype d);
+/// Either FP8 recipe: the linear layers' GEMMs in FP8 under Transformer Engine, the rest bf16.
+inline bool is_fp8(Dtype d) { return d == Dtype::fp8 || d == Dtype::mxfp8; }
+/// MXFP8's E8M0 scale: one byte per block of 32 elements along a row or a column (Transformer
+/// Engine docs, low_precision_training/mxfp8: 1-D blocks of 32, E8M0 scales, E4M3 data in both
+/// passes).
+inline constexpr double kMxfp8ScaleBytesPerElement = 1.0 / 32;
 
 /// One thread-block tile shape the GEMM model may choose, with its efficiency relative to the
 /// largest tile (smaller tiles reuse less data per load).
@@ -104,10 +112,9 @@ struct Gpu {
   std::string name;
   int sms = 0;
   std::array<double, kNumDtypes> peak_flops{};  ///< dense tensor-core FLOP/s; 0 = unsupported
-  /// Blackwell's block-scaled formats, dense FLOP/s from the datasheet (0: none): MXFP8 (1x32
-  /// blocks, E8M0 scales) and NVFP4. Recorded and reported; plans run fp8 at peak_flops[fp8]
-  /// until the block-scaled precisions are modelled.
-  double mxfp8_flops = 0, nvfp4_flops = 0;
+  /// Blackwell's NVFP4 (16-element blocks, E4M3 scales), dense FLOP/s from the datasheet (0:
+  /// none): recorded and reported, not a plan precision. MXFP8 is peak_flops[mxfp8].
+  double nvfp4_flops = 0;
   double hbm_bytes = 0;
   double hbm_Bps = 0;            ///< datasheet
   double hbm_efficiency = 0.85;  ///< achieved stream bandwidth / datasheet

@@ -17,8 +17,11 @@ struct EnumName {
   const char* name;
 };
 
-inline constexpr std::array<EnumName<Dtype>, kNumDtypes> kDtypeNames = {
-    {{Dtype::fp16, "fp16"}, {Dtype::bf16, "bf16"}, {Dtype::fp8, "fp8"}, {Dtype::tf32, "tf32"}}};
+inline constexpr std::array<EnumName<Dtype>, kNumDtypes> kDtypeNames = {{{Dtype::fp16, "fp16"},
+                                                                         {Dtype::bf16, "bf16"},
+                                                                         {Dtype::fp8, "fp8"},
+                                                                         {Dtype::tf32, "tf32"},
+                                                                         {Dtype::mxfp8, "mxfp8"}}};
 inline constexpr std::array<EnumName<AttentionKernel>, 2> kAttentionNames = {
     {{AttentionKernel::flash, "flash"}, {AttentionKernel::unfused, "unfused"}}};
 inline constexpr std::array<EnumName<Recompute>, 4> kRecomputeNames = {

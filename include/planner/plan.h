@@ -54,8 +54,8 @@ enum class Dispatcher { alltoall, flex, allgather };
 /// 2.0 (Fedus et al. 2022, section 2.2 and Table 1) and 4.0.
 inline constexpr double kCapacityFactors[] = {1.0, 1.25, 1.5, 2.0, 4.0};
 /// The precisions whose gradients default to fp32 and may be kept in bf16 instead
-/// (Plan::grad_reduce_bf16): bf16, and fp8 (bf16 training with FP8 linears).
-inline bool bf16_gradients_possible(Dtype d) { return d == Dtype::bf16 || d == Dtype::fp8; }
+/// (Plan::grad_reduce_bf16): bf16, and fp8 or mxfp8 (bf16 training with FP8 linears).
+inline bool bf16_gradients_possible(Dtype d) { return d == Dtype::bf16 || is_fp8(d); }
 const char* to_string(Recompute r);
 const char* to_string(Schedule s);
 

@@ -496,7 +496,7 @@ void add_advise(CLI::App& app, int* rc) {
   s->add_option("--gpu-hour-usd", a->gpu_hour_usd,
                 "price per GPU-hour for every cluster (default: each profile's gpu_hour_usd)")
       ->check(number_in(0, limits::kGpuHourUsd.hi, true));
-  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
+  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32, mxfp8 (Blackwell)");
   add_mtp_option(s, a->mtp_layers);
   add_limit_options(s, *a);
   s->add_option("--format", a->format, "text or json")->check(CLI::IsMember({"text", "json"}));

@@ -20,6 +20,7 @@
 #include "planner/io/model_io.h"
 #include "planner/io/output.h"
 #include "planner/limits.h"
+#include "planner/names.h"
 #include "planner/report/trace.h"
 #include "planner/units.h"
 
@@ -148,7 +149,7 @@ void add_plan_options(CLI::App* s, PlanArgs& a, const std::string& plan_example)
   s->add_option("--plan", a.plan, "e.g. \"" + plan_example + "\"")->required();
   s->add_option("--global-batch", a.global_batch, kGlobalBatchHelp + ", if not in --plan")
       ->transform(sequences_in(1, kMaxGlobalBatch));
-  s->add_option("--dtype", a.dtype, "bf16 (default), fp16, fp8, tf32");
+  s->add_option("--dtype", a.dtype, "bf16 (default), fp16, fp8, tf32, mxfp8 (Blackwell)");
 }
 
 void add_limit_options(CLI::App* s, LimitArgs& a, const std::string& memory_help) {
@@ -246,12 +247,9 @@ std::string gpus_option(const std::string& gpus, const std::string& nodes,
 }
 
 Dtype parse_dtype(const std::string& text) {
-  const auto w = io::parse_word_set(text, "--dtype", {"bf16", "fp16", "fp8", "tf32"});
+  const auto w = io::parse_word_set(text, "--dtype", {"bf16", "fp16", "fp8", "tf32", "mxfp8"});
   if (w.size() != 1) throw InputError("", 0, "--dtype", "expected one precision");
-  if (w[0] == "fp16") return Dtype::fp16;
-  if (w[0] == "fp8") return Dtype::fp8;
-  if (w[0] == "tf32") return Dtype::tf32;
-  return Dtype::bf16;
+  return named<Dtype>(w[0]).value_or(Dtype::bf16);
 }
 
 std::optional<AttentionKernel> parse_attention(const std::string& text) {

@@ -226,7 +226,7 @@ void add_compare(CLI::App& app, int* rc) {
       ->excludes(gpus);
   s->add_option("--global-batch", a->global_batch, kGlobalBatchHelp + ", if not in --plan")
       ->transform(sequences_in(1, kMaxGlobalBatch));
-  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
+  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32, mxfp8 (Blackwell)");
   s->add_option("--seq-len", a->seq_len, "sequence length in tokens (default: the model's)")
       ->check(integer_in(1, limits::kSeqLen));
   add_mtp_option(s, a->mtp_layers);

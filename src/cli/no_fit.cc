@@ -6,6 +6,7 @@
 
 #include "planner/error.h"
 #include "planner/format.h"
+#include "planner/names.h"
 #include "planner/report/report.h"
 #include "planner/units.h"
 
@@ -70,6 +71,16 @@ std::string memory_remedies(const Inputs& in, const Plan& base,
 
 void throw_no_fit(const Inputs& in, const SearchResult& r) {
   std::string msg = "no plan fits: " + counts_line(r);
+  if (r.rejections[static_cast<int>(Rejection::dtype_unsupported)] > 0) {
+    std::string have;
+    for (const auto& n : kDtypeNames)
+      if (in.cluster.gpu.peak_flops[static_cast<int>(n.value)] > 0)
+        have += std::string(have.empty() ? "" : ", ") + n.name;
+    msg +=
+        "\n" + in.cluster.gpu.name + " has tensor-core peaks for " + have +
+        " only (the profile's gpu.peak_tflops): fp8 runs on Hopper and later, block-scaled mxfp8 "
+        "on Blackwell";
+  }
   if (r.any_memory_rejection) {
     const Estimate& e = r.closest_infeasible;
     msg +=

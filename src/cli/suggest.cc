@@ -281,7 +281,7 @@ void add_suggest(CLI::App& app, int* rc) {
     if (d.searched) s->add_option(d.option(), a->knobs[int(d.id)], d.help);
   s->add_option("--attention", a->attention, "flash or unfused (default: the framework's stack)");
   s->add_option("--trace", a->trace, "write the top plan's simulated iteration as a Chrome trace");
-  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32");
+  s->add_option("--dtype", a->dtype, "bf16 (default), fp16, fp8, tf32, mxfp8 (Blackwell)");
   s->add_option("--top", a->top, "plans to list (default 10, at most 1000)")
       ->check(integer_in(1, kMaxTop));
   s->add_flag("--distinct", a->distinct,

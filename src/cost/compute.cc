@@ -16,6 +16,8 @@ double element_bytes(Dtype d) {
   switch (d) {
     case Dtype::fp8:
       return 1;
+    case Dtype::mxfp8:
+      return 1 + kMxfp8ScaleBytesPerElement;
     case Dtype::tf32:
       return 4;
     default:
@@ -91,7 +93,7 @@ namespace {
 /// The parametric model's time (no measured shapes).
 double model_gemm_time_s(const Gpu& gpu, Dtype dtype, const GemmShape& g) {
   const double peak = gpu.peak_flops[static_cast<int>(dtype)];
-  const double ratio = dtype == Dtype::fp8 ? kFp8GemmRelativeEfficiency : 1.0;
+  const double ratio = is_fp8(dtype) ? kFp8GemmRelativeEfficiency : 1.0;
   const double compute_s = g.flops() / (peak * ratio * gemm_efficiency(gpu, g));
   const double bytes = element_bytes(dtype) * g.batch * (g.m * g.k + g.k * g.n + g.m * g.n);
   const double memory_s = bytes / gpu.hbm_achieved_Bps();
@@ -288,7 +290,8 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
 }
 
 /// FP8 linears: each one's input cast (forward) and output-gradient cast (backward), on this
-/// rank's elements (a column-parallel input is cast before the sequence-parallel all-gather).
+/// rank's elements (a column-parallel input is cast before the sequence-parallel all-gather);
+/// MXFP8 writes both scaled copies with their block scales.
 void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerConfig& cfg,
                    std::vector<Kernel>& out) {
   const double bw = c.gpu.hbm_achieved_Bps(), launch = c.gpu.gemm.launch_s;
@@ -299,7 +302,8 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
     const double in = (m.column_parallel && cfg.sp ? rows / cfg.tp : rows) * m.in;
     const double grad = rows * m.out;
     for (auto [pass, elements] : {std::pair{Pass::forward, in}, {Pass::backward_data, grad}}) {
-      const double bytes = kFp8CastTransposeBytes * elements;
+      const double per = cfg.dtype == Dtype::mxfp8 ? kMxfp8QuantizeBytes : kFp8CastTransposeBytes;
+      const double bytes = per * elements;
       out.push_back(
           {"fp8_cast", KernelClass::elementwise, pass, {}, bytes, 0, bytes / bw + launch});
     }
@@ -326,7 +330,7 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   add_gemms(c.gpu, cfg.dtype, bm, k);
   if (l.attention) add_attention(l, c, cfg, k);
   add_elementwise(l, s, bm, c, cfg, k);
-  if (cfg.dtype == Dtype::fp8) add_fp8_casts(bm, c, cfg, k);
+  if (is_fp8(cfg.dtype)) add_fp8_casts(bm, c, cfg, k);
   for (Kernel& x : k) x.time_s /= c.gpu.sustained_efficiency;
   return k;
 }
@@ -373,8 +377,9 @@ HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const Laye
   const LinearShapes logits = linear_shapes(tokens, m.hidden, vocab_shard);
   const double logit_elems = tokens * vocab_shard, bw = gpu.hbm_achieved_Bps();
   // Megatron-Core's output layer is a plain ColumnParallelLinear outside Transformer Engine's FP8
-  // (gpt_model.py at d98e8a64; TE's LM head only under MXFP8): 16-bit GEMMs under fp8.
-  const Dtype dt = cfg.dtype == Dtype::fp8 ? Dtype::bf16 : cfg.dtype;
+  // (gpt_model.py at d98e8a64; TE's LM head only under MXFP8 with --fp8-output-proj, off by
+  // default and not emitted): 16-bit GEMMs under fp8 and mxfp8.
+  const Dtype dt = is_fp8(cfg.dtype) ? Dtype::bf16 : cfg.dtype;
   HeadCompute h;
   h.embed_fwd_s = tokens * m.hidden * 4.0 / bw + gpu.gemm.launch_s;
   h.embed_bwd_s = tokens * m.hidden * kEmbeddingBwdBytesPerElement / bw + gpu.gemm.launch_s;

@@ -197,6 +197,13 @@ ArgGroup precision_group(const ClusterProfile& c, const Plan& p) {
       g.args.push_back({"--bf16", "", "bf16 weights and non-GEMM math"});
       g.args.push_back({"--fp8-format", "hybrid", "Transformer Engine FP8 GEMMs"});
       break;
+    case Dtype::mxfp8:
+      g.args.push_back({"--bf16", "", "bf16 weights and non-GEMM math"});
+      // Transformer Engine's MXFP8BlockScaling runs E4M3 in both passes (its docs); Megatron-Core
+      // requires a format with any recipe (fp8_utils.get_fp8_recipe).
+      g.args.push_back({"--fp8-format", "e4m3", "Transformer Engine block-scaled FP8 GEMMs"});
+      g.args.push_back({"--fp8-recipe", "mxfp8", "E8M0 scales per 32 elements (Blackwell)"});
+      break;
     case Dtype::tf32:
       g.notes.push_back("tf32: fp32 training with TF32 GEMMs (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)");
       break;

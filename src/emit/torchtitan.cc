@@ -61,7 +61,7 @@ std::string pipeline_schedule(const Plan& p) {
 std::string recipe(const EmitRequest& r, const Flavour& f) {
   const Plan& p = r.plan;
   const ModelSpec& m = r.model;
-  const bool fp8 = p.dtype == Dtype::fp8;
+  const bool fp8 = is_fp8(p.dtype), mx = p.dtype == Dtype::mxfp8;
   const bool async_tp = overlaps_of(p, r.cluster).tp_comm && p.tp > 1;
   std::string s = header(r, "torchtitan");
   s += fmt(
@@ -70,7 +70,9 @@ std::string recipe(const EmitRequest& r, const Flavour& f) {
       "# torchtitan_launch.sh ({}.{}); names: configs/frameworks/torchtitan-config-fields.txt.\n",
       f.recipe, kCommit, kModule, kFunction);
   s += "\n";
-  if (fp8) s += "from torchtitan.components.quantization import Float8LinearConverter\n";
+  if (fp8)
+    s += fmt("from torchtitan.components.quantization import {}\n",
+             mx ? "MXFP8LinearConverter" : "Float8LinearConverter");
   if (p.recompute == Recompute::full)
     s += "from torchtitan.distributed.activation_checkpoint import FullAC\n";
   s += "from torchtitan.models.llama3 import model_registry\n";
@@ -131,16 +133,21 @@ std::string recipe(const EmitRequest& r, const Flavour& f) {
   // Float8 linears want the model compiled (the 405B recipe's own choice); async TP needs it.
   const bool compiled = fp8 || async_tp;
   s += set("compile.enable", py_bool(compiled),
-           compiled ? (fp8 ? "float8 linears run compiled" : "async TP runs compiled") : "");
+           compiled ? (fp8 ? (mx ? "MXFP8 linears run compiled" : "float8 linears run compiled")
+                           : "async TP runs compiled")
+                    : "");
   s += set("compile.enable_async_tensor_parallel", py_bool(async_tp),
            async_tp ? "tp_comm_overlap: TP collectives pipelined with their matmuls" : "");
+  // MXFP8LinearConverter converts the Linear configs whose name contains one of `fqns`
+  // (components/quantization/mx.py); "layers" is every decoder linear, as the recipes' own use.
   if (fp8)
-    s += fmt(
-        "    config.model_spec = model_registry(\n        \"{}\",\n        converters=[\n"
-        "            Float8LinearConverter.Config(\n"
-        "                filter_fqns=[\"lm_head\"],  # the output layer stays bf16, as predicted\n"
-        "                model_compile_enabled=True,\n            ),\n        ],\n    )\n",
-        f.name);
+    s +=
+        fmt("    config.model_spec = model_registry(\n        \"{}\",\n        converters=[\n"
+            "            {}.Config(\n"
+            "                {},  # the output layer stays bf16, as predicted\n"
+            "                model_compile_enabled=True,\n            ),\n        ],\n    )\n",
+            f.name, mx ? "MXFP8LinearConverter" : "Float8LinearConverter",
+            mx ? "fqns=[\"layers\"]" : "filter_fqns=[\"lm_head\"]");
   else
     s += set("model_spec", fmt("model_registry(\"{}\")", f.name), "bf16 linears");
   s += "    return config\n";

@@ -8,6 +8,7 @@
 #include "planner/framework.h"
 #include "planner/io/yaml_util.h"
 #include "planner/limits.h"
+#include "planner/names.h"
 #include "planner/units.h"
 
 namespace planner::io {
@@ -55,11 +56,9 @@ std::vector<MeasuredGemm> read_measured(const YamlReader& r) {
               e[4].IsScalar();
     if (ok) {
       const std::string d = e[4].Scalar();
-      ok = d == "bf16" || d == "fp16" || d == "fp8" || d == "tf32";
-      x.dtype = d == "fp16"   ? Dtype::fp16
-                : d == "fp8"  ? Dtype::fp8
-                : d == "tf32" ? Dtype::tf32
-                              : Dtype::bf16;
+      const std::optional<Dtype> dt = named<Dtype>(d);
+      ok = dt.has_value();
+      x.dtype = dt.value_or(Dtype::bf16);
     }
     const Range& dim = limits::kGemmDim;
     if (!ok || !dim.contains(x.m) || !dim.contains(x.n) || !dim.contains(x.k) ||
@@ -114,9 +113,9 @@ Gpu read_gpu(const YamlReader& r) {
     const bool none = !peak.has(key) || peak.get_double(key) == 0;  // no tensor-core support
     return none ? 0.0 : in_range(peak, key, limits::kPeakTflops) * kTera;
   };
-  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32})
+  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32, Dtype::mxfp8})
     g.peak_flops[static_cast<int>(d)] = peak_of(to_string(d));
-  g.mxfp8_flops = peak_of("mxfp8"), g.nvfp4_flops = peak_of("nvfp4");
+  g.nvfp4_flops = peak_of("nvfp4");
   g.hbm_bytes = in_range(r, "hbm_GiB", limits::kHbmGiB) * kGiB;
   g.hbm_Bps = in_range(r, "hbm_bandwidth_GBps", limits::kHbmGBps) * kGB;
   g.hbm_efficiency = in_range(r, "hbm_efficiency", limits::kEfficiency);

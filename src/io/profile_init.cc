@@ -20,9 +20,8 @@ std::string num(double v) { return fmt("{:.6g}", v); }
 template <typename G>
 auto& peak_of(G& g, size_t i) {
   const std::string p = kPeakNames[i];
-  if (p == "mxfp8") return g.mxfp8_flops;
   if (p == "nvfp4") return g.nvfp4_flops;
-  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32})
+  for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32, Dtype::mxfp8})
     if (p == to_string(d)) return g.peak_flops[static_cast<int>(d)];
   throw std::logic_error("no precision " + p);
 }

@@ -73,7 +73,8 @@ void write_gpu(std::string& o, const Gpu& g) {
   for (Dtype d : {Dtype::fp16, Dtype::bf16, Dtype::fp8, Dtype::tf32})
     o += fmt("{}{}: {}", d == Dtype::fp16 ? "" : ", ", to_string(d),
              num(g.peak_flops[static_cast<int>(d)] / kTera));
-  if (g.mxfp8_flops > 0) o += ", mxfp8: " + num(g.mxfp8_flops / kTera);
+  if (const double mx = g.peak_flops[static_cast<int>(Dtype::mxfp8)]; mx > 0)
+    o += ", mxfp8: " + num(mx / kTera);
   if (g.nvfp4_flops > 0) o += ", nvfp4: " + num(g.nvfp4_flops / kTera);
   o += "}\n";
   o += "  hbm_GiB: " + num(g.hbm_bytes / kGiB) + "\n";

@@ -59,7 +59,8 @@ struct LayerTimes {
 /// FP8 GEMM efficiency over bf16's at the same shape (against each precision's own peak): the
 /// median over the 38 shapes the H200 calibration timed in both (bench/calibration-h200/
 /// h200-calibrated.samples.json: FP8 reaches 1.78x bf16's FLOP/s where the peaks are 2x; 0.80 on
-/// its 10 shapes under 1e11 FLOPs, 0.91 above). Measured on Hopper; Blackwell carries it.
+/// its 10 shapes under 1e11 FLOPs, 0.91 above). Measured on Hopper; Blackwell carries it, and so
+/// does MXFP8 against its own peak (no Blackwell calibration here).
 inline constexpr double kFp8GemmRelativeEfficiency = 0.89;
 /// Transformer Engine's FP8 cast-transpose per element of a linear layer's input (forward) and of
 /// its output gradient (backward): read 16 bits, write the FP8 row-wise copy and its FP8
@@ -67,6 +68,11 @@ inline constexpr double kFp8GemmRelativeEfficiency = 0.89;
 /// fused into it (TE cast_transpose). Current scaling reads the tensor once more for its amax
 /// first (not modelled: Megatron-LM's --fp8-recipe default is delayed).
 inline constexpr double kFp8CastTransposeBytes = 4;
+/// Transformer Engine's MXFP8 quantization per element of a linear layer's input (forward) and
+/// of its output gradient (backward): one kernel reads 16 bits and writes the row-wise and the
+/// column-wise scaled copies with their scales (common/util/cast_kernels.cuh,
+/// cast_mxfp8_2D_kernel with ROWWISE_SCALING and COLWISE_SCALING), the amax per block fused in.
+inline constexpr double kMxfp8QuantizeBytes = 2 + 2 * (1 + kMxfp8ScaleBytesPerElement);
 /// Measured GEMM shapes within this factor of an asked shape in each of m, n and k correct the
 /// parametric model there (gemm_time_s); the model keeps kMeasuredPriorWeight beside their
 /// weights (each 1 at distance 0, 0 at the factor), so a lone far neighbour moves it little.
@@ -95,7 +101,7 @@ inline double flash_length_factor(double keys) {
 /// The precision attention runs in: Transformer Engine keeps DotProductAttention in bf16 under
 /// FP8 unless FP8 attention is asked for (Megatron-Core's --fp8-dot-product-attention, off by
 /// default), so an fp8 plan's attention is bf16's.
-inline Dtype attention_dtype(Dtype d) { return d == Dtype::fp8 ? Dtype::bf16 : d; }
+inline Dtype attention_dtype(Dtype d) { return is_fp8(d) ? Dtype::bf16 : d; }
 
 struct LayerConfig {
   int tp = 1;

@@ -31,9 +31,12 @@ inline double optimizer_bytes_per_param(Dtype d) {
 inline double activation_element_bytes(Dtype d) { return d == Dtype::tf32 ? 4.0 : 2.0; }
 /// Bytes of a linear layer's stored input: under fp8 Transformer Engine saves the FP8 copy its
 /// GEMMs read (te.Linear / LayerNormLinear save the quantized input for the weight gradient, not
-/// the 16-bit one; TE 2.x keeps only its column-wise usage for the backward), 1 byte an element.
+/// the 16-bit one; TE 2.x keeps only its column-wise usage for the backward), 1 byte an element;
+/// under MXFP8 the column-wise copy keeps its E8M0 block scales beside it.
 inline double linear_input_bytes(Dtype d) {
-  return d == Dtype::fp8 ? 1.0 : activation_element_bytes(d);
+  if (d == Dtype::fp8) return 1.0;
+  if (d == Dtype::mxfp8) return 1.0 + kMxfp8ScaleBytesPerElement;
+  return activation_element_bytes(d);
 }
 
 /// Bytes per gradient element on the wire: Megatron-LM reduces in fp32 under bf16
