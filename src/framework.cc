@@ -599,6 +599,7 @@ SoftwareStack execution_stack(Framework f, const ClusterProfile& c, std::string*
   s.loss = fw.stack.loss;  // the framework's code, not the hardware's
   s.interleaved_all_warmup = fw.stack.interleaved_all_warmup;
   s.deepspeed_pipeline_engine = fw.stack.deepspeed_pipeline_engine;
+  s.fp8_weight_cache = fw.stack.fp8_weight_cache;
   std::string off;
   if (!fw.tp_comm_overlap && s.overlap_tp_comm) s.overlap_tp_comm = false, off = "overlap_tp_comm";
   if (!fw.param_gather_overlap && s.overlap_param_gather)

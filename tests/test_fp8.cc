@@ -165,6 +165,42 @@ TEST_CASE("mxfp8: refused where the GPU has no MXFP8 rate and by stacks without 
   CHECK_FALSE(why_not(Framework::torchtitan, m, b200, p).has_value());
 }
 
+TEST_CASE("fp8: Transformer Engine's quantized weights are kept between micro-batches") {
+  // Llama 3 70B on 64 H100s as Megatron-Bridge ran it: 80 layers over pp=8, tp=4, no embedding
+  // or output layer on a middle stage: the cache is its layers' parameters x 2 bytes.
+  const ModelSpec& m = llama70();
+  const std::string base = "tp=4,pp=8,dp=2,mbs=1,gbs=128,zero=1,recompute=none,sp=1";
+  auto memory = [&](const std::string& extra, const ClusterProfile& c) {
+    const Estimate e = estimate(m, c, parse_plan(base + extra, "--plan"));
+    REQUIRE(e.ok());
+    return e.memory;
+  };
+  const double layer_params = double(m.total_params() - 2.0 * m.vocab * m.hidden) / m.layers;
+  const MemoryBreakdown fp8 = memory(",dtype=fp8", h100()), bf16 = memory("", h100());
+  CHECK(bf16.weight_cache == 0);
+  CHECK(fp8.weight_cache / (10 * layer_params / 4) == doctest::Approx(2).epsilon(0.01));
+  CHECK(fp8.weights == doctest::Approx(bf16.weights + fp8.weight_cache));
+  // MXFP8 keeps both scaled copies with their scales.
+  const ClusterProfile& b200 = fixtures::cluster("dgx-b200");
+  CHECK(memory(",dtype=mxfp8", b200).weight_cache / memory(",dtype=fp8", b200).weight_cache ==
+        doctest::Approx(1 + 1.0 / 32));
+  // Megatron FSDP drops it (zero >= 2); torchtitan's torchao linears quantize each forward.
+  const ModelSpec& l8 = fixtures::model("llama3-8b");
+  for (int zero : {1, 2, 3}) {
+    const Plan p =
+        parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,recompute=full,grad_reduce_bf16=1,dtype=fp8,zero=" +
+                       std::to_string(zero),
+                   "--plan");
+    const Estimate e = estimate(l8, h100(), p);
+    REQUIRE(e.ok());
+    CHECK((e.memory.weight_cache > 0) == (zero == 1));
+  }
+  ClusterProfile tt = h100();
+  tt.software = execution_stack(Framework::torchtitan, tt);
+  CHECK_FALSE(tt.software.fp8_weight_cache);
+  CHECK(memory(",dtype=fp8", tt).weight_cache == 0);
+}
+
 TEST_CASE("flash attention's rate grows with the keys per call, as cuDNN's measured curve") {
   CHECK(flash_length_factor(kFlashReferenceSeq) == doctest::Approx(1.0));
   // The chart it was fitted on: cuDNN causal forward, head dim 128, H100 (FlashAttention-3,

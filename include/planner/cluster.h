@@ -98,13 +98,18 @@ struct SoftwareStack {
   /// its BF16_Optimizer all-reduces the whole gradient (buffered_allreduce_fallback) in the
   /// communication dtype, the model's 16 bits by default (engine.py communication_data_type).
   bool deepspeed_pipeline_engine = false;
+  /// Transformer Engine keeps each FP8 linear's quantized weight between micro-batches (its
+  /// weight workspace, cost/memory.h kFp8WeightCacheBytesPerParam): Megatron-Core passes
+  /// is_first_microbatch to TE's modules unless disable_parameter_transpose_cache is set.
+  bool fp8_weight_cache = false;
   bool operator==(const SoftwareStack& o) const {  // spelled out: nvcc's C++17 has no = default
     return attention == o.attention && overlap_grad_reduce == o.overlap_grad_reduce &&
            overlap_param_gather == o.overlap_param_gather && overlap_tp_comm == o.overlap_tp_comm &&
            causal_attention_skip == o.causal_attention_skip &&
            zero3_collective_nics == o.zero3_collective_nics && loss == o.loss &&
            interleaved_all_warmup == o.interleaved_all_warmup &&
-           deepspeed_pipeline_engine == o.deepspeed_pipeline_engine;
+           deepspeed_pipeline_engine == o.deepspeed_pipeline_engine &&
+           fp8_weight_cache == o.fp8_weight_cache;
   }
 };
 

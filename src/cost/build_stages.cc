@@ -68,7 +68,8 @@ void uniform_loads(const BlockCost& one, const PlanCosts& pc, const Partition& p
                    EndChunks ends, Stages& st) {
   const int V = static_cast<int>(part.size());
   const double params = one.params, experts = one.expert_params, act = one.act_bytes,
-               full = one.full_act_bytes, gathered = 2.0 * one.largest_matrix;
+               full = one.full_act_bytes, gathered = 2.0 * one.largest_matrix,
+               cache = one.weight_cache;
   const int* sizes = part.data();
   StageLoad* load = st.load.data();
   int* blocks = st.blocks_per_stage.data();
@@ -79,6 +80,7 @@ void uniform_loads(const BlockCost& one, const PlanCosts& pc, const Partition& p
       const double n = sizes[vs];
       ld.params += n * params;
       ld.expert_params += n * experts;
+      ld.weight_cache += n * cache;
       ld.act_per_mb += n * act;
       if (n > 0) {
         ld.once_bytes = std::max(ld.once_bytes, full);
@@ -143,6 +145,7 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
       ep += n * bc.ep_comm_s;
       ld.params += n * bc.params;
       ld.expert_params += n * bc.expert_params;
+      ld.weight_cache += n * bc.weight_cache;
       ld.act_per_mb += n * bc.act_bytes;
       ld.once_bytes = std::max(ld.once_bytes, bc.full_act_bytes);
       ld.zero3_gather = std::max(ld.zero3_gather, 2.0 * bc.largest_matrix);

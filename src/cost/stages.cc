@@ -194,6 +194,10 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   b.act_bytes = sc.act_bytes[int(p.recompute)];
   b.full_act_bytes = sc.full_act_bytes;
   b.largest_matrix = sc.largest_matrix;
+  // Transformer Engine's quantized weights, kept through the step (the block's norms and router,
+  // under 0.1% of its parameters, counted with its linears).
+  if (c.software.fp8_weight_cache && p.zero <= 1)
+    b.weight_cache = sc.params * fp8_weight_cache_bytes_per_param(p.dtype);
   return b;
 }
 
@@ -374,6 +378,7 @@ Partition fill(const std::vector<double>& t, const std::vector<StageLoad>& add, 
   for (size_t i = 0; i < t.size(); ++i) {
     StageLoad next = load;
     next.params += add[i].params, next.act_per_mb += add[i].act_per_mb;
+    next.weight_cache += add[i].weight_cache;
     next.expert_params += add[i].expert_params;
     next.once_bytes = std::max(next.once_bytes, add[i].once_bytes);
     const int stage = static_cast<int>(part.size()) % p.pp;
@@ -406,7 +411,7 @@ Partition balanced_partition(const BlockLayout& layout, const PlanCosts& pc, con
   for (int i = 0; i < n; ++i) {
     const BlockCost& bc = pc.shape[layout.shape_of[i]];
     t[i] = bc.fwd_s + bc.bwd_s;
-    add[i] = {bc.params, bc.expert_params, bc.act_bytes, bc.full_act_bytes, 0};
+    add[i] = {bc.params, bc.expert_params, bc.act_bytes, bc.full_act_bytes, 0, bc.weight_cache};
   }
   t[layout.first_decoder] += pc.embed_s;
   add[layout.first_decoder].params += pc.embed_params;

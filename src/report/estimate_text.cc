@@ -107,6 +107,11 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
        "reserve {:.2f} GiB\n",
        mem.weights / kGiB, mem.grads / kGiB, mem.optimizer / kGiB, mem.activations / kGiB,
        mem.reserve / kGiB);
+  if (mem.weight_cache > 0)
+    line(out,
+         "  of the weights, {:.2f} GiB are Transformer Engine's {} copies kept between "
+         "micro-batches\n",
+         mem.weight_cache / kGiB, to_string(e.plan.dtype));
   if (mem.step_grads > 0)
     line(out, "  {} {:.2f} GiB ({})\n",
          e.plan.grad_reduce_bf16 ? "optimizer step's fp32 copy of the bf16 gradients"

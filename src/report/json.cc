@@ -35,9 +35,10 @@ json context_json(const RunContext& ctx) {
 }
 
 json memory_json(const MemoryBreakdown& mem) {
-  return {{"weights_bytes", mem.weights},       {"grads_bytes", mem.grads},
-          {"optimizer_bytes", mem.optimizer},   {"activations_bytes", mem.activations},
-          {"step_grads_bytes", mem.step_grads}, {"reserve_bytes", mem.reserve}};
+  return {{"weights_bytes", mem.weights},          {"grads_bytes", mem.grads},
+          {"optimizer_bytes", mem.optimizer},      {"activations_bytes", mem.activations},
+          {"step_grads_bytes", mem.step_grads},    {"reserve_bytes", mem.reserve},
+          {"weight_cache_bytes", mem.weight_cache}};  // within weights_bytes
 }
 
 }  // namespace

@@ -39,6 +39,21 @@ inline double linear_input_bytes(Dtype d) {
   return activation_element_bytes(d);
 }
 
+/// Transformer Engine's cached FP8 weight per parameter of a linear layer: with
+/// is_first_microbatch given (Megatron-Core's TE wrappers pass it unless
+/// disable_parameter_transpose_cache, False at d98e8a64), te.Linear quantizes its weight on a
+/// step's first micro-batch into a workspace it keeps (module/linear.py at d0067d0d:
+/// cache_name "weight", self._fp8_workspaces), with the row-wise usage and, when gradients are
+/// needed, the column-wise one: an FP8 copy and its transpose under per-tensor scaling (1 + 1
+/// bytes; Hopper's FP8 GEMMs take only the TN layout), both scaled MXFP8 copies with their E8M0
+/// scales under mxfp8. Not under Megatron FSDP (zero >= 2), whose default drops the transpose
+/// cache (arguments.py: --keep-fp8-transpose-cache keeps it).
+inline double fp8_weight_cache_bytes_per_param(Dtype d) {
+  if (d == Dtype::fp8) return 2.0;
+  if (d == Dtype::mxfp8) return 2.0 * (1.0 + kMxfp8ScaleBytesPerElement);
+  return 0.0;
+}
+
 /// Bytes per gradient element on the wire: Megatron-LM reduces in fp32 under bf16
 /// (arguments.py: "bf16 requires gradient accumulation and all-reduce in fp32"), and so under fp8,
 /// which is bf16 training with FP8 linear layers (Megatron-Bridge's bf16_with_fp8_* recipes keep
@@ -102,6 +117,7 @@ struct StageLoad {
   double act_per_mb = 0;    ///< activations stored per micro-batch in flight (all chunks)
   double once_bytes = 0;    ///< held for one micro-batch at a time: backward working set, logits
   double zero3_gather = 0;  ///< parameters gathered at once under ZeRO-3 (current + prefetch)
+  double weight_cache = 0;  ///< bytes of quantized weights kept between micro-batches (FP8)
 };
 
 struct MemoryBreakdown {
@@ -111,6 +127,8 @@ struct MemoryBreakdown {
   /// alive from the step to the next zero_grad, when the activations are freed: the peak holds
   /// the larger of the two. Under DeepSpeed's BF16_Optimizer, its reduction bucket instead.
   double step_grads = 0;
+  /// The part of `weights` that is Transformer Engine's FP8 copies (StageLoad::weight_cache).
+  double weight_cache = 0;
   double transient() const { return activations > step_grads ? activations : step_grads; }
   double total() const { return weights + grads + optimizer + transient() + reserve; }
 };
@@ -180,6 +198,8 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
                                            load.expert_params / std::max(1LL, p.expert_replicas())
                                      : load.params;
   mem.optimizer = stepped * optimizer_bytes_per_param(p.dtype) * (1.0 - p.offloaded_fraction());
+  mem.weight_cache = load.weight_cache;
+  mem.weights += load.weight_cache;
   if (p.zero >= 3)  // the gathered working set, or under a pipeline the whole stage
     mem.weights += (zero3_pipelined(p) ? load.params : load.zero3_gather) * weight_bytes;
   mem.activations = load.act_per_mb * in_flight + load.once_bytes;

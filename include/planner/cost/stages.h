@@ -35,6 +35,7 @@ struct BlockCost {
   double act_bytes = 0;       ///< stored per micro-batch
   double full_act_bytes = 0;  ///< without recompute: the backward working set
   double largest_matrix = 0;  ///< parameters, gathered at once under ZeRO-3
+  double weight_cache = 0;    ///< bytes of FP8 weights kept between micro-batches, per rank
   LayerCompute compute;
   LayerTimes times;
 };
