@@ -134,6 +134,11 @@ struct Gpu {
   /// and HBM bandwidth): a GEMM that takes t alone takes t x (1 + this) during the overlap.
   double overlap_compute_slowdown = kOverlapComputeSlowdown;
   double hbm_achieved_Bps() const { return hbm_Bps * hbm_efficiency; }
+  /// FP8 GEMMs in any operand layout, so per-tensor FP8 needs no transposed copies: Transformer
+  /// Engine's nvte_is_non_tn_fp8_gemm_supported (compute capability 10.x or >= 13; Hopper takes
+  /// only TN). Among the profiles, the GPUs with block-scaled MXFP8 tensor cores (B200, B300,
+  /// GB200, GB300: SM100/SM103); an SM120 profile would have MXFP8 without it.
+  bool fp8_any_layout() const { return peak_flops[static_cast<int>(Dtype::mxfp8)] > 0; }
 };
 
 enum class Collective { allreduce, allgather, reduce_scatter, alltoall, sendrecv };

@@ -302,7 +302,9 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
     const double in = (m.column_parallel && cfg.sp ? rows / cfg.tp : rows) * m.in;
     const double grad = rows * m.out;
     for (auto [pass, elements] : {std::pair{Pass::forward, in}, {Pass::backward_data, grad}}) {
-      const double per = cfg.dtype == Dtype::mxfp8 ? kMxfp8QuantizeBytes : kFp8CastTransposeBytes;
+      const double per = cfg.dtype == Dtype::mxfp8 ? kMxfp8QuantizeBytes
+                         : c.gpu.fp8_any_layout()  ? kFp8CastBytesAnyLayout
+                                                   : kFp8CastTransposeBytes;
       const double bytes = per * elements;
       out.push_back(
           {"fp8_cast", KernelClass::elementwise, pass, {}, bytes, 0, bytes / bw + launch});

@@ -197,7 +197,7 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   // Transformer Engine's quantized weights, kept through the step (the block's norms and router,
   // under 0.1% of its parameters, counted with its linears).
   if (c.software.fp8_weight_cache && p.zero <= 1)
-    b.weight_cache = sc.params * fp8_weight_cache_bytes_per_param(p.dtype);
+    b.weight_cache = sc.params * fp8_weight_cache_bytes_per_param(p.dtype, c.gpu.fp8_any_layout());
   return b;
 }
 

@@ -68,6 +68,9 @@ inline constexpr double kFp8GemmRelativeEfficiency = 0.89;
 /// fused into it (TE cast_transpose). Current scaling reads the tensor once more for its amax
 /// first (not modelled: Megatron-LM's --fp8-recipe default is delayed).
 inline constexpr double kFp8CastTransposeBytes = 4;
+/// The same where FP8 GEMMs take any layout (Gpu::fp8_any_layout): TE's Float8Quantizer makes no
+/// transpose there (csrc/quantizer.cpp: with_transpose = columnwise && !non_tn), read 2, write 1.
+inline constexpr double kFp8CastBytesAnyLayout = 3;
 /// Transformer Engine's MXFP8 quantization per element of a linear layer's input (forward) and
 /// of its output gradient (backward): one kernel reads 16 bits and writes the row-wise and the
 /// column-wise scaled copies with their scales (common/util/cast_kernels.cuh,

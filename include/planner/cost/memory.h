@@ -45,11 +45,12 @@ inline double linear_input_bytes(Dtype d) {
 /// step's first micro-batch into a workspace it keeps (module/linear.py at d0067d0d:
 /// cache_name "weight", self._fp8_workspaces), with the row-wise usage and, when gradients are
 /// needed, the column-wise one: an FP8 copy and its transpose under per-tensor scaling (1 + 1
-/// bytes; Hopper's FP8 GEMMs take only the TN layout), both scaled MXFP8 copies with their E8M0
-/// scales under mxfp8. Not under Megatron FSDP (zero >= 2), whose default drops the transpose
-/// cache (arguments.py: --keep-fp8-transpose-cache keeps it).
-inline double fp8_weight_cache_bytes_per_param(Dtype d) {
-  if (d == Dtype::fp8) return 2.0;
+/// bytes; Hopper's FP8 GEMMs take only the TN layout; one copy where they take any,
+/// Gpu::fp8_any_layout), both scaled MXFP8 copies with their E8M0 scales under mxfp8. Not under
+/// Megatron FSDP (zero >= 2), whose default drops the transpose cache (arguments.py:
+/// --keep-fp8-transpose-cache keeps it).
+inline double fp8_weight_cache_bytes_per_param(Dtype d, bool any_layout) {
+  if (d == Dtype::fp8) return any_layout ? 1.0 : 2.0;
   if (d == Dtype::mxfp8) return 2.0 * (1.0 + kMxfp8ScaleBytesPerElement);
   return 0.0;
 }
