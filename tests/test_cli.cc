@@ -522,6 +522,29 @@ TEST_CASE("advise: each cluster and framework's best plan, a recommendation, the
   CHECK(jm["model"]["mtp_params"].get<double>() > 0.2e9);  // a layer, eh_proj, norms
   CHECK(j["model"]["mtp_layers"] == 0);
   CHECK(planner("advise --model configs/models/llama3-8b.yaml --mtp-layers 65").rc == 2);
+  // A precision: rows say which GPU has no rate for it and which framework no mode, not that no
+  // plan fits; when no row has a plan, the reasons with where each held.
+  const Run mx = planner(
+      "advise --model configs/models/llama3-8b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+      "--cluster hw_profiles/dgx-b200.yaml --global-batch 512 --dtype mxfp8 --format json");
+  REQUIRE(mx.rc == 0);
+  const auto jx = nlohmann::json::parse(mx.out);
+  REQUIRE(jx["rows"].size() == 6);
+  CHECK(jx["recommendation"]["cluster"] == "dgx-b200");
+  const std::string text =
+      planner(
+          "advise --model configs/models/llama3-8b.yaml --cluster hw_profiles/dgx-h100-80gb.yaml "
+          "--cluster hw_profiles/dgx-b200.yaml --global-batch 512 --dtype mxfp8")
+          .out;
+  CHECK(text.find("H100-SXM5-80GB has no mxfp8 tensor-core peak") != std::string::npos);
+  CHECK(text.find("the DeepSpeed config has no mxfp8 mode") != std::string::npos);
+  CHECK(text.find("no plan fits") == std::string::npos);
+  cli_run::check_error(
+      "advise --model configs/models/llama3-8b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml "
+      "--global-batch 512 --dtype fp8",
+      "no plan fits on any cluster for any framework:\n  dgx-a100-80gb/megatron, "
+      "dgx-a100-80gb/deepspeed, dgx-a100-80gb/torchtitan: A100-SXM4-80GB has no fp8 "
+      "tensor-core peak");
   // The same answer as one HTML page, the pick's row marked.
   const std::string html = cli_run::scratch("advise") + "/advise.html";
   const Run page = planner(

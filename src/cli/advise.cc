@@ -140,7 +140,20 @@ Row answer(const AdviseArgs& a, const ModelSpec& m, const std::string& file,
     row.why_none = e.what();
     return row;
   }
+  if (c.gpu.peak_flops[static_cast<int>(dt)] <= 0) {
+    row.why_none = c.gpu.name + " has no " + to_string(dt) + " tensor-core peak";
+    return row;
+  }
   const ClusterProfile stack = cluster_for(c, f, false);
+  {              // a precision the framework has no mode for: its reason, not "no plan fits"
+    Plan probe;  // the default plan, which differs from a bf16 one only in its precision
+    const bool bf16_runs = !why_not(f, m, stack, probe).has_value();
+    probe.dtype = dt;
+    if (const std::optional<std::string> why = why_not(f, m, stack, probe); why && bf16_runs) {
+      row.why_none = *why;
+      return row;
+    }
+  }
   std::vector<Estimate> candidates;
   for (int g : counts) {
     SearchOptions o;
@@ -457,7 +470,21 @@ int run_advise(const AdviseArgs& a) {
   for (const Row& r : rows)
     if (r.best) require_finite(*r.best);
   const Row* pick = recommend(rows);
-  if (!pick) throw InputError("", 0, "", "no plan fits on any cluster for any framework");
+  if (!pick) {  // each distinct reason once, with where it held
+    std::vector<std::pair<std::string, std::string>> why;  // reason, "cluster/framework, ..."
+    for (const Row& r : rows) {
+      const std::string where = r.cluster.name + "/" + to_string(r.framework);
+      auto it =
+          std::find_if(why.begin(), why.end(), [&](auto& w) { return w.first == r.why_none; });
+      if (it == why.end())
+        why.emplace_back(r.why_none, where);
+      else
+        it->second += ", " + where;
+    }
+    std::string msg = "no plan fits on any cluster for any framework:";
+    for (const auto& [reason, where] : why) msg += "\n  " + where + ": " + reason;
+    throw InputError("", 0, "", msg);
+  }
   const RuleCheck rc = check_rule(a, m, *pick, dt);
   const std::string fw = framework_verdict(rows, *pick);
   if (a.format == "json")
