@@ -502,7 +502,26 @@ bool refuses(Framework f, const ModelSpec& m, const ClusterProfile& c, const Pla
           "them",
           info(f).title);
     });
-  if ((is_2021(f) || f == Framework::megatron_2022) && refuses_legacy(f, p, reason)) return true;
+  if (is_2021(f) || f == Framework::megatron_2022) {
+    if (refuses_legacy(f, p, reason)) return true;
+    // The model code of those stacks: multi-head attention and a GeLU MLP only. Megatron-LM added
+    // grouped-query attention on 2023-06-05 (6902465a83, --group-query-attention) and SwiGLU on
+    // 2023-04-01 (2cc3dac719, --swiglu), after both (2021-03 and 2022-09).
+    if (m.kv_heads != m.heads)
+      return no(reason, [&] {
+        return fmt(
+            "{} has no grouped-query attention ({} query groups for {} heads; Megatron-LM added "
+            "it in 2023): plan the model with --framework megatron",
+            info(f).title, m.kv_heads, m.heads);
+      });
+    if (m.swiglu)
+      return no(reason, [&] {
+        return fmt(
+            "{} has no SwiGLU MLP (Megatron-LM added --swiglu in 2023): plan the model with "
+            "--framework megatron",
+            info(f).title);
+      });
+  }
   if (f == Framework::torchtitan ? refuses_torchtitan(p, reason)
       : is_megatron(f)           ? refuses_megatron(f, c, p, reason)
                                  : refuses_deepspeed(p, reason))

@@ -18,8 +18,23 @@ namespace {
 const ClusterProfile& h100() { return fixtures::cluster("dgx-h100-80gb"); }
 const ModelSpec& llama70() { return fixtures::model("llama3-70b"); }
 Plan plan(const std::string& text) { return parse_plan(text, "--plan"); }
+/// Llama 3 70B's shape as the 2021 and 2022 model code could build it: multi-head attention and
+/// a GeLU MLP (they had neither grouped-query attention nor SwiGLU).
+const ModelSpec& mha70() {
+  static const ModelSpec m = [] {
+    ModelSpec x = llama70();
+    x.kv_heads = x.heads, x.swiglu = false;
+    return x;
+  }();
+  return m;
+}
+/// The model a framework's checks below use: Llama 3 70B, or its 2021-buildable shape.
+const ModelSpec& model_for(Framework f) {
+  return is_2021(f) || f == Framework::megatron_2022 ? mha70() : llama70();
+}
 
-/// The search of issue 14: Llama 3 70B on 64 H100s, global batch 128, for framework `f`.
+/// The search of issue 14: Llama 3 70B on 64 H100s, global batch 128, for framework `f` (the
+/// legacy stacks on mha70).
 SearchResult search_for(Framework f, int top = 10) {
   SearchOptions o;
   o.gpus = {64};
@@ -28,7 +43,7 @@ SearchResult search_for(Framework f, int top = 10) {
   o.estimate.framework = f;
   ClusterProfile c = h100();
   c.software = execution_stack(f, c);
-  return search(llama70(), c, default_knobs(llama70(), c, 64), o);
+  return search(model_for(f), c, default_knobs(model_for(f), c, 64), o);
 }
 }  // namespace
 
@@ -153,7 +168,7 @@ TEST_CASE("names both ways, and the stack each framework runs") {
 }
 
 TEST_CASE("the 2021 stacks refuse what did not exist yet, and write no launch files") {
-  const ModelSpec& m = llama70();
+  const ModelSpec& m = mha70();
   const ClusterProfile& c = h100();
   CHECK(why_not(Framework::megatron_2021, m, c, plan("tp=8,pp=4,dp=2,gbs=128,sp=1")) ==
         "Megatron-LM 2021 has no sequence parallelism; use sp=0");
@@ -187,6 +202,30 @@ TEST_CASE("the 2021 stacks refuse what did not exist yet, and write no launch fi
                     "torchtitan, megatron-2021, deepspeed-2021 or megatron-2022)");
 }
 
+TEST_CASE("the 2021 and 2022 stacks refuse grouped-query attention and SwiGLU models") {
+  const Plan p = plan("tp=8,pp=4,dp=2,gbs=128,recompute=full,attn=unfused");
+  for (Framework f :
+       {Framework::megatron_2021, Framework::deepspeed_2021, Framework::megatron_2022}) {
+    CAPTURE(to_string(f));
+    CHECK(why_not(f, llama70(), h100(), p) ==
+          std::string(info(f).title) +
+              " has no grouped-query attention (8 query groups for 64 heads; Megatron-LM added it "
+              "in 2023): plan the model with --framework megatron");
+    ModelSpec swiglu = mha70();
+    swiglu.swiglu = true;
+    CHECK(why_not(f, swiglu, h100(), p) ==
+          std::string(info(f).title) +
+              " has no SwiGLU MLP (Megatron-LM added --swiglu in 2023): plan the model with "
+              "--framework megatron");
+    // The same shape with multi-head attention and GeLU runs (DeepSpeed 2021: as ZeRO-3).
+    CHECK(!why_not(f, mha70(), h100(),
+                   f == Framework::deepspeed_2021
+                       ? plan("tp=1,pp=1,dp=64,gbs=128,zero=3,recompute=full,attn=unfused")
+                       : p));
+  }
+  CHECK(!why_not(Framework::megatron, llama70(), h100(), p));
+}
+
 TEST_CASE("the search ranks only plans the framework runs, on its even split") {
   for (Framework f : kFrameworks) {  // the 2021 stacks too: zero=0 PTD-P plans, full recompute
     CAPTURE(to_string(f));
@@ -197,7 +236,7 @@ TEST_CASE("the search ranks only plans the framework runs, on its even split") {
     for (const Estimate& e : r.top) {
       CAPTURE(to_plan_string(e.plan));
       CHECK(e.framework == f);
-      CHECK(!why_not(f, llama70(), h100(), e.plan));
+      CHECK(!why_not(f, model_for(f), h100(), e.plan));
       CHECK(!e.balanced);  // neither pinned version splits layers unevenly
       for (int layers : e.partition) CHECK(layers == 80 / e.plan.pp);
     }
@@ -266,7 +305,7 @@ TEST_CASE("the search tries the pipeline inside a node where TP leaves room for 
 
 TEST_CASE(
     "Megatron-LM 2022: sequence parallelism, selective recompute and ZeRO-1 on the 2021 kernels") {
-  const ModelSpec& m = llama70();
+  const ModelSpec& m = mha70();
   const ClusterProfile& c = h100();
   const Framework f = Framework::megatron_2022;
   CHECK(framework_named("megatron-2022") == f);
