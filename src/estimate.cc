@@ -67,6 +67,7 @@ bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradi
         stage_memory(st.load[s], p, in_flight, host_gradients, bf16_optimizer_grads);
     if (hpz > 1) mem.weights += st.load[s].params * weight_bytes_per_param(p.dtype) / hpz;
     mem.activations = std::max(0.0, mem.activations - in_flight * offloaded_act);
+    mem.set_reserve();  // the fragmentation allowance on what stays on the GPU
     if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
   }
   if (e.memory_bytes <= e.memory_limit_bytes) return true;

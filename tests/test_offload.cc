@@ -51,7 +51,15 @@ TEST_CASE("offload: the profiles' host blocks, read and written back") {
   CHECK(no_measure.host.achieved_link_Bps() == doctest::Approx(64 * kGB * kHostLinkEfficiency));
   const ClusterProfile back = io::parse_cluster(io::cluster_yaml(h100(), {}), "round-trip");
   CHECK(back.host == h);
-  CHECK_FALSE(fixtures::cluster("dgx-b200").host.present());  // no sourced host figures yet
+  // Blackwell: DGX B200's PCIe Gen5 host; a GB200 tray's two Graces over NVLink-C2C, 225 GB/s
+  // a GPU each way, measured 193.
+  const Host& b200 = fixtures::cluster("dgx-b200").host;
+  CHECK(b200.present());
+  CHECK(b200.achieved_link_Bps() == doctest::Approx(64 * kGB * kHostLinkEfficiency));
+  const Host& gb200 = fixtures::cluster("gb200-nvl72").host;
+  CHECK(gb200.memory_bytes == doctest::Approx(894 * kGiB));
+  CHECK(gb200.link_Bps == doctest::Approx(225 * kGB));
+  CHECK(gb200.achieved_link_Bps() == doctest::Approx(193 * kGB));
 }
 
 TEST_CASE("offload: a bad host block names its key") {
@@ -172,8 +180,10 @@ TEST_CASE("offload: refusals name what is missing") {
     why.clear();
     return check_plan(m, stack_for(f, c), plan(p), o, &why);
   };
-  CHECK(check(fixtures::cluster("dgx-b200"), "tp=1,pp=1,dp=8,gbs=64,zero=1,offload_optimizer=cpu",
-              Framework::megatron) == Rejection::offload_invalid);
+  ClusterProfile no_host = fixtures::cluster("dgx-b200");
+  no_host.host = Host{};
+  CHECK(check(no_host, "tp=1,pp=1,dp=8,gbs=64,zero=1,offload_optimizer=cpu", Framework::megatron) ==
+        Rejection::offload_invalid);
   CHECK(why.find("has no host block") != std::string::npos);
   CHECK(check(h100(), "tp=1,pp=1,dp=8,gbs=64,zero=3,offload_optimizer=nvme",
               Framework::deepspeed) == Rejection::offload_invalid);

@@ -132,6 +132,11 @@ struct MemoryBreakdown {
   double weight_cache = 0;
   double transient() const { return activations > step_grads ? activations : step_grads; }
   double total() const { return weights + grads + optimizer + transient() + reserve; }
+  /// The allowance on what the GPU holds: set again after anything above changes.
+  void set_reserve() {
+    reserve =
+        kRuntimeReserveBytes + kFragmentationFraction * (weights + grads + optimizer + transient());
+  }
 };
 
 /// Parameters held by one rank of the first (stage = 0) or last (stage = pp-1) stage, before ZeRO.
@@ -209,8 +214,7 @@ inline MemoryBreakdown stage_memory(const StageLoad& load, const Plan& p, double
   if (bf16_optimizer_grads)  // ReduceGrads' bucket: its flat fp32 copy and the bf16 cast
     mem.step_grads = std::min(load.params, kDeepSpeedReduceBucketParams) *
                      (kGradBytesPerParam + kBf16OptimizerLpGradBytesPerParam);
-  const double used = mem.weights + mem.grads + mem.optimizer + mem.transient();
-  mem.reserve = kRuntimeReserveBytes + kFragmentationFraction * used;
+  mem.set_reserve();
   return mem;
 }
 
