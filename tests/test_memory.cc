@@ -1,13 +1,17 @@
 #include <doctest/doctest.h>
+#include <fmt/core.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "fixtures.h"
 #include "planner/cost/memory.h"
+#include "planner/cost/stages.h"
 #include "planner/estimate.h"
 #include "planner/framework.h"
 #include "planner/io/cluster_io.h"
+#include "planner/io/model_io.h"
+#include "planner/units.h"
 
 using namespace planner;
 
@@ -358,4 +362,41 @@ TEST_CASE("torchtitan's FSDP2 under a pipeline: the stage gathered, gradients un
   q.gbs = 32;
   const Estimate four = estimate(m, c, q, o);
   CHECK(four.dp_comm_total_s == doctest::Approx(2 * two.dp_comm_total_s).epsilon(0.01));
+}
+
+TEST_CASE("Megatron-LM's own memory tests at d98e8a64: max allocated against the model") {
+  // tests/functional_tests/test_cases/gpt/gpt3_7b_tp{4_pp1,1_pp4}_memory_speed: 8 H100s, bf16,
+  // the distributed optimizer, no recomputation; golden_values_dev_dgx_h100.json's
+  // mem-max-allocated-bytes over steps 2-25 (torch.cuda.max_memory_allocated on the last rank,
+  // TensorBoard's writer). PyTorch's allocated bytes hold no CUDA context, NCCL buffers or
+  // fragmentation: the planner's total less its reserve for them.
+  const ModelSpec m =
+      io::load_model(PLANNER_SOURCE_DIR "/tests/data/megatron-ci/gpt3-7b-memory.yaml");
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  struct Row {
+    const char* plan;
+    double measured_bytes;
+  };
+  for (const Row& r :
+       {Row{"tp=4,pp=1,dp=2,mbs=2,gbs=8,zero=1,recompute=none,sp=0", 57143791616.0},
+        Row{"tp=1,pp=4,dp=2,vpp=8,mbs=1,gbs=8,zero=1,recompute=none,sp=0", 60720852992.0}}) {
+    CAPTURE(r.plan);
+    const Plan p = parse_plan(r.plan, "--plan");
+    const Estimate e = estimate(m, c, p);
+    REQUIRE(e.ok());
+    // The last pipeline stage, as measured (the estimate reports the most loaded one).
+    const BlockLayout layout = block_layout(m);
+    const PlanCosts pc = plan_costs(m, c, p, layout, nullptr);
+    Partition part;
+    even_partition(layout.count(), p.pp * p.vpp, part);
+    const Stages st = build_stages(layout, pc, p, part);
+    const MemoryBreakdown last = stage_memory(st.load[p.pp - 1], p, InFlight(p).on(p.pp - 1));
+    const double predicted = last.total() - last.reserve;
+    const double err = predicted / r.measured_bytes - 1;
+    MESSAGE(
+        fmt::format("{}: predicted {:.2f} GiB allocated on the last stage, measured {:.2f} "
+                    "GiB, {:+.1f}%",
+                    r.plan, predicted / kGiB, r.measured_bytes / kGiB, 100 * err));
+    CHECK(std::fabs(err) < 0.05);
+  }
 }

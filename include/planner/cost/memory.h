@@ -227,16 +227,25 @@ double in_flight_on(const Plan& p, int stage);
 class InFlight {
  public:
   explicit InFlight(const Plan& p)
-      : schedule_(p.schedule), pp_(p.pp), m_(p.microbatches()), first_(microbatches_in_flight(p)) {}
+      : schedule_(p.schedule),
+        pp_(p.pp),
+        vpp_(p.vpp),
+        m_(p.microbatches()),
+        first_(microbatches_in_flight(p)) {}
   double on(int stage) const {
     if (schedule_ == Schedule::gpipe || schedule_ == Schedule::zb_h1) return first_;
     if (schedule_ == Schedule::one_f_one_b) return std::min(pp_ - stage, m_);
-    return std::max(1.0, first_ - stage);  // interleaved: Korthikanti's first stage
+    // Interleaved: Megatron-LM's warm-up runs 2 (pp - stage - 1) + (vpp - 1) pp chunk forwards,
+    // then one more before the first backward (schedules.py get_pp_rank_microbatches at
+    // d98e8a64), each chunk 1/vpp of the stage's layers: Korthikanti's pp + (pp - 1)/vpp on the
+    // first stage, 2/vpp of a micro-batch fewer on each later one.
+    const double chunks = 2.0 * (pp_ - stage - 1) + double(vpp_ - 1) * pp_ + 1;
+    return std::min(double(m_), chunks / vpp_);
   }
 
  private:
   Schedule schedule_;
-  int pp_, m_;
+  int pp_, vpp_, m_;
   double first_;
 };
 
