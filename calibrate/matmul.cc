@@ -1,5 +1,8 @@
 #include "calibrate/matmul.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace planner::calibrate {
 namespace {
 
@@ -37,7 +40,7 @@ MatmulTypes matmul_types(Dtype d) {
     case Dtype::mxfp8:  // block-scaled operands need scale pointers the runner does not set up
       break;
   }
-  return {};
+  throw std::invalid_argument(std::string("no cuBLASLt types for ") + to_string(d));
 }
 
 Matmul::Matmul(cublasLtHandle_t h, Dtype dtype, const MatmulShape& s) : handle_(h) {

@@ -12,6 +12,7 @@ const AccuracyBand* band_for(const AccuracyBands& bands, const std::string& gpu,
   // MXFP8 runs the FP8 model with block scales: no published run has it, so it takes FP8's rows.
   const std::string kin = precision == "mxfp8" ? "fp8" : precision;
   for (const auto& [g, p] : {std::pair<std::string, std::string>{gpu, precision},
+                             {gpu, kin},
                              {"*", precision},
                              {"*", kin},
                              {"*", "*"}})

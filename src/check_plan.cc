@@ -247,8 +247,10 @@ Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& 
   if (c.gpu.peak_flops[static_cast<int>(p.dtype)] <= 0)
     return fail(Rejection::dtype_unsupported, reason, [&] {
       return std::string(c.gpu.name + " has no " + to_string(p.dtype) + " tensor-core peak") +
-             (p.dtype == Dtype::mxfp8 ? " (block-scaled MXFP8 runs on Blackwell; use dtype=fp8)"
-                                      : "");
+             (p.dtype != Dtype::mxfp8 ? ""
+              : c.gpu.peak_flops[static_cast<int>(Dtype::fp8)] > 0
+                  ? " (block-scaled MXFP8 runs on Blackwell; use dtype=fp8)"
+                  : " (block-scaled MXFP8 runs on Blackwell)");
     });
   if (!c.job_size_ok(p.gpus()))
     return fail(Rejection::gpus_mismatch, reason, [&] {

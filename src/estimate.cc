@@ -57,10 +57,11 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, bool p2p_
 /// `bf16_optimizer_grads`: DeepSpeed's BF16_Optimizer holds the bf16 gradients too.
 /// `hpz`: ZeRO++'s secondary weight partition (hpz_partition), whose bf16 shard of the stage's
 /// weights each rank keeps beside ZeRO-3's own (1: none). `offloaded_act`: the stored activation
-/// bytes per micro-batch in flight that activation offload keeps in host memory.
+/// bytes per micro-batch in flight that activation offload keeps in host memory. `all_warmup`:
+/// the stack's interleaved schedule runs every forward first when m = pp (InFlight).
 bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradients,
-          bool bf16_optimizer_grads, int hpz, double offloaded_act, Estimate& e) {
-  const InFlight closed_form(p);
+          bool bf16_optimizer_grads, int hpz, double offloaded_act, bool all_warmup, Estimate& e) {
+  const InFlight closed_form(p, all_warmup);
   for (int s = 0; s < p.pp; ++s) {
     const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : closed_form.on(s);
     MemoryBreakdown mem =
@@ -174,8 +175,8 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const int act_layers = std::min(p.offload_activation_layers, m.layers);
   const double offloaded_act = std::max(0, act_layers - 1) * decoder.act_bytes;
   const bool bf16_optimizer = deepspeed_bf16_optimizer(c, p);
-  const bool fit =
-      fits(st, p, simmed, deepspeed_offload(o.framework), bf16_optimizer, hpz, offloaded_act, e);
+  const bool fit = fits(st, p, simmed, deepspeed_offload(o.framework), bf16_optimizer, hpz,
+                        offloaded_act, c.software.interleaved_all_warmup, e);
   if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
   if (!fit) return e;
   StageTimes& tt = ws.times;

@@ -539,6 +539,13 @@ TEST_CASE("advise: each cluster and framework's best plan, a recommendation, the
   CHECK(text.find("H100-SXM5-80GB has no mxfp8 tensor-core peak") != std::string::npos);
   CHECK(text.find("the DeepSpeed config has no mxfp8 mode") != std::string::npos);
   CHECK(text.find("no plan fits") == std::string::npos);
+  // A model a framework is not planned for: its reason in the row.
+  const std::string moe = planner(
+                              "advise --model configs/models/qwen3-30b-a3b.json --cluster "
+                              "hw_profiles/dgx-h100-80gb.yaml "
+                              "--global-batch 512")
+                              .out;
+  CHECK(moe.find("DeepSpeed is not planned for a model with experts here") != std::string::npos);
   cli_run::check_error(
       "advise --model configs/models/llama3-8b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml "
       "--global-batch 512 --dtype fp8",

@@ -152,6 +152,11 @@ TEST_CASE("mxfp8: refused where the GPU has no MXFP8 rate and by stacks without 
   CHECK(check_layout(m, h100(), p, {}, &why) == Rejection::dtype_unsupported);
   CHECK(why.find("no mxfp8 tensor-core peak") != std::string::npos);
   CHECK(why.find("Blackwell; use dtype=fp8") != std::string::npos);
+  why.clear();  // A100 has no FP8 either: no such hint
+  CHECK(check_layout(m, fixtures::cluster("dgx-a100-80gb"), p, {}, &why) ==
+        Rejection::dtype_unsupported);
+  CHECK(why ==
+        "A100-SXM4-80GB has no mxfp8 tensor-core peak (block-scaled MXFP8 runs on Blackwell)");
   CHECK(estimate(m, fixtures::cluster("dgx-b200"), p).ok());
   // validate's runner times FP8 through cuBLASLt without block scales: refused, not mistimed.
   CHECK_THROWS_WITH_AS(build_workload(m, fixtures::cluster("dgx-b200"), p),
@@ -198,6 +203,19 @@ TEST_CASE("fp8: Transformer Engine's quantized weights are kept between micro-ba
     const Estimate e = estimate(l8, h100(), p);
     REQUIRE(e.ok());
     CHECK((e.memory.weight_cache > 0) == (zero == 1));
+  }
+  // Multi-token prediction: the module's layer and eh_proj (2h x h) are TE linears too.
+  {
+    ModelSpec mtp = l8;
+    mtp.mtp_layers = 1;
+    const Plan p = parse_plan(
+        "tp=1,pp=1,dp=8,mbs=1,gbs=64,recompute=full,grad_reduce_bf16=1,dtype=fp8,zero=1", "--plan");
+    const Estimate with = estimate(mtp, h100(), p), without = estimate(l8, h100(), p);
+    REQUIRE(with.ok());
+    REQUIRE(without.ok());
+    const double layer =
+        (with.memory.weight_cache - without.memory.weight_cache) / 2 - 2.0 * l8.hidden * l8.hidden;
+    CHECK(layer == doctest::Approx(without.memory.weight_cache / 2 / l8.layers));
   }
   ClusterProfile tt = h100();
   tt.software = execution_stack(Framework::torchtitan, tt);

@@ -102,6 +102,18 @@ TEST_CASE("the first 1F1B stage holds pp micro-batches; interleaving adds (p-1)/
   CHECK(microbatches_in_flight(p) == 96);
   p.schedule = Schedule::one_f_one_b, p.gbs = 16 * 4;  // 4 micro-batches < 8 stages
   CHECK(microbatches_in_flight(p) == 4);
+  // Later stages under interleaving: Megatron-LM's warm-up, 2 chunk forwards fewer a stage
+  // (2/v of a micro-batch), capped at the micro-batches; the 2021 code ran every forward first
+  // when m = pp.
+  p.schedule = Schedule::interleaved, p.vpp = 3, p.gbs = 1536;
+  const InFlight f(p);
+  CHECK(f.on(0) == doctest::Approx(microbatches_in_flight(p)));
+  for (int s = 0; s < p.pp; ++s)
+    CHECK(f.on(s) == doctest::Approx((2.0 * (p.pp - s - 1) + 2.0 * p.pp + 1) / 3));
+  p.gbs = 16 * 8;  // 8 micro-batches = 8 stages
+  CHECK(InFlight(p).on(7) == doctest::Approx((2.0 * 8 + 1) / 3));
+  CHECK(InFlight(p, true).on(7) == 8);
+  CHECK(InFlight(p, true).on(0) == 8);
 }
 
 TEST_CASE("the first stage stores L layers of activations under 1F1B (Korthikanti section 4.2)") {

@@ -134,6 +134,9 @@ TEST_CASE("accuracy bands: quantiles of the signed errors, the narrowest class w
   CHECK(band_for(bands, "A100", "fp16")->rows == 22);
   CHECK(band_for(bands, "B200", "bf16")->rows == 49);   // nothing closer: every row
   CHECK(band_for(bands, "B200", "mxfp8")->rows == 18);  // no MXFP8 run: FP8's rows
+  AccuracyBands b200 = bands;
+  b200.push_back({"B200", "fp8", 6, -3, 4});
+  CHECK(band_for(b200, "B200", "mxfp8")->rows == 6);  // the same GPU's FP8 rows first
   CHECK(band_for({}, "A100", "fp16") == nullptr);
   // A prediction 25% slow at the 90th percentile: the true time is t / 1.25 at the low end.
   const auto [lo, hi] = band_times(10.0, bands[1]);

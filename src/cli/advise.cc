@@ -145,14 +145,15 @@ Row answer(const AdviseArgs& a, const ModelSpec& m, const std::string& file,
     return row;
   }
   const ClusterProfile stack = cluster_for(c, f, false);
-  {              // a precision the framework has no mode for: its reason, not "no plan fits"
-    Plan probe;  // the default plan, which differs from a bf16 one only in its precision
-    const bool bf16_runs = !why_not(f, m, stack, probe).has_value();
-    probe.dtype = dt;
-    if (const std::optional<std::string> why = why_not(f, m, stack, probe); why && bf16_runs) {
-      row.why_none = *why;
-      return row;
-    }
+  // A precision the framework has no mode for: its reason, not "no plan fits". The default
+  // plan differs from a bf16 one only in its precision; what refuses it (experts or MTP modules
+  // on a framework that plans neither) is the row's reason when no plan is found.
+  Plan probe;
+  const std::optional<std::string> bf16_why = why_not(f, m, stack, probe);
+  probe.dtype = dt;
+  if (const std::optional<std::string> why = why_not(f, m, stack, probe); why && !bf16_why) {
+    row.why_none = *why;
+    return row;
   }
   std::vector<Estimate> candidates;
   for (int g : counts) {
@@ -171,6 +172,7 @@ Row answer(const AdviseArgs& a, const ModelSpec& m, const std::string& file,
     }
   }
   if (candidates.empty()) {
+    if (row.why_none.empty() && bf16_why) row.why_none = *bf16_why;
     if (row.why_none.empty()) {
       std::string list;
       for (int g : counts) list += (list.empty() ? "" : ", ") + std::to_string(g);

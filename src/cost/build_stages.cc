@@ -96,6 +96,7 @@ void uniform_loads(const BlockCost& one, const PlanCosts& pc, const Partition& p
       StageLoad& ld = load[ends.logits - row];
       ld.params += pc.output_params, ld.once_bytes += pc.logits_bytes;
       ld.expert_params += pc.mtp_expert_params, ld.act_per_mb += pc.mtp_act_bytes;
+      ld.weight_cache += pc.mtp_weight_cache;
     }
   }
 }
@@ -168,6 +169,7 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
       tp += pc.mtp_tp_s, cp += pc.mtp_cp_s, ep += pc.mtp_ep_s;
       ld.params += pc.output_params;
       ld.expert_params += pc.mtp_expert_params, ld.act_per_mb += pc.mtp_act_bytes;
+      ld.weight_cache += pc.mtp_weight_cache;
       ld.once_bytes += pc.logits_bytes;
     }
     st.chunks[vs] = cc;

@@ -243,6 +243,12 @@ void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const B
   // copy the main model already counts).
   if (p.pp > 1) pc.output_params += double(m.vocab) * m.hidden / p.tp;
   pc.mtp_expert_params = n * layer.expert_params;
+  // Transformer Engine's cached FP8 weights: the module's layer and eh_proj (its linear runs in
+  // the module's fp8 context), as block_cost's.
+  if (c.software.fp8_weight_cache && p.zero <= 1)
+    pc.mtp_weight_cache = n * (layer.weight_cache + 2.0 * m.hidden * double(m.hidden) / p.tp *
+                                                        fp8_weight_cache_bytes_per_param(
+                                                            p.dtype, c.gpu.fp8_any_layout()));
   // Kept for the backward beyond the layer's own: eh_proj's input (2h, as the linears keep theirs)
   // and the three norms' inputs, on this rank's sequence shard; and each module's logits while
   // its loss waits for the backward, as the main logits'.
@@ -419,6 +425,7 @@ Partition balanced_partition(const BlockLayout& layout, const PlanCosts& pc, con
   t[n - 1] += pc.logits_s + pc.mtp_tp_s + pc.mtp_cp_s + pc.mtp_ep_s;
   add[n - 1].params += pc.output_params;
   add[n - 1].expert_params += pc.mtp_expert_params;
+  add[n - 1].weight_cache += pc.mtp_weight_cache;
   add[n - 1].act_per_mb += pc.mtp_act_bytes;
   add[n - 1].once_bytes += pc.logits_bytes;
   double lo = *std::max_element(t.begin(), t.end()), hi = 0;

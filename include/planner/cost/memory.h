@@ -226,13 +226,17 @@ double in_flight_on(const Plan& p, int stage);
 /// stage's figure worked out once: the memory check asks for each stage of every plan.
 class InFlight {
  public:
-  explicit InFlight(const Plan& p)
+  /// `all_warmup`: the stack's interleaved schedule runs every forward first when the
+  /// micro-batches equal the stages (SoftwareStack::interleaved_all_warmup, the 2021 code).
+  explicit InFlight(const Plan& p, bool all_warmup = false)
       : schedule_(p.schedule),
         pp_(p.pp),
         vpp_(p.vpp),
         m_(p.microbatches()),
-        first_(microbatches_in_flight(p)) {}
+        first_(microbatches_in_flight(p)),
+        all_(all_warmup && p.schedule == Schedule::interleaved && m_ == p.pp) {}
   double on(int stage) const {
+    if (all_) return m_;
     if (schedule_ == Schedule::gpipe || schedule_ == Schedule::zb_h1) return first_;
     if (schedule_ == Schedule::one_f_one_b) return std::min(pp_ - stage, m_);
     // Interleaved: Megatron-LM's warm-up runs 2 (pp - stage - 1) + (vpp - 1) pp chunk forwards,
@@ -247,6 +251,7 @@ class InFlight {
   Schedule schedule_;
   int pp_, vpp_, m_;
   double first_;
+  bool all_;
 };
 
 /// Memory of one GPU of `stage` of a plain decoder split evenly; the planner checks both the

@@ -61,6 +61,7 @@ struct PlanCosts {
   /// parameters and their stored activations per micro-batch.
   double mtp_tp_s = 0, mtp_cp_s = 0, mtp_ep_s = 0;
   double mtp_expert_params = 0, mtp_act_bytes = 0;
+  double mtp_weight_cache = 0;  ///< the modules' FP8 weights kept between micro-batches
 };
 
 /// A block shape under one layer configuration (tp, cp, mbs, sp, dtype, attention): what its cost
