@@ -242,16 +242,19 @@ bool tp_in_domain(const ClusterProfile& c, const Plan& p) {
 
 }  // namespace
 
+std::string dtype_unsupported_message(const Gpu& gpu, Dtype dtype) {
+  return gpu.name + " has no " + to_string(dtype) + " tensor-core peak" +
+         (dtype != Dtype::mxfp8 ? ""
+          : gpu.peak_flops[static_cast<int>(Dtype::fp8)] > 0
+              ? " (block-scaled MXFP8 runs on Blackwell; use dtype=fp8)"
+              : " (block-scaled MXFP8 runs on Blackwell)");
+}
+
 Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                        const EstimateOptions& o, std::string* reason) {
   if (c.gpu.peak_flops[static_cast<int>(p.dtype)] <= 0)
-    return fail(Rejection::dtype_unsupported, reason, [&] {
-      return std::string(c.gpu.name + " has no " + to_string(p.dtype) + " tensor-core peak") +
-             (p.dtype != Dtype::mxfp8 ? ""
-              : c.gpu.peak_flops[static_cast<int>(Dtype::fp8)] > 0
-                  ? " (block-scaled MXFP8 runs on Blackwell; use dtype=fp8)"
-                  : " (block-scaled MXFP8 runs on Blackwell)");
-    });
+    return fail(Rejection::dtype_unsupported, reason,
+                [&] { return dtype_unsupported_message(c.gpu, p.dtype); });
   if (!c.job_size_ok(p.gpus()))
     return fail(Rejection::gpus_mismatch, reason, [&] {
       return "dp*tp*pp*cp = " + std::to_string(p.gpus()) + " GPUs: beyond an NVLink domain of " +
@@ -346,8 +349,7 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     return fail(Rejection::dtype_unsupported, reason, [&] {
       return fmt(
           "grad_reduce_bf16=1 keeps bf16 gradients in place of fp32 ones, for dtype=bf16, fp8 or "
-          "mxfp8; "
-          "dtype={} {}",
+          "mxfp8; dtype={} {}",
           to_string(p.dtype),
           p.dtype == Dtype::fp16 ? "reduces fp16 gradients already" : "keeps fp32 tensors");
     });

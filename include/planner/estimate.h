@@ -121,6 +121,10 @@ struct EstimateOptions {
 Rejection check_layout(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                        const EstimateOptions& o, std::string* reason);
 
+/// "H100-SXM5-80GB has no mxfp8 tensor-core peak (...)": why `gpu` cannot run `dtype`
+/// (check_layout's reason, and advise's row for such a GPU).
+std::string dtype_unsupported_message(const Gpu& gpu, Dtype dtype);
+
 /// "tp=16 does not divide kv_heads=8": the head count tp fails, named (check_layout's reason, and
 /// suggest's for a --tp value no plan can use).
 std::string tp_heads_message(int tp, int heads, int kv_heads);

@@ -141,7 +141,7 @@ Row answer(const AdviseArgs& a, const ModelSpec& m, const std::string& file,
     return row;
   }
   if (c.gpu.peak_flops[static_cast<int>(dt)] <= 0) {
-    row.why_none = c.gpu.name + " has no " + to_string(dt) + " tensor-core peak";
+    row.why_none = dtype_unsupported_message(c.gpu, dt);
     return row;
   }
   const ClusterProfile stack = cluster_for(c, f, false);

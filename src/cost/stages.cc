@@ -127,6 +127,14 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   return sc;
 }
 
+/// Bytes per parameter of Transformer Engine's quantized weights kept through the step on this
+/// stack and plan (0: none).
+double weight_cache_per_param(const ClusterProfile& c, const Plan& p) {
+  return c.software.fp8_weight_cache && p.zero <= 1
+             ? fp8_weight_cache_bytes_per_param(p.dtype, c.gpu.fp8_any_layout())
+             : 0.0;
+}
+
 /// One block, one micro-batch on one rank: compute, recompute, exposed TP and CP communication.
 BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc) {
   const LayerCompute& lc = sc.compute;
@@ -196,8 +204,7 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   b.largest_matrix = sc.largest_matrix;
   // Transformer Engine's quantized weights, kept through the step (the block's norms and router,
   // under 0.1% of its parameters, counted with its linears).
-  if (c.software.fp8_weight_cache && p.zero <= 1)
-    b.weight_cache = sc.params * fp8_weight_cache_bytes_per_param(p.dtype, c.gpu.fp8_any_layout());
+  b.weight_cache = sc.params * weight_cache_per_param(c, p);
   return b;
 }
 
@@ -245,10 +252,8 @@ void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const B
   pc.mtp_expert_params = n * layer.expert_params;
   // Transformer Engine's cached FP8 weights: the module's layer and eh_proj (its linear runs in
   // the module's fp8 context), as block_cost's.
-  if (c.software.fp8_weight_cache && p.zero <= 1)
-    pc.mtp_weight_cache = n * (layer.weight_cache + 2.0 * m.hidden * double(m.hidden) / p.tp *
-                                                        fp8_weight_cache_bytes_per_param(
-                                                            p.dtype, c.gpu.fp8_any_layout()));
+  pc.mtp_weight_cache = n * (layer.weight_cache + 2.0 * m.hidden * double(m.hidden) / p.tp *
+                                                      weight_cache_per_param(c, p));
   // Kept for the backward beyond the layer's own: eh_proj's input (2h, as the linears keep theirs)
   // and the three norms' inputs, on this rank's sequence shard; and each module's logits while
   // its loss waits for the backward, as the main logits'.
