@@ -17,7 +17,8 @@ const AccuracyBand* band_for(const AccuracyBands& bands, const std::string& gpu,
                              {"*", kin},
                              {"*", "*"}})
     for (const AccuracyBand& b : bands)
-      if (b.gpu == g && b.precision == p && b.rows >= kMinBandRows) return &b;
+      if (b.gpu == g && b.precision == p && b.rows >= kMinBandRows && b.sources >= kMinBandSources)
+        return &b;
   return nullptr;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
+#include <set>
 #include <tuple>
 
 #include "planner/error.h"
@@ -249,19 +251,25 @@ CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> f
 }
 
 AccuracyBands accuracy_bands(const RegressionReport& rep, const std::string& exclude_source) {
-  std::map<std::pair<std::string, std::string>, std::vector<double>> classes;
+  struct Class {
+    std::vector<double> errors;
+    std::set<std::string> sources;
+  };
+  std::map<std::pair<std::string, std::string>, Class> classes;
   for (const RegressionRow& r : rep.rows) {
-    if (!r.cv_error_pct || (!exclude_source.empty() && source_key(*r.c) == exclude_source))
-      continue;
+    const std::string source = source_key(*r.c);
+    if (!r.cv_error_pct || (!exclude_source.empty() && source == exclude_source)) continue;
     for (const auto& key : {std::pair{r.cluster.gpu.name, r.c->precision},
                             std::pair<std::string, std::string>{"*", r.c->precision},
-                            std::pair<std::string, std::string>{"*", "*"}})
-      classes[key].push_back(*r.cv_error_pct);
+                            std::pair<std::string, std::string>{"*", "*"}}) {
+      classes[key].errors.push_back(*r.cv_error_pct);
+      classes[key].sources.insert(source);
+    }
   }
   AccuracyBands out;
-  for (const auto& [key, errors] : classes)
-    out.push_back({key.first, key.second, int(errors.size()), quantile(errors, kBandLowQuantile),
-                   quantile(errors, kBandHighQuantile)});
+  for (const auto& [key, k] : classes)
+    out.push_back({key.first, key.second, int(k.errors.size()), int(k.sources.size()),
+                   quantile(k.errors, kBandLowQuantile), quantile(k.errors, kBandHighQuantile)});
   return out;
 }
 

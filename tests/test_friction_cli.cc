@@ -307,7 +307,10 @@ TEST_CASE("estimate and suggest print the cross-validated accuracy band beside t
       " --model llama3-70b --cluster dgx-h100-80gb --gpus 64 --global-batch 128";
   const Run text = planner("estimate" + args + " --plan \"tp=8,pp=2,dp=4,mbs=1,zero=1,sp=1\"");
   REQUIRE(text.rc == 0);
-  CHECK(has(text.out, "comparable published runs fell, cross-validated; H100-SXM5-80GB bf16)"));
+  // The H100 bf16 runs come from one source (its bias, not a spread): every row's band stands.
+  CHECK(has(text.out,
+            "comparable published runs from 4 sources fell, cross-validated; any GPU any "
+            "precision)"));
   const Run js =
       planner("estimate" + args + " --plan \"tp=8,pp=2,dp=4,mbs=1,zero=1,sp=1\" --format json");
   REQUIRE(js.rc == 0);

@@ -126,23 +126,55 @@ TEST_CASE("accuracy bands: quantiles of the signed errors, the narrowest class w
   CHECK(quantile({3, 1, 2, 5, 4}, 0.5) == doctest::Approx(3));
   CHECK(quantile({0, 10}, 0.1) == doctest::Approx(1));
   CHECK(quantile({0, 10}, 0.9) == doctest::Approx(9));
-  const AccuracyBands bands = {{"H100", "fp8", 4, -1, 30},  // too few rows to stand alone
-                               {"*", "fp8", 18, -8, 25},
-                               {"A100", "fp16", 22, -5, 11},
-                               {"*", "*", 49, -8, 15}};
+  const AccuracyBands bands = {{"H100", "fp8", 4, 2, -1, 30},  // too few rows to stand alone
+                               {"*", "fp8", 18, 2, -8, 25},
+                               {"A100", "fp16", 22, 2, -5, 11},
+                               {"*", "*", 49, 4, -8, 15}};
   CHECK(band_for(bands, "H100", "fp8")->rows == 18);  // the precision over every GPU
   CHECK(band_for(bands, "A100", "fp16")->rows == 22);
   CHECK(band_for(bands, "B200", "bf16")->rows == 49);   // nothing closer: every row
   CHECK(band_for(bands, "B200", "mxfp8")->rows == 18);  // no MXFP8 run: FP8's rows
   AccuracyBands b200 = bands;
-  b200.push_back({"B200", "fp8", 6, -3, 4});
+  b200.push_back({"B200", "fp8", 6, 2, -3, 4});
   CHECK(band_for(b200, "B200", "mxfp8")->rows == 6);  // the same GPU's FP8 rows first
   CHECK(band_for({}, "A100", "fp16") == nullptr);
+  // Rows enough but from one source: that source's bias, not a spread; the next class stands.
+  AccuracyBands one = bands;
+  one[2].sources = 1;
+  CHECK(band_for(one, "A100", "fp16")->rows == 49);
   // A prediction 25% slow at the 90th percentile: the true time is t / 1.25 at the low end.
   const auto [lo, hi] = band_times(10.0, bands[1]);
   CHECK(lo == doctest::Approx(10.0 / 1.25));
   CHECK(hi == doctest::Approx(10.0 / 0.92));
   CHECK(band_text(bands[1]) == "-20%/+9%");
+}
+
+TEST_CASE("accuracy bands from regress: a class counts its sources") {
+  // Two sources' rows in one class, one source's in another.
+  RegressionReport rep;
+  std::vector<RegressionCase> cases(3);
+  cases[0].source = "A et al., Table 1", cases[1].source = "A et al., Table 2";
+  cases[2].source = "B docs";
+  for (auto& c : cases) c.precision = "fp8";
+  for (int i = 0; i < 3; ++i) {
+    RegressionRow r;
+    r.c = &cases[size_t(i)];
+    r.cluster.gpu.name = i < 2 ? "H100" : "B200";
+    r.cv_error_pct = 10.0 * i;
+    rep.rows.push_back(r);
+  }
+  const AccuracyBands b = accuracy_bands(rep);
+  auto find = [&](const std::string& gpu) {
+    for (const AccuracyBand& x : b)
+      if (x.gpu == gpu && x.precision == "fp8") return x;
+    FAIL("no band");
+    return AccuracyBand{};
+  };
+  CHECK(find("H100").rows == 2);
+  CHECK(find("H100").sources == 1);  // one source up to its first comma
+  CHECK(find("*").rows == 3);
+  CHECK(find("*").sources == 2);
+  CHECK(accuracy_bands(rep, "B docs").size() == 3);  // H100/fp8, */fp8, */*, each without B
 }
 
 TEST_CASE("optional columns: a model file in place of the shape columns, ep and etp anywhere") {

@@ -10,13 +10,14 @@
 
 namespace planner::io {
 namespace {
-constexpr const char* kHeader = "gpu,precision,rows,err_lo_pct,err_hi_pct";
+constexpr const char* kHeader = "gpu,precision,rows,sources,err_lo_pct,err_hi_pct";
 }
 
 std::string bands_csv(const AccuracyBands& bands) {
   std::string out = std::string(kHeader) + "\n";
   for (const AccuracyBand& b : bands)
-    out += fmt("{},{},{},{:.3f},{:.3f}\n", b.gpu, b.precision, b.rows, b.err_lo_pct, b.err_hi_pct);
+    out += fmt("{},{},{},{},{:.3f},{:.3f}\n", b.gpu, b.precision, b.rows, b.sources, b.err_lo_pct,
+               b.err_hi_pct);
   return out;
 }
 
@@ -34,14 +35,16 @@ AccuracyBands load_bands(const std::string& path) {
     if (line.empty()) continue;
     std::vector<std::string> cells;
     AccuracyBand b;
-    bool ok = split_csv(line, cells) && cells.size() == 5;
+    bool ok = split_csv(line, cells) && cells.size() == 6;
     try {
       if (ok) {
         b.gpu = cells[0], b.precision = cells[1];
         size_t used = 0;
         b.rows = std::stoi(cells[2], &used);
         ok = used == cells[2].size() && b.rows >= 1;
-        b.err_lo_pct = std::stod(cells[3]), b.err_hi_pct = std::stod(cells[4]);
+        b.sources = std::stoi(cells[3], &used);
+        ok = ok && used == cells[3].size() && b.sources >= 1 && b.sources <= b.rows;
+        b.err_lo_pct = std::stod(cells[4]), b.err_hi_pct = std::stod(cells[5]);
         ok = ok && std::isfinite(b.err_lo_pct) && std::isfinite(b.err_hi_pct) &&
              b.err_lo_pct <= b.err_hi_pct && b.err_lo_pct > -100 && b.err_hi_pct < 1e4;
       }
@@ -49,9 +52,10 @@ AccuracyBands load_bands(const std::string& path) {
       ok = false;
     }
     if (!ok)
-      throw InputError(path, n, "",
-                       "expected gpu,precision,rows,err_lo_pct,err_hi_pct with rows >= 1 and "
-                       "-100 < err_lo_pct <= err_hi_pct");
+      throw InputError(
+          path, n, "",
+          "expected gpu,precision,rows,sources,err_lo_pct,err_hi_pct with 1 <= sources <= "
+          "rows and -100 < err_lo_pct <= err_hi_pct");
     out.push_back(b);
   }
   return out;

@@ -97,6 +97,7 @@ json plan_json(const ModelSpec& m, const Estimate& e, double train_tokens,
     j["accuracy_band"] = {{"gpu", band->gpu},
                           {"precision", band->precision},
                           {"rows", band->rows},
+                          {"sources", band->sources},
                           {"err_lo_pct", band->err_lo_pct},
                           {"err_hi_pct", band->err_hi_pct}};
   }

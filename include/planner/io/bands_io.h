@@ -7,7 +7,7 @@
 
 namespace planner::io {
 
-/// "gpu,precision,rows,err_lo_pct,err_hi_pct" then one line per class.
+/// "gpu,precision,rows,sources,err_lo_pct,err_hi_pct" then one line per class.
 std::string bands_csv(const AccuracyBands& bands);
 /// Reads it; a malformed file throws InputError naming the line.
 AccuracyBands load_bands(const std::string& path);
