@@ -353,6 +353,16 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
           to_string(p.dtype),
           p.dtype == Dtype::fp16 ? "reduces fp16 gradients already" : "keeps fp32 tensors");
     });
+  // Megatron-Core's native fused loss casts the logits' gradient to bf16 (calculate_gradients in
+  // core/fusions/fused_cross_entropy.py at d98e8a64); both fused kernels are modelled on 16-bit
+  // bf16 logits.
+  if (p.loss_fusion != LossFusion::none && !bf16_gradients_possible(p.dtype))
+    return fail(Rejection::dtype_unsupported, reason, [&] {
+      return fmt(
+          "loss_fusion={} runs on bf16 logits (the native kernel casts its gradient to bf16), for "
+          "dtype=bf16, fp8 or mxfp8; dtype={} takes loss_fusion=none",
+          name_of(p.loss_fusion), to_string(p.dtype));
+    });
   // TransformerConfig.__post_init__ at d98e8a64: "CPU offloading can be done only for layers less
   // than num_layers".
   if (p.offload_activation_layers >= m.layers && p.offload_activation_layers > 0)

@@ -83,12 +83,12 @@ bool refuses_legacy(Framework f, const Plan& p, std::string* reason) {
           t);
     });
   if (p.offloads() || p.grad_compression != GradCompression::none || p.zeropp ||
-      p.offload_activation_layers > 0 || p.grad_reduce_bf16)
+      p.offload_activation_layers > 0 || p.grad_reduce_bf16 || p.loss_fusion != LossFusion::none)
     return no(reason, [&] {
       return fmt(
           "{} is kept to predict the published runs of its time, which offloaded and compressed "
-          "nothing and reduced fp32 gradients under bf16; plan these with --framework megatron or "
-          "deepspeed",
+          "nothing, reduced fp32 gradients under bf16 and ran the unfused loss; plan these with "
+          "--framework megatron or deepspeed",
           t);
     });
   if (p.order != RankOrder::tp_cp_dp_pp)
@@ -124,6 +124,16 @@ bool refuses_legacy(Framework f, const Plan& p, std::string* reason) {
 
 bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::string* reason) {
   const char* commit = info(f).version;
+  // validate_args at d98e8a64 (arguments.py): "Transformer Engine cross entropy loss fusion is
+  // disabled due to stability issues".
+  if (p.loss_fusion == LossFusion::te)
+    return no(reason, [&] {
+      return fmt(
+          "Megatron-LM at {} refuses Transformer Engine's fused cross entropy "
+          "(--cross-entropy-fusion-impl te: \"disabled due to stability issues\"); use "
+          "loss_fusion=native or none",
+          commit);
+    });
   // validate_args: the overlaps' prerequisites (tp-comm-overlap 1441-1442, overlap-param-gather
   // 1024-1029).
   if (p.tp_comm_overlap.value_or(false) && !(p.sp && p.tp > 1))
@@ -247,6 +257,14 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
 }
 
 bool refuses_deepspeed(const Plan& p, std::string* reason) {
+  // Megatron-DeepSpeed's loss is Megatron's 2021 vocab-parallel cross entropy, without a fused
+  // variant (no --cross-entropy-loss-fusion in configs/frameworks/megatron-deepspeed-args.txt).
+  if (p.loss_fusion != LossFusion::none)
+    return no(reason, [] {
+      return std::string(
+          "loss_fusion is Megatron-LM's --cross-entropy-loss-fusion; Megatron-DeepSpeed has no "
+          "fused loss; use loss_fusion=none or --framework megatron");
+    });
   // Its bf16 optimizer accumulates fp32 gradients per partition whatever the wire type
   // (communication_data_type), which grad_reduce_bf16's memory would not describe.
   if (p.grad_reduce_bf16)
@@ -361,6 +379,13 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
 /// torchtitan at b5bcd76c (configs/frameworks/torchtitan-config-fields.txt; the files named are
 /// under torchtitan/ at that commit).
 bool refuses_torchtitan(const Plan& p, std::string* reason) {
+  // Its loss is its own (SoftwareStack::loss, chunked_fp32), chosen by its recipes, not a flag.
+  if (p.loss_fusion != LossFusion::none)
+    return no(reason, [] {
+      return std::string(
+          "loss_fusion is Megatron-LM's --cross-entropy-loss-fusion; torchtitan runs its own "
+          "chunked loss; use loss_fusion=none or --framework megatron");
+    });
   // FSDP2's MixedPrecisionPolicy(reduce_dtype) sets the wire type only: the sharded gradients
   // keep the fp32 parameters' dtype.
   if (p.grad_reduce_bf16)

@@ -254,6 +254,15 @@ std::array<KnobDef, kNumKnobs> make_table() {
        bits, 0, 0, true, true, "g16", 3,
        [](const Plan& p) { return p.grad_reduce_bf16 ? 1 : kUnset; },
        [](Plan& p, int v) { p.grad_reduce_bf16 = v == 1; }},
+      {K::loss_fusion, "loss_fusion",
+       "the loss kernel none, native (Megatron-LM's --cross-entropy-loss-fusion) or te "
+       "(Transformer Engine's Triton kernel, as Megatron-Bridge's recipes run; Megatron-LM at the "
+       "pinned version refuses it), default none",
+       words_of<LossFusion>(), 0, 0, true, true, "loss", -6,
+       [](const Plan& p) {
+         return p.loss_fusion == LossFusion::none ? kUnset : int(p.loss_fusion);
+       },
+       [](Plan& p, int v) { p.loss_fusion = v == kUnset ? LossFusion::none : LossFusion(v); }},
       {K::offload_activations,
        "offload_activations",
        "decoder layers whose activations go to host memory (Megatron-LM's "

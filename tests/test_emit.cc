@@ -932,6 +932,22 @@ TEST_CASE("grad_reduce_bf16 is Megatron-LM's --grad-reduce-in-bf16, written only
                          doctest::Contains("grad_reduce_bf16=1 is Megatron-LM's"), InputError);
 }
 
+TEST_CASE("loss_fusion=native is Megatron-LM's --cross-entropy-loss-fusion, impl native") {
+  const std::string base = "tp=2,pp=1,dp=4,mbs=1,gbs=128,zero=1,sp=1,recompute=full";
+  auto script = [&](const std::string& plan) {
+    return emitted_file(
+        {"ce-fusion", "configs/models/llama3-8b.yaml", kH100, plan, emit::Framework::megatron},
+        "megatron_torchrun.sh");
+  };
+  const std::string fused = script(base + ",loss_fusion=native"), plain = script(base);
+  CHECK(fused.find("--cross-entropy-loss-fusion") != std::string::npos);
+  CHECK(fused.find("--cross-entropy-fusion-impl native") != std::string::npos);
+  CHECK(plain.find("--cross-entropy-loss-fusion") == std::string::npos);
+  CHECK_THROWS_WITH_AS(emitted({"ce-fusion", "configs/models/llama3-8b.yaml", kH100,
+                                base + ",loss_fusion=te", emit::Framework::megatron}),
+                       doctest::Contains("disabled due to stability issues"), InputError);
+}
+
 TEST_CASE("torchtitan's FSDP2 reshard policy as priced: always without a pipeline, never with") {
   auto recipe = [&](const std::string& plan) {
     return emitted_file(

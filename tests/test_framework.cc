@@ -87,6 +87,17 @@ TEST_CASE("each framework's refusals, with the reason it gives") {
   CHECK(why_not(Framework::megatron_2021, m, c,
                 plan("tp=8,pp=1,dp=8,gbs=128,recompute=full,attn=unfused,grad_reduce_bf16=1"))
             ->find("reduced fp32 gradients") != std::string::npos);
+  // The fused loss: Megatron-LM's native one everywhere Megatron-LM runs; Transformer Engine's
+  // refused at the pinned version (validate_args); the others have no flag for either.
+  const Plan native = plan("tp=8,pp=1,dp=8,gbs=128,loss_fusion=native");
+  CHECK(!why_not(Framework::megatron, m, c, native));
+  CHECK(why_not(Framework::megatron, m, c, plan("tp=8,pp=1,dp=8,gbs=128,loss_fusion=te"))
+            ->find("disabled due to stability issues") != std::string::npos);
+  for (Framework f : {Framework::deepspeed, Framework::torchtitan})
+    CHECK(why_not(f, m, c, native)->find("--cross-entropy-loss-fusion") != std::string::npos);
+  CHECK(why_not(Framework::megatron_2021, m, c,
+                plan("tp=8,pp=1,dp=8,gbs=128,recompute=full,attn=unfused,loss_fusion=native"))
+            ->find("ran the unfused loss") != std::string::npos);
   // The reason is built only when asked for; the answer is the same.
   for (Framework f : kFrameworks)  // torchtitan runs FSDP2 (zero=3) with a pipeline
     CHECK(refuses(f, m, c, plan("tp=8,pp=2,dp=4,gbs=128,zero=3"), nullptr) ==

@@ -329,6 +329,21 @@ TEST_CASE("the loss's logits: Megatron's in place, torchtitan's fp32 copies, who
     // accumulator of the (TP-replicated) hidden states and their 16-bit chunk copies.
     CHECK(logits_bytes(m, p, LossKernel::chunked_fp32) ==
           doctest::Approx(head + (4 * copies + 2) * sbv / tp / 8 + (4 + 2) * sbh));
+    // The fused kernels: Megatron-Core's native one keeps the unfused one's tensors; Transformer
+    // Engine's writes the gradient over the 16-bit logits and keeps nothing else.
+    p.loss_fusion = LossFusion::native;
+    CHECK(logits_bytes(m, p) == doctest::Approx(head + (4 + 2) * sbv / tp));
+    p.loss_fusion = LossFusion::te;
+    CHECK(logits_bytes(m, p) == doctest::Approx(head + 2 * sbv / tp));
+  }
+  // Both fused kernels take bf16 logits: fp16 and tf32 plans refuse them.
+  for (Dtype d : {Dtype::fp16, Dtype::tf32}) {
+    Plan p;
+    p.tp = 8, p.dp = 8, p.mbs = 1, p.gbs = 64, p.dtype = d, p.loss_fusion = LossFusion::native;
+    EstimateOptions o;
+    o.memory_limit_bytes = 1e15;
+    CHECK(estimate(m, fixtures::cluster("dgx-h100-80gb"), p, o).rejection ==
+          Rejection::dtype_unsupported);
   }
   // The torchtitan stack prices the chunked loss its recipes run, Megatron's its own.
   const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");

@@ -70,7 +70,20 @@ inline constexpr double kOverlapComputeSlowdown = 0.189;
 /// `chunked_fp32`: the same a chunk at a time, as torchtitan's Llama 3 recipes run it at b5bcd76c
 /// (ChunkedLossWrapper, num_chunks 8: each chunk's output GEMM, loss and backward in turn), plus
 /// an fp32 gradient accumulator of the hidden states and their chunk copies, TP-replicated.
-enum class LossKernel { vocab_parallel_in_place, pytorch_fp32, chunked_fp32 };
+/// `fused_native`: Megatron-Core's vocab-parallel cross entropy in fused functions
+/// (--cross-entropy-loss-fusion --cross-entropy-fusion-impl native; core/fusions/
+/// fused_cross_entropy.py at d98e8a64): the same tensors, fewer passes. `te_triton`: Transformer
+/// Engine's Triton kernels (--cross-entropy-fusion-impl te; pytorch/triton/cross_entropy.py
+/// before 01bbe3eea, 2026-07-09, the versions the 2025-26 containers pin): an online-softmax
+/// pass, then the loss and the gradient written over the 16-bit logits in place; no fp32 copy.
+/// A plan picks the last two with its loss_fusion knob (loss_kernel in cost/memory.h).
+enum class LossKernel {
+  vocab_parallel_in_place,
+  pytorch_fp32,
+  chunked_fp32,
+  fused_native,
+  te_triton
+};
 
 /// The execution choices a training stack makes: they belong to the framework (framework.h gives
 /// each version's defaults) and to the plan's execution knobs, not to the hardware.

@@ -41,6 +41,7 @@ enum class KnobId {
   grad_compression,
   zeropp,
   grad_reduce_bf16,
+  loss_fusion,
   offload_activations,
   offload_optimizer,  // the offload knobs last: the search's odometer turns them fastest
   offload_params,

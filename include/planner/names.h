@@ -58,7 +58,11 @@ inline constexpr std::array<EnumName<GradCompression>, 4> kCompressionNames = {
      {GradCompression::zero_one_adam, "zero_one_adam"},
      {GradCompression::onebit_lamb, "onebit_lamb"}}};
 
+inline constexpr std::array<EnumName<LossFusion>, 3> kLossFusionNames = {
+    {{LossFusion::none, "none"}, {LossFusion::native, "native"}, {LossFusion::te, "te"}}};
+
 constexpr const auto& names_of(Dtype) { return kDtypeNames; }
+constexpr const auto& names_of(LossFusion) { return kLossFusionNames; }
 constexpr const auto& names_of(Dispatcher) { return kDispatcherNames; }
 constexpr const auto& names_of(GradCompression) { return kCompressionNames; }
 constexpr const auto& names_of(OffloadDevice) { return kOffloadNames; }

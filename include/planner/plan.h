@@ -41,6 +41,14 @@ enum class OffloadDevice { none, cpu, nvme };
 /// 0/1 Adam and 1-bit LAMB, which after an uncompressed warm-up of freeze_step steps all-reduce
 /// the momentum as 1-bit signs with error feedback (Tang et al. 2021, arXiv 2102.02888).
 enum class GradCompression { none, onebit_adam, zero_one_adam, onebit_lamb };
+/// The language-model loss kernel Megatron-Core runs (--cross-entropy-loss-fusion with
+/// --cross-entropy-fusion-impl): `none`, the unfused vocab-parallel cross entropy; `native`, the
+/// same steps in TorchScript/nvFuser-fused functions (core/fusions/fused_cross_entropy.py at
+/// d98e8a64); `te`, Transformer Engine's Triton kernels (pytorch/triton/cross_entropy.py), which
+/// Megatron-Bridge's performance recipes run (cross_entropy_fusion_impl = "te") and Megatron-LM
+/// at d98e8a64 refuses ("disabled due to stability issues", arguments.py).
+enum class LossFusion { none, native, te };
+
 /// A mixture-of-experts layer's token dispatcher (Megatron-Core --moe-token-dispatcher-type):
 /// `alltoall`, NCCL's all-to-all of every token copy; `flex` with DeepEP's kernels, which send a
 /// token once to each node that holds any of its experts and forward it there over NVLink
@@ -116,6 +124,8 @@ struct Plan {
   /// rank's gradients (all of them at zero=0, its shard otherwise: MemoryBreakdown::step_grads).
   /// bf16 and fp8 plans only.
   bool grad_reduce_bf16 = false;
+  /// The loss kernel (LossFusion); none: the framework's own loss.
+  LossFusion loss_fusion = LossFusion::none;
   /// Decoder layers whose stored activations go to host memory after their forward and come back
   /// before their backward (Megatron-Core's layer-level CPU offloading through Transformer
   /// Engine, --cpu-offloading-num-layers; activations only, its weights default off).

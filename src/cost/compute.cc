@@ -57,6 +57,16 @@ constexpr int kElementwiseKernelsBesideNorms = 4;
 /// backward scales the softmax and casts back (read 4, write 4, write 2): 10 bytes.
 constexpr double kCrossEntropyFwdBytes = 30;
 constexpr double kCrossEntropyBwdBytes = 10;
+/// Megatron-Core's native fused loss (core/fusions/fused_cross_entropy.py at d98e8a64): the cast
+/// and max in one pass (read 2, write 4), subtract, exp and sum in one (read 4, write 4), the
+/// normalisation in one (read 4, write 4): 22 bytes; its backward as the unfused one's.
+constexpr double kFusedCrossEntropyFwdBytes = 22;
+/// Transformer Engine's Triton loss (pytorch/triton/cross_entropy.py before 01bbe3eea): the
+/// online-softmax pass reads the 16-bit logits (2), the loss pass reads them again and writes
+/// the gradient over them (2 + 2): 6 bytes; the backward scales it by the per-token loss
+/// gradient in place (element_mul_kernel, read 2, write 2): 4 bytes.
+constexpr double kTeCrossEntropyFwdBytes = 6;
+constexpr double kTeCrossEntropyBwdBytes = 4;
 /// Embedding backward: read the gradient (2 B), read-modify-write the fp32 table row (8 B).
 constexpr double kEmbeddingBwdBytesPerElement = 10;
 /// Mixed-precision Adam per parameter: fp32 master, m and v each read and written (24 B), fp32
@@ -385,10 +395,15 @@ HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const Laye
   HeadCompute h;
   h.embed_fwd_s = tokens * m.hidden * 4.0 / bw + gpu.gemm.launch_s;
   h.embed_bwd_s = tokens * m.hidden * kEmbeddingBwdBytesPerElement / bw + gpu.gemm.launch_s;
-  h.logits_fwd_s = gemm_time_s(gpu, dt, logits.fwd) + logit_elems * kCrossEntropyFwdBytes / bw;
+  const bool te = cfg.loss == LossKernel::te_triton;
+  const double loss_fwd_bytes = te                                     ? kTeCrossEntropyFwdBytes
+                                : cfg.loss == LossKernel::fused_native ? kFusedCrossEntropyFwdBytes
+                                                                       : kCrossEntropyFwdBytes;
+  const double loss_bwd_bytes = te ? kTeCrossEntropyBwdBytes : kCrossEntropyBwdBytes;
+  h.logits_fwd_s = gemm_time_s(gpu, dt, logits.fwd) + logit_elems * loss_fwd_bytes / bw;
   h.logits_bwd_weight_s = gemm_time_s(gpu, dt, logits.bwd_weight);
   h.logits_bwd_s = gemm_time_s(gpu, dt, logits.bwd_data) + h.logits_bwd_weight_s +
-                   logit_elems * kCrossEntropyBwdBytes / bw;
+                   logit_elems * loss_bwd_bytes / bw;
   if (m.mtp_layers > 0) {
     // eh_proj in the layers' precision (Transformer Engine's linear inside the MTP module's fp8
     // context), on every token of the sequence after its input all-gather; the norms (enorm,

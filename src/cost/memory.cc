@@ -22,7 +22,8 @@ double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, b
   return activation_bytes_per_layer(m.decoder_shape(), mbs, tp, cp, sp, r, attn, dtype);
 }
 
-double logits_bytes(const ModelSpec& m, const Plan& p, LossKernel loss) {
+double logits_bytes(const ModelSpec& m, const Plan& p, LossKernel stack_loss) {
+  const LossKernel loss = loss_kernel(stack_loss, p.loss_fusion);
   const double e = activation_element_bytes(p.dtype);
   const double s = double(m.seq_len) / p.cp, sbh = s * p.mbs * m.hidden;
   const double sbv = s * p.mbs * double(m.vocab) / p.tp;
@@ -30,6 +31,7 @@ double logits_bytes(const ModelSpec& m, const Plan& p, LossKernel loss) {
   if (loss == LossKernel::pytorch_fp32) return 2.0 * e * sbh / p.tp + 4.0 * copies * sbv;
   if (loss == LossKernel::chunked_fp32)
     return 2.0 * e * sbh / p.tp + (4.0 * copies + e) * sbv / kLossChunks + (4.0 + e) * sbh;
+  if (loss == LossKernel::te_triton) return 2.0 * e * sbh / p.tp + e * sbv;
   const double cast = e < 4.0 ? e : 0.0;  // the GEMM's own output, when it is not fp32 already
   return 2.0 * e * sbh / p.tp + (4.0 + cast) * sbv;
 }

@@ -278,7 +278,8 @@ CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                         p.ep,
                         p.etp,
                         p.capacity_factor,
-                        p.pad_to_capacity.value_or(false)};
+                        p.pad_to_capacity.value_or(false),
+                        loss_kernel(c.software.loss, p.loss_fusion)};
   CellCosts cell;
   for (const LayerShape& l : layout.shapes)
     cell.shape.push_back(shape_cell(l, c, p, layer_compute(l, c, cfg), attn));

@@ -208,6 +208,10 @@ ArgGroup precision_group(const ClusterProfile& c, const Plan& p) {
       g.notes.push_back("tf32: fp32 training with TF32 GEMMs (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE)");
       break;
   }
+  if (p.loss_fusion == LossFusion::native) {  // te: refused at the pinned version (framework.cc)
+    g.args.push_back({"--cross-entropy-loss-fusion", "", "the plan's loss_fusion=native"});
+    g.args.push_back({"--cross-entropy-fusion-impl", "native", ""});
+  }
   if (p.grad_reduce_bf16 && p.zero <= 1)  // Megatron FSDP: --megatron-fsdp-main-grads-dtype
     g.args.push_back({"--grad-reduce-in-bf16", "",
                       "the plan's grad_reduce_bf16=1: bf16 gradient buffers and reduction"});

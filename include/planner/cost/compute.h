@@ -116,6 +116,7 @@ struct LayerConfig {
   int ep = 1, etp = 1;  ///< expert parallelism (a block with experts)
   double capacity = 0;  ///< the experts' capacity factor (0: dropless)
   bool pad = false;     ///< padded to capacity
+  LossKernel loss = LossKernel::vocab_parallel_in_place;  ///< the output layer's loss
 };
 
 /// A mixture-of-experts layer's token permutation before the dispatch all-to-all and its inverse

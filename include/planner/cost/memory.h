@@ -93,8 +93,17 @@ double activation_bytes_per_layer(const ModelSpec& m, int mbs, int tp, int cp, b
 /// (chunked_fp32): those and the chunk's 16-bit logits for one of kLossChunks chunks, plus the
 /// fp32 gradient accumulator of the hidden states and their 16-bit chunk copies (TP-replicated:
 /// 4sbh + 2sbh).
+/// Fused kernels (the plan's loss_fusion): fused_native holds what vocab_parallel_in_place holds;
+/// te_triton only the 16-bit logits, which its gradient overwrites.
 double logits_bytes(const ModelSpec& m, const Plan& p,
                     LossKernel loss = LossKernel::vocab_parallel_in_place);
+
+/// The loss kernel a plan runs: its loss_fusion's, else the stack's own.
+inline LossKernel loss_kernel(LossKernel stack, LossFusion f) {
+  return f == LossFusion::native ? LossKernel::fused_native
+         : f == LossFusion::te   ? LossKernel::te_triton
+                                 : stack;
+}
 /// torchtitan's loss backward at its peak, in fp32 logit-sized tensors (train.py at 9dec370,
 /// components/loss.py at b5bcd76c): without TP PyTorch's cross entropy holds the saved
 /// log-probabilities, the NLL's gradient and log_softmax's input gradient (3); with TP the
