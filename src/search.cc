@@ -525,8 +525,9 @@ class Searcher {
   /// The cell's block and head costs (cell_costs), computed once the first plan needs them: cells
   /// whose GPU counts none of the pp values fit cost only their enumeration.
   void layer_costs(const Plan& p) {
-    const ExpertKey key{p.ep, p.etp, p.dispatcher, p.capacity_factor,
-                        p.pad_to_capacity.value_or(false)};
+    const ExpertKey key{
+        p.ep,         p.etp, p.dispatcher, p.capacity_factor, p.pad_to_capacity.value_or(false),
+        p.loss_fusion};
     if (computed_ && key == cell_key_) return;
     // The expert knobs turn inside the cell: each combination's costs are kept until it ends.
     for (auto& [k, costs] : expert_cells_)
@@ -560,16 +561,17 @@ class Searcher {
   std::array<long long, kNumRejections> far_vpp_counted_{};
   bool far_vpp_known_ = false;
   bool vpps_ascending_ = false;  ///< the vpp list, as the list options give it
-  /// The expert knobs a cell's block costs depend on, those the current costs are for, and the
-  /// costs of the cell's other combinations so far.
+  /// The inner knobs a cell's costs depend on (the expert knobs' blocks, the loss kernel's head),
+  /// those the current costs are for, and the costs of the cell's other combinations so far.
   struct ExpertKey {
     int ep = 1, etp = 1;
     Dispatcher dispatcher = Dispatcher::alltoall;
     double capacity = 0;
     bool pad = false;
+    LossFusion loss = LossFusion::none;
     bool operator==(const ExpertKey& o) const {
       return ep == o.ep && etp == o.etp && dispatcher == o.dispatcher && capacity == o.capacity &&
-             pad == o.pad;
+             pad == o.pad && loss == o.loss;
     }
   };
   ExpertKey cell_key_;

@@ -239,3 +239,23 @@ TEST_CASE("default micro-batch sizes: every divisor of the local batch up to 64,
   k.mbs_divisors_only = false;
   CHECK(search(gpt175(), a100(), k, o).rejections[int(Rejection::batch_not_divisible)] > 0);
 }
+
+TEST_CASE("the loss kernel is part of a cell's costs: each value ranked on its own head time") {
+  // Llama 3 8B on 8 GPUs, fp8, one layout: only loss_fusion varies, in either order; the fused
+  // loss moves fewer bytes a logit, so it ranks first whichever value the cell met first.
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-8b.yaml");
+  for (const std::vector<int>& losses : {std::vector<int>{int(LossFusion::native), kUnset},
+                                         std::vector<int>{kUnset, int(LossFusion::native)}}) {
+    KnobSpace k = default_knobs(m, a100(), 8);
+    k[KnobId::tp] = {1}, k[KnobId::pp] = {1}, k[KnobId::mbs] = {1}, k[KnobId::zero] = {1};
+    k[KnobId::recompute] = {int(Recompute::full)}, k[KnobId::sp] = {0};
+    k[KnobId::loss_fusion] = losses;
+    SearchOptions o;
+    o.gpus = {8}, o.global_batch = 64, o.top_k = 2, o.simulate_candidates = 0;
+    const SearchResult r = search(m, a100(), k, o);
+    REQUIRE(r.top.size() == 2);
+    CHECK(r.top[0].plan.loss_fusion == LossFusion::native);
+    CHECK(r.top[1].plan.loss_fusion == LossFusion::none);
+    CHECK(r.top[0].iteration_time_s < r.top[1].iteration_time_s);
+  }
+}
