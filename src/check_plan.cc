@@ -358,10 +358,11 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   // bf16 logits.
   if (p.loss_fusion != LossFusion::none && !bf16_gradients_possible(p.dtype))
     return fail(Rejection::dtype_unsupported, reason, [&] {
-      return fmt(
-          "loss_fusion={} runs on bf16 logits (the native kernel casts its gradient to bf16), for "
-          "dtype=bf16, fp8 or mxfp8; dtype={} takes loss_fusion=none",
-          name_of(p.loss_fusion), to_string(p.dtype));
+      return fmt("loss_fusion={} {}, for dtype=bf16, fp8 or mxfp8; dtype={} takes loss_fusion=none",
+                 name_of(p.loss_fusion),
+                 p.loss_fusion == LossFusion::native ? "casts the logits' gradient to bf16"
+                                                     : "is modelled on 16-bit bf16 logits",
+                 to_string(p.dtype));
     });
   // TransformerConfig.__post_init__ at d98e8a64: "CPU offloading can be done only for layers less
   // than num_layers".

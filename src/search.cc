@@ -339,7 +339,7 @@ class Searcher {
   /// Every plan of one (GPU count, tp, cp, mbs, sp) cell: each pp, then the inner knobs.
   void cell(int gpus, int tp, int cp, int mbs, int sp) {
     computed_ = false;
-    expert_cells_.clear();
+    inner_cells_.clear();
     for (size_t ip = 0; ip < k_[KnobId::pp].size(); ++ip) {
       Plan p;
       p.tp = tp, p.cp = cp, p.pp = k_[KnobId::pp][ip], p.mbs = mbs, p.sp = sp != 0;
@@ -525,19 +525,20 @@ class Searcher {
   /// The cell's block and head costs (cell_costs), computed once the first plan needs them: cells
   /// whose GPU counts none of the pp values fit cost only their enumeration.
   void layer_costs(const Plan& p) {
-    const ExpertKey key{
+    const InnerKey key{
         p.ep,         p.etp, p.dispatcher, p.capacity_factor, p.pad_to_capacity.value_or(false),
         p.loss_fusion};
     if (computed_ && key == cell_key_) return;
-    // The expert knobs turn inside the cell: each combination's costs are kept until it ends.
-    for (auto& [k, costs] : expert_cells_)
+    // The expert and loss knobs turn inside the cell: each combination's costs are kept until it
+    // ends.
+    for (auto& [k, costs] : inner_cells_)
       if (k == key) {
         std::swap(cache_.cell, costs);
         std::swap(cell_key_, k);
         computed_ = true;
         return;
       }
-    if (computed_) expert_cells_.push_back({cell_key_, std::move(cache_.cell)});
+    if (computed_) inner_cells_.push_back({cell_key_, std::move(cache_.cell)});
     computed_ = true, cell_key_ = key;
     cache_.cell = cell_costs(m_, c_, p, cache_.layout);
   }
@@ -563,19 +564,19 @@ class Searcher {
   bool vpps_ascending_ = false;  ///< the vpp list, as the list options give it
   /// The inner knobs a cell's costs depend on (the expert knobs' blocks, the loss kernel's head),
   /// those the current costs are for, and the costs of the cell's other combinations so far.
-  struct ExpertKey {
+  struct InnerKey {
     int ep = 1, etp = 1;
     Dispatcher dispatcher = Dispatcher::alltoall;
     double capacity = 0;
     bool pad = false;
     LossFusion loss = LossFusion::none;
-    bool operator==(const ExpertKey& o) const {
+    bool operator==(const InnerKey& o) const {
       return ep == o.ep && etp == o.etp && dispatcher == o.dispatcher && capacity == o.capacity &&
              pad == o.pad && loss == o.loss;
     }
   };
-  ExpertKey cell_key_;
-  std::vector<std::pair<ExpertKey, CellCosts>> expert_cells_;
+  InnerKey cell_key_;
+  std::vector<std::pair<InnerKey, CellCosts>> inner_cells_;
   /// The current run of offload values: how its plan without offload fared.
   Rejection twin_ = Rejection::none;
   bool twin_known_ = false;
