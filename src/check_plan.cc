@@ -364,6 +364,13 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                                                      : "is modelled on 16-bit bf16 logits",
                  to_string(p.dtype));
     });
+  // --fp8-recipe picks the scaling of Transformer Engine's per-tensor FP8; mxfp8 is a recipe of
+  // its own (mxfp8), and 16-bit or tf32 plans run no FP8.
+  if (p.fp8_recipe != Fp8Recipe::delayed && p.dtype != Dtype::fp8)
+    return fail(Rejection::dtype_unsupported, reason, [&] {
+      return fmt("fp8_recipe={} scales dtype=fp8's tensors; dtype={} takes no fp8_recipe",
+                 name_of(p.fp8_recipe), to_string(p.dtype));
+    });
   // TransformerConfig.__post_init__ at d98e8a64: "CPU offloading can be done only for layers less
   // than num_layers".
   if (p.offload_activation_layers >= m.layers && p.offload_activation_layers > 0)

@@ -379,6 +379,14 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
 /// torchtitan at b5bcd76c (configs/frameworks/torchtitan-config-fields.txt; the files named are
 /// under torchtitan/ at that commit).
 bool refuses_torchtitan(const Plan& p, std::string* reason) {
+  // Its float8 linears are torchao's under torch.compile (Float8LinearConverter), not Transformer
+  // Engine's recipes.
+  if (p.fp8_recipe != Fp8Recipe::delayed)
+    return no(reason, [] {
+      return std::string(
+          "fp8_recipe is Megatron-LM's --fp8-recipe (Transformer Engine's scaling); torchtitan's "
+          "float8 linears are torchao's; use --framework megatron");
+    });
   // Its loss is its own (SoftwareStack::loss, chunked_fp32), chosen by its recipes, not a flag.
   if (p.loss_fusion != LossFusion::none)
     return no(reason, [] {

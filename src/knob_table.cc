@@ -263,6 +263,15 @@ std::array<KnobDef, kNumKnobs> make_table() {
          return p.loss_fusion == LossFusion::none ? kUnset : int(p.loss_fusion);
        },
        [](Plan& p, int v) { p.loss_fusion = v == kUnset ? LossFusion::none : LossFusion(v); }},
+      {K::fp8_recipe, "fp8_recipe",
+       "the FP8 scaling of a dtype=fp8 plan: delayed (Megatron-LM's default) or tensorwise "
+       "(per-tensor current scaling, --fp8-recipe tensorwise, as Megatron-Bridge's H100 FP8 "
+       "recipes run), default delayed",
+       words_of<Fp8Recipe>(), 0, 0, true, true, "fp8r", -10,
+       [](const Plan& p) {
+         return p.fp8_recipe == Fp8Recipe::delayed ? kUnset : int(p.fp8_recipe);
+       },
+       [](Plan& p, int v) { p.fp8_recipe = v == kUnset ? Fp8Recipe::delayed : Fp8Recipe(v); }},
       {K::offload_activations,
        "offload_activations",
        "decoder layers whose activations go to host memory (Megatron-LM's "

@@ -525,9 +525,13 @@ class Searcher {
   /// The cell's block and head costs (cell_costs), computed once the first plan needs them: cells
   /// whose GPU counts none of the pp values fit cost only their enumeration.
   void layer_costs(const Plan& p) {
-    const InnerKey key{
-        p.ep,         p.etp, p.dispatcher, p.capacity_factor, p.pad_to_capacity.value_or(false),
-        p.loss_fusion};
+    const InnerKey key{p.ep,
+                       p.etp,
+                       p.dispatcher,
+                       p.capacity_factor,
+                       p.pad_to_capacity.value_or(false),
+                       p.loss_fusion,
+                       p.fp8_recipe};
     if (computed_ && key == cell_key_) return;
     // The expert and loss knobs turn inside the cell: each combination's costs are kept until it
     // ends.
@@ -570,9 +574,10 @@ class Searcher {
     double capacity = 0;
     bool pad = false;
     LossFusion loss = LossFusion::none;
+    Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
     bool operator==(const InnerKey& o) const {
       return ep == o.ep && etp == o.etp && dispatcher == o.dispatcher && capacity == o.capacity &&
-             pad == o.pad && loss == o.loss;
+             pad == o.pad && loss == o.loss && fp8_recipe == o.fp8_recipe;
     }
   };
   InnerKey cell_key_;

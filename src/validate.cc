@@ -90,6 +90,7 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   w.config = {p.tp, p.cp, p.mbs, p.sp, p.dtype, attention_of(p, c)};
   w.config.ep = p.ep, w.config.etp = p.etp, w.config.capacity = p.capacity_factor;
   w.config.pad = p.pad_to_capacity.value_or(false);
+  w.config.fp8_recipe = p.fp8_recipe;
   w.stage = e.critical_stage;
   w.stage_layers = e.partition[size_t(w.stage)];
   w.layers = layers > 0 ? layers : w.stage_layers;
@@ -97,7 +98,9 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   // without the training-sustained factor that whole iterations carry.
   std::vector<Kernel> all = layer_kernels(w.shape, c, w.config);
   // The runner has no FP8 cast-transpose kernel: an fp8 workload leaves them out (README).
-  std::erase_if(all, [](const Kernel& k) { return std::string_view(k.name) == "fp8_cast"; });
+  std::erase_if(all, [](const Kernel& k) {
+    return std::string_view(k.name) == "fp8_cast" || std::string_view(k.name) == "fp8_transpose";
+  });
   for (Kernel& k : all) k.time_s *= c.gpu.sustained_efficiency;
   for (const Kernel& k : all)
     if (k.pass == Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);

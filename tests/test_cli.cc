@@ -83,7 +83,7 @@ TEST_CASE("suggest --format csv has a header and K rows") {
             "rank,tp,pp,dp,cp,ep,etp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,order,dtype,attn,"
             "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,ep_comm_overlap,"
             "dispatcher,capacity_factor,pad_to_capacity,grad_compression,zeropp,grad_reduce_bf16,"
-            "loss_fusion,offload_activations,"
+            "loss_fusion,fp8_recipe,offload_activations,"
             "offload_optimizer,offload_params,offload_pct,iteration_time_s,",
             0) == 0);
 }

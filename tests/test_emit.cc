@@ -948,6 +948,22 @@ TEST_CASE("loss_fusion=native is Megatron-LM's --cross-entropy-loss-fusion, impl
                        doctest::Contains("disabled due to stability issues"), InputError);
 }
 
+TEST_CASE("fp8_recipe=tensorwise is Megatron-LM's --fp8-recipe tensorwise; delayed its default") {
+  const std::string base = "tp=2,pp=1,dp=4,mbs=1,gbs=128,zero=1,sp=1,recompute=full,dtype=fp8";
+  auto script = [&](const std::string& plan) {
+    return emitted_file(
+        {"fp8-recipe", "configs/models/llama3-8b.yaml", kH100, plan, emit::Framework::megatron},
+        "megatron_torchrun.sh");
+  };
+  const std::string current = script(base + ",fp8_recipe=tensorwise"), delayed = script(base);
+  CHECK(current.find("--fp8-recipe tensorwise") != std::string::npos);
+  CHECK(delayed.find("--fp8-recipe") == std::string::npos);
+  CHECK(delayed.find("--fp8-format hybrid") != std::string::npos);
+  CHECK_THROWS_WITH_AS(emitted({"fp8-recipe", "configs/models/llama3-8b.yaml", kH100,
+                                base + ",fp8_recipe=tensorwise", emit::Framework::torchtitan}),
+                       doctest::Contains("torchao"), InputError);
+}
+
 TEST_CASE("torchtitan's FSDP2 reshard policy as priced: always without a pipeline, never with") {
   auto recipe = [&](const std::string& plan) {
     return emitted_file(

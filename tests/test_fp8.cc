@@ -49,22 +49,72 @@ TEST_CASE("fp8: attention and the output layer stay bf16; each linear casts in a
   const HeadCompute hb = head_compute(m, h100(), bf16), hf = head_compute(m, h100(), fp8);
   CHECK(hf.logits_fwd_s == doctest::Approx(hb.logits_fwd_s));
   CHECK(hf.logits_bwd_s == doctest::Approx(hb.logits_bwd_s));
-  // Cast-transposes: none under bf16; under fp8 one per linear and pass, 4 bytes an element of
-  // the input (this rank's shard before the sequence-parallel gather for qkv and fc1) forward,
-  // of the output gradient backward.
+  // Delayed scaling (the default): the norms feeding QKV and fc1 write FP8 and leave only the
+  // transpose (2 bytes an element of this rank's shard, before the sequence-parallel gather);
+  // the projection's and fc2's inputs and every output gradient take a cast-transpose, 4 bytes an
+  // element. Nothing of the kind under bf16.
+  auto bytes = [](const std::vector<Kernel>& ks, const char* name, Pass p) {
+    double b = 0;
+    for (const Kernel& k : ks)
+      if (std::string(k.name) == name && k.pass == p) b += k.bytes;
+    return b;
+  };
   int casts = 0;
-  double fwd_bytes = 0, bwd_bytes = 0;
-  for (const Kernel& k : kb) CHECK(std::string(k.name) != "fp8_cast");
-  for (const Kernel& k : kf)
-    if (std::string(k.name) == "fp8_cast") {
-      ++casts;
-      (k.pass == Pass::forward ? fwd_bytes : bwd_bytes) += k.bytes;
-    }
-  CHECK(casts == 8);
+  for (const Kernel& k : kb)
+    CHECK((std::string(k.name) != "fp8_cast" && std::string(k.name) != "fp8_transpose"));
+  for (const Kernel& k : kf) casts += std::string(k.name) == "fp8_cast";
+  CHECK(casts == 6);
   const double t = 4, s = m.seq_len, h = m.hidden, f = m.ffn, d = m.head_dim();
   const double qkv = (m.heads + 2.0 * m.kv_heads) * d / t, q = m.heads * d / t;
-  CHECK(fwd_bytes == doctest::Approx(kFp8CastTransposeBytes * s * (h / t + q + h / t + f / t)));
-  CHECK(bwd_bytes == doctest::Approx(kFp8CastTransposeBytes * s * (qkv + h + 2 * f / t + h)));
+  const double fwd_norm_fed = s * (h / t + h / t), fwd_other = s * (q + f / t);
+  const double bwd = s * (qkv + h + 2 * f / t + h);
+  CHECK(bytes(kf, "fp8_transpose", Pass::forward) ==
+        doctest::Approx(kFp8TransposeBytes * fwd_norm_fed));
+  CHECK(bytes(kf, "fp8_cast", Pass::forward) ==
+        doctest::Approx(kFp8CastTransposeBytes * fwd_other));
+  CHECK(bytes(kf, "fp8_cast", Pass::backward_data) ==
+        doctest::Approx(kFp8CastTransposeBytes * bwd));
+  // ... and the two norms write 1 byte an element fewer than under bf16.
+  CHECK(bytes(kb, "norm_residual", Pass::forward) - bytes(kf, "norm_residual", Pass::forward) ==
+        doctest::Approx(kFp8NormFusedSavedBytes * fwd_norm_fed));
+  // Current scaling (tensorwise): the norms write 16 bits with the amax and the cast follows;
+  // every other tensor is read once more for its amax first.
+  LayerConfig cs = fp8;
+  cs.fp8_recipe = Fp8Recipe::tensorwise;
+  const std::vector<Kernel> kc = layer_kernels(l, h100(), cs);
+  CHECK(bytes(kc, "fp8_transpose", Pass::forward) == 0);
+  CHECK(bytes(kc, "fp8_cast", Pass::forward) ==
+        doctest::Approx(kFp8CastTransposeBytes * fwd_norm_fed +
+                        (kFp8AmaxBytes + kFp8CastTransposeBytes) * fwd_other));
+  CHECK(bytes(kc, "fp8_cast", Pass::backward_data) ==
+        doctest::Approx((kFp8AmaxBytes + kFp8CastTransposeBytes) * bwd));
+  CHECK(bytes(kc, "norm_residual", Pass::forward) ==
+        doctest::Approx(bytes(kb, "norm_residual", Pass::forward)));
+}
+
+TEST_CASE("fp8_recipe=tensorwise: the amax all-reduce over TP, the flag, and who takes it") {
+  const ModelSpec& m = fixtures::model("llama3-8b");
+  Plan p = parse_plan("tp=4,pp=1,dp=2,gbs=16,sp=1,zero=1,dtype=fp8", "--plan");
+  Plan cs = p;
+  cs.fp8_recipe = Fp8Recipe::tensorwise;
+  const Estimate a = estimate(m, h100(), p), b = estimate(m, h100(), cs);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  // Slower by the amax passes (compute) and the amax all-reduces (TP communication): QKV's and
+  // fc1's gathered inputs forward, the projection's and fc2's gathered gradients backward.
+  CHECK(b.iteration_time_s > a.iteration_time_s);
+  CHECK(b.breakdown.tp_comm_s > a.breakdown.tp_comm_s);
+  CHECK(b.breakdown.compute_s > a.breakdown.compute_s);
+  CHECK(to_plan_string(cs).find("fp8_recipe=tensorwise") != std::string::npos);
+  CHECK(parse_plan(to_plan_string(cs), "--plan").fp8_recipe == Fp8Recipe::tensorwise);
+  // Only dtype=fp8 takes a recipe.
+  Plan bf = cs;
+  bf.dtype = Dtype::bf16;
+  CHECK_FALSE(estimate(m, h100(), bf).ok());
+  // torchtitan's float8 is torchao's: refused with the reason.
+  std::string why = why_not(Framework::torchtitan, m, h100(), cs).value_or("");
+  CHECK(why.find("fp8_recipe") != std::string::npos);
+  CHECK_FALSE(why_not(Framework::megatron, m, h100(), cs).has_value());
 }
 
 TEST_CASE("fp8: linear inputs are kept in FP8, 1 byte an element; gradients reduce in fp32") {
@@ -119,13 +169,22 @@ TEST_CASE("mxfp8: Blackwell's block-scaled FP8 at its own peak, scales in casts 
   double fp8_bytes = 0, mx_bytes = 0;
   for (const Kernel& k : kf)
     if (std::string(k.name) == "fp8_cast") fp8_bytes += k.bytes;
+  for (const Kernel& k : kf) CHECK(std::string(k.name) != "fp8_transpose");
   for (const Kernel& k : km)
     if (std::string(k.name) == "fp8_cast") mx_bytes += k.bytes;
   CHECK(kMxfp8QuantizeBytes == doctest::Approx(4.0625));
-  // On Blackwell FP8 GEMMs take any layout: per-tensor FP8 writes no transpose (3 bytes).
+  // On Blackwell FP8 GEMMs take any layout: per-tensor FP8 writes no transpose (3 bytes), and
+  // under delayed scaling the norm-fed inputs (QKV's, fc1's) need no kernel at all; MXFP8
+  // quantizes every linear's input and output gradient.
   CHECK(b200.gpu.fp8_any_layout());
   CHECK_FALSE(h100().gpu.fp8_any_layout());
-  CHECK(mx_bytes / fp8_bytes == doctest::Approx(kMxfp8QuantizeBytes / kFp8CastBytesAnyLayout));
+  {
+    const double tp = 4, s = m.seq_len, h = m.hidden, f = m.ffn, d = m.head_dim();
+    const double qkv = (m.heads + 2.0 * m.kv_heads) * d / tp, q = m.heads * d / tp;
+    const double other = s * (q + f / tp) + s * (qkv + h + 2 * f / tp + h);
+    CHECK(fp8_bytes == doctest::Approx(kFp8CastBytesAnyLayout * other));
+    CHECK(mx_bytes == doctest::Approx(kMxfp8QuantizeBytes * (other + s * 2 * h / tp)));
+  }
   // Attention and the LM head stay bf16 (Megatron's --fp8-output-proj is off by default).
   for (Pass p : {Pass::forward, Pass::backward_data})
     CHECK(sum(km, "flash_attention", p) == doctest::Approx(sum(kf, "flash_attention", p)));

@@ -54,14 +54,15 @@ TEST_CASE("every knob round-trips through the plan string, in the table's order"
       k.set(p, v);
       const Plan q = parse_plan(to_plan_string(p), "--plan");
       // split=even is the default split, order=tp-cp-dp-pp the default order, loss_fusion=none
-      // the default loss, no offload and offload_pct=100 the default offload, each left out of
-      // the string as unset.
+      // the default loss, fp8_recipe=delayed the default recipe, no offload and offload_pct=100 the
+      // default offload, each left out of the string as unset.
       const bool even = (k.id == KnobId::split && v == int(PipelineSplit::even)) ||
                         (k.id == KnobId::order && v == int(RankOrder::tp_cp_dp_pp)) ||
                         ((k.id == KnobId::zeropp || k.id == KnobId::grad_reduce_bf16) && v == 0) ||
                         ((k.id == KnobId::ep || k.id == KnobId::etp) && v == 1) ||
                         (k.id == KnobId::dispatcher && v == int(Dispatcher::alltoall)) ||
                         (k.id == KnobId::loss_fusion && v == int(LossFusion::none)) ||
+                        (k.id == KnobId::fp8_recipe && v == int(Fp8Recipe::delayed)) ||
                         ((k.id == KnobId::offload_optimizer || k.id == KnobId::offload_params) &&
                          v == int(OffloadDevice::none)) ||
                         (k.id == KnobId::offload_pct && v == 100) ||

@@ -259,3 +259,27 @@ TEST_CASE("the loss kernel is part of a cell's costs: each value ranked on its o
     CHECK(r.top[0].iteration_time_s < r.top[1].iteration_time_s);
   }
 }
+
+TEST_CASE("the FP8 recipe is part of a cell's costs: each value ranked on its own layer time") {
+  // Llama 3 8B on 8 H100s, fp8, one layout: only fp8_recipe varies, in either order; delayed
+  // scaling moves fewer bytes (no amax passes, the norms write FP8), so it ranks first whichever
+  // value the cell met first.
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-8b.yaml");
+  const ClusterProfile h100 =
+      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  for (const std::vector<int>& recipes : {std::vector<int>{int(Fp8Recipe::tensorwise), kUnset},
+                                          std::vector<int>{kUnset, int(Fp8Recipe::tensorwise)}}) {
+    KnobSpace k = default_knobs(m, h100, 8);
+    k[KnobId::tp] = {2}, k[KnobId::pp] = {1}, k[KnobId::mbs] = {1}, k[KnobId::zero] = {1};
+    k[KnobId::recompute] = {int(Recompute::none)}, k[KnobId::sp] = {1};
+    k[KnobId::fp8_recipe] = recipes;
+    SearchOptions o;
+    o.gpus = {8}, o.global_batch = 64, o.top_k = 2, o.simulate_candidates = 0;
+    o.dtype = Dtype::fp8;
+    const SearchResult r = search(m, h100, k, o);
+    REQUIRE(r.top.size() == 2);
+    CHECK(r.top[0].plan.fp8_recipe == Fp8Recipe::delayed);
+    CHECK(r.top[1].plan.fp8_recipe == Fp8Recipe::tensorwise);
+    CHECK(r.top[0].iteration_time_s < r.top[1].iteration_time_s);
+  }
+}

@@ -42,6 +42,7 @@ enum class KnobId {
   zeropp,
   grad_reduce_bf16,
   loss_fusion,
+  fp8_recipe,
   offload_activations,
   offload_optimizer,  // the offload knobs last: the search's odometer turns them fastest
   offload_params,

@@ -61,7 +61,11 @@ inline constexpr std::array<EnumName<GradCompression>, 4> kCompressionNames = {
 inline constexpr std::array<EnumName<LossFusion>, 3> kLossFusionNames = {
     {{LossFusion::none, "none"}, {LossFusion::native, "native"}, {LossFusion::te, "te"}}};
 
+inline constexpr std::array<EnumName<Fp8Recipe>, 2> kFp8RecipeNames = {
+    {{Fp8Recipe::delayed, "delayed"}, {Fp8Recipe::tensorwise, "tensorwise"}}};
+
 constexpr const auto& names_of(Dtype) { return kDtypeNames; }
+constexpr const auto& names_of(Fp8Recipe) { return kFp8RecipeNames; }
 constexpr const auto& names_of(LossFusion) { return kLossFusionNames; }
 constexpr const auto& names_of(Dispatcher) { return kDispatcherNames; }
 constexpr const auto& names_of(GradCompression) { return kCompressionNames; }

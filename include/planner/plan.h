@@ -48,6 +48,16 @@ enum class GradCompression { none, onebit_adam, zero_one_adam, onebit_lamb };
 /// Megatron-Bridge's performance recipes run (cross_entropy_fusion_impl = "te") and Megatron-LM
 /// at d98e8a64 refuses ("disabled due to stability issues", arguments.py).
 enum class LossFusion { none, native, te };
+/// How Transformer Engine scales an fp8 plan's tensors (Megatron-LM's --fp8-recipe, default
+/// delayed at d98e8a64, transformer_config.py): `delayed`, each tensor's scale from the amax
+/// history of earlier steps (TE's Float8Quantizer: the amax is recorded by the cast itself, and a
+/// norm feeding a linear writes its FP8 output directly, csrc/extensions/normalization.cpp
+/// FULLY_FUSED); `tensorwise`, per-tensor current scaling (Float8CurrentScalingQuantizer,
+/// csrc/quantizer.cpp): the amax of the tensor being cast, read in a pass of its own before the
+/// cast unless the kernel that produced it computed it (a norm's FUSED_NORM_AMAX_FP8), all-reduced
+/// over the TP group where the tensor is then all-gathered (module/linear.py), as
+/// Megatron-Bridge's H100 FP8 recipes run it (compute_dtype fp8_cs). mxfp8 has its own recipe.
+enum class Fp8Recipe { delayed, tensorwise };
 
 /// A mixture-of-experts layer's token dispatcher (Megatron-Core --moe-token-dispatcher-type):
 /// `alltoall`, NCCL's all-to-all of every token copy; `flex` with DeepEP's kernels, which send a
@@ -126,6 +136,8 @@ struct Plan {
   bool grad_reduce_bf16 = false;
   /// The loss kernel (LossFusion); none: the framework's own loss.
   LossFusion loss_fusion = LossFusion::none;
+  /// The FP8 scaling recipe of a dtype=fp8 plan (Fp8Recipe).
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
   /// Decoder layers whose stored activations go to host memory after their forward and come back
   /// before their backward (Megatron-Core's layer-level CPU offloading through Transformer
   /// Engine, --cpu-offloading-num-layers; activations only, its weights default off).

@@ -260,6 +260,11 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     }
     if (m.kind != ModuleKind::norm) continue;
     norm += s.tokens * kNormBytesPerElement * m.in;
+    // Delayed-scaling FP8: a norm feeding a LayerNormLinear writes FP8, not 16 bits.
+    const Module* next = &m + 1;
+    if (cfg.dtype == Dtype::fp8 && cfg.fp8_recipe == Fp8Recipe::delayed && next != bm.end() &&
+        next->kind == ModuleKind::linear && norm_fed(bm, *next))
+      norm -= s.tokens * kFp8NormFusedSavedBytes * m.in;
     ++norms;
   }
   const double act = s.tokens * 2.0 * (s.mlp_up + s.mlp_down_in);  // read input, write output
@@ -301,23 +306,42 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
 
 /// FP8 linears: each one's input cast (forward) and output-gradient cast (backward), on this
 /// rank's elements (a column-parallel input is cast before the sequence-parallel all-gather);
-/// MXFP8 writes both scaled copies with their block scales.
+/// MXFP8 writes both scaled copies with their block scales. Under delayed scaling a norm-fed
+/// input is written as FP8 by its norm and only transposed; under current scaling every tensor
+/// whose amax no norm computed is read once more for it.
 void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerConfig& cfg,
                    std::vector<Kernel>& out) {
   const double bw = c.gpu.hbm_achieved_Bps(), launch = c.gpu.gemm.launch_s;
+  const bool fp8 = cfg.dtype == Dtype::fp8, any_layout = c.gpu.fp8_any_layout();
+  const bool current = fp8 && cfg.fp8_recipe == Fp8Recipe::tensorwise;
   for (const Module& m : bm) {
     if (m.kind != ModuleKind::linear) continue;
     // A routed experts' linear casts every token copy it runs (its groups x tokens rows).
     const double rows = m.tokens > 0 ? m.tokens * m.groups : bm.tokens;
     const double in = (m.column_parallel && cfg.sp ? rows / cfg.tp : rows) * m.in;
     const double grad = rows * m.out;
+    const bool fused = fp8 && norm_fed(bm, m);
     for (auto [pass, elements] : {std::pair{Pass::forward, in}, {Pass::backward_data, grad}}) {
-      const double per = cfg.dtype == Dtype::mxfp8 ? kMxfp8QuantizeBytes
-                         : c.gpu.fp8_any_layout()  ? kFp8CastBytesAnyLayout
-                                                   : kFp8CastTransposeBytes;
-      const double bytes = per * elements;
-      out.push_back(
-          {"fp8_cast", KernelClass::elementwise, pass, {}, bytes, 0, bytes / bw + launch});
+      const double cast = cfg.dtype == Dtype::mxfp8 ? kMxfp8QuantizeBytes
+                          : any_layout              ? kFp8CastBytesAnyLayout
+                                                    : kFp8CastTransposeBytes;
+      const bool from_norm = fused && pass == Pass::forward;
+      if (from_norm && !current) {  // the norm wrote FP8; the transpose is what is left
+        if (any_layout) continue;
+        const double bytes = kFp8TransposeBytes * elements;
+        out.push_back(
+            {"fp8_transpose", KernelClass::elementwise, pass, {}, bytes, 0, bytes / bw + launch});
+        continue;
+      }
+      const bool amax_pass = current && !from_norm;
+      const double bytes = (cast + (amax_pass ? kFp8AmaxBytes : 0.0)) * elements;
+      out.push_back({"fp8_cast",
+                     KernelClass::elementwise,
+                     pass,
+                     {},
+                     bytes,
+                     0,
+                     bytes / bw + (amax_pass ? 2 : 1) * launch});
     }
   }
 }
@@ -330,6 +354,12 @@ LinearIndex linear_index(const char* name) {
 }
 
 }  // namespace
+
+bool norm_fed(const BlockModel& bm, const Module& linear) {
+  if (!(&linear > bm.begin() && &linear < bm.end())) return false;  // the first, or not bm's
+  return (&linear - 1)->kind == ModuleKind::norm && linear.column_parallel &&
+         linear.shard == Module::Shard::tp;
+}
 
 std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
                                   const LayerConfig& cfg) {

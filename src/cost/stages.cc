@@ -103,6 +103,18 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   sc.tp_allgather_s = ag, sc.tp_reduce_scatter_s = rs;
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
   sc.tp_per_pass_s = bm.tp_collectives() * one;
+  if (p.dtype == Dtype::fp8 && p.fp8_recipe == Fp8Recipe::tensorwise && p.sp && p.tp > 1) {
+    // Current scaling: a tensor all-gathered over TP after its cast (a column-parallel input
+    // forward, a row-parallel output gradient backward) is cast with the TP group's amax, one
+    // 4-byte all-reduce before each such cast (Transformer Engine module/linear.py,
+    // set_quantizer_amax_reduction_group; quantizer.cpp waits on it before the cast).
+    const double amax = collective_time_s(c, Collective::allreduce, kFp8AmaxAllreduceBytes, tpg);
+    for (const Module& m : bm) {
+      if (m.kind != ModuleKind::linear || m.shard != Module::Shard::tp) continue;
+      if (m.column_parallel) sc.amax_fwd_s += amax;
+      if (m.tp_collectives > 0) sc.amax_bwd_s += amax;
+    }
+  }
   if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
     // Latent attention exchanges every head's up-projected key (qk_nope + qk_rope) and value.
     const double kv_width = l.mla.any() ? double(l.heads) * (l.mla.qk_head_dim() + l.mla.v_head_dim)
@@ -162,6 +174,7 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
         fwd_tp += beside(rs, g.fwd_s), bwd_tp += beside(ag, g.bwd_data_s);
     }
   }
+  fwd_tp += sc.amax_fwd_s, bwd_tp += sc.amax_bwd_s;
   const double cp_fwd = sc.cp_fwd_s;
   double fwd_ep = sc.ep_per_pass_s, bwd_ep = sc.ep_per_pass_s;
   if (p.ep_comm_overlap.value_or(false)) {
@@ -279,7 +292,8 @@ CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                         p.etp,
                         p.capacity_factor,
                         p.pad_to_capacity.value_or(false),
-                        loss_kernel(c.software.loss, p.loss_fusion)};
+                        loss_kernel(c.software.loss, p.loss_fusion),
+                        p.fp8_recipe};
   CellCosts cell;
   for (const LayerShape& l : layout.shapes)
     cell.shape.push_back(shape_cell(l, c, p, layer_compute(l, c, cfg), attn));

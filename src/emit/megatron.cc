@@ -196,6 +196,8 @@ ArgGroup precision_group(const ClusterProfile& c, const Plan& p) {
     case Dtype::fp8:
       g.args.push_back({"--bf16", "", "bf16 weights and non-GEMM math"});
       g.args.push_back({"--fp8-format", "hybrid", "Transformer Engine FP8 GEMMs"});
+      if (p.fp8_recipe == Fp8Recipe::tensorwise)  // delayed is Megatron-LM's default
+        g.args.push_back({"--fp8-recipe", "tensorwise", "per-tensor current scaling"});
       break;
     case Dtype::mxfp8:
       g.args.push_back({"--bf16", "", "bf16 weights and non-GEMM math"});

@@ -65,9 +65,22 @@ inline constexpr double kFp8GemmRelativeEfficiency = 0.89;
 /// Transformer Engine's FP8 cast-transpose per element of a linear layer's input (forward) and of
 /// its output gradient (backward): read 16 bits, write the FP8 row-wise copy and its FP8
 /// transpose (the weight gradient's operand on Hopper), 1 + 1 bytes; delayed scaling's amax is
-/// fused into it (TE cast_transpose). Current scaling reads the tensor once more for its amax
-/// first (not modelled: Megatron-LM's --fp8-recipe default is delayed).
+/// fused into it (TE cast_transpose). Current scaling's is not (kFp8AmaxBytes).
 inline constexpr double kFp8CastTransposeBytes = 4;
+/// Per-tensor current scaling (Fp8Recipe::tensorwise) reads the 16-bit tensor once for its amax
+/// before the cast (Float8CurrentScalingQuantizer::quantize_impl, csrc/quantizer.cpp:
+/// nvte_compute_amax_with_config, then the cast), unless the norm that wrote it computed the amax
+/// on the way (normalization.cpp FUSED_NORM_AMAX_FP8): 2 bytes an element more.
+inline constexpr double kFp8AmaxBytes = 2;
+/// Under delayed scaling a norm feeding a linear (Transformer Engine's LayerNormLinear: QKV and a
+/// dense fc1 in Megatron-Core's TE layer spec) writes its output as FP8 (normalization.cpp
+/// FULLY_FUSED: 1 byte an element instead of the 16-bit output and its cast), then transposes it
+/// where GEMMs take only TN (rmsnorm_api.cpp, "Compute FP8 transpose if required"): read 1, write
+/// 1.
+inline constexpr double kFp8NormFusedSavedBytes = 1;
+/// The amax a current-scaling cast all-reduces over the TP group: one fp32.
+inline constexpr double kFp8AmaxAllreduceBytes = 4;
+inline constexpr double kFp8TransposeBytes = 2;
 /// The same where FP8 GEMMs take any layout (Gpu::fp8_any_layout): TE's Float8Quantizer makes no
 /// transpose there (csrc/quantizer.cpp: with_transpose = columnwise && !non_tn), read 2, write 1.
 inline constexpr double kFp8CastBytesAnyLayout = 3;
@@ -117,7 +130,13 @@ struct LayerConfig {
   double capacity = 0;  ///< the experts' capacity factor (0: dropless)
   bool pad = false;     ///< padded to capacity
   LossKernel loss = LossKernel::vocab_parallel_in_place;  ///< the output layer's loss
+  Fp8Recipe fp8_recipe = Fp8Recipe::delayed;              ///< a dtype=fp8 layer's scaling
 };
+
+/// Whether a linear's input comes straight from a norm in Transformer Engine's LayerNormLinear
+/// (the module before it a norm, itself column-parallel): QKV, a dense fc1, latent attention's
+/// up-projections.
+bool norm_fed(const BlockModel& bm, const Module& linear);
 
 /// A mixture-of-experts layer's token permutation before the dispatch all-to-all and its inverse
 /// after the combine (Megatron-Core moe_utils permute / unpermute: a gather and a weighted

@@ -74,8 +74,10 @@ struct ShapeCell {
   /// One TP collective's all-gather and reduce-scatter with sequence parallelism (0 without), and
   /// the TP collectives of one pass, none overlapped.
   double tp_allgather_s = 0, tp_reduce_scatter_s = 0, tp_per_pass_s = 0;
-  double cp_fwd_s = 0;        ///< the ring attention exchange's exposed part, per forward
-  double ep_per_pass_s = 0;   ///< the expert dispatcher's collectives per pass (exposed)
+  double cp_fwd_s = 0;       ///< the ring attention exchange's exposed part, per forward
+  double ep_per_pass_s = 0;  ///< the expert dispatcher's collectives per pass (exposed)
+  /// Current-scaling FP8's amax all-reduces over TP in each pass (exposed: each precedes a cast).
+  double amax_fwd_s = 0, amax_bwd_s = 0;
   double expert_params = 0;   ///< as in BlockCost
   double boundary_bytes = 0;  ///< the activation a stage boundary carries
   double params = 0, full_act_bytes = 0, largest_matrix = 0;  ///< as in BlockCost
