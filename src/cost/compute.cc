@@ -52,15 +52,20 @@ constexpr double kBackwardElementwiseFactor = 2;
 /// Element-wise kernels launched per layer in the forward besides the norms (2 residual,
 /// activation, rotary/bias); each norm is one more, and each pays the launch cost.
 constexpr int kElementwiseKernelsBesideNorms = 4;
-/// Vocab-parallel cross-entropy on fp32 logits per element: forward casts to fp32 (read 2, write
-/// 4), max (read 4), subtract (read 4, write 4), exp (read 4, write 4), sum (read 4): 30 bytes;
-/// backward scales the softmax and casts back (read 4, write 4, write 2): 10 bytes.
-constexpr double kCrossEntropyFwdBytes = 30;
-constexpr double kCrossEntropyBwdBytes = 10;
+/// Vocab-parallel cross-entropy on fp32 logits per element (core/tensor_parallel/cross_entropy.py
+/// at d98e8a64, eager PyTorch, one kernel a step): forward casts to fp32 (read 2, write 4), max
+/// (read 4), subtract in place (read 4, write 4), exp in place (read 4, write 4), sum (read 4),
+/// and the normalisation exp_logits.div_ (read 4, write 4): 38 bytes; backward scales the softmax
+/// in place (grad_input.mul_, read 4, write 4), then autograd casts the fp32 gradient back to the
+/// logits' 16 bits (read 4, write 2): 14 bytes.
+constexpr double kCrossEntropyFwdBytes = 38;
+constexpr double kCrossEntropyBwdBytes = 14;
 /// Megatron-Core's native fused loss (core/fusions/fused_cross_entropy.py at d98e8a64): the cast
 /// and max in one pass (read 2, write 4), subtract, exp and sum in one (read 4, write 4), the
-/// normalisation in one (read 4, write 4): 22 bytes; its backward as the unfused one's.
+/// normalisation in one (read 4, write 4): 22 bytes; its backward in one (calculate_gradients:
+/// read the fp32 softmax 4, write the bf16 gradient 2): 6 bytes.
 constexpr double kFusedCrossEntropyFwdBytes = 22;
+constexpr double kFusedCrossEntropyBwdBytes = 6;
 /// Transformer Engine's Triton loss (pytorch/triton/cross_entropy.py before 01bbe3eea): the
 /// online-softmax pass reads the 16-bit logits (2), the loss pass reads them again and writes
 /// the gradient over them (2 + 2): 6 bytes; the backward scales it by the per-token loss
@@ -429,7 +434,9 @@ HeadCompute head_compute(const ModelSpec& m, const ClusterProfile& c, const Laye
   const double loss_fwd_bytes = te                                     ? kTeCrossEntropyFwdBytes
                                 : cfg.loss == LossKernel::fused_native ? kFusedCrossEntropyFwdBytes
                                                                        : kCrossEntropyFwdBytes;
-  const double loss_bwd_bytes = te ? kTeCrossEntropyBwdBytes : kCrossEntropyBwdBytes;
+  const double loss_bwd_bytes = te                                     ? kTeCrossEntropyBwdBytes
+                                : cfg.loss == LossKernel::fused_native ? kFusedCrossEntropyBwdBytes
+                                                                       : kCrossEntropyBwdBytes;
   h.logits_fwd_s = gemm_time_s(gpu, dt, logits.fwd) + logit_elems * loss_fwd_bytes / bw;
   h.logits_bwd_weight_s = gemm_time_s(gpu, dt, logits.bwd_weight);
   h.logits_bwd_s = gemm_time_s(gpu, dt, logits.bwd_data) + h.logits_bwd_weight_s +

@@ -4,7 +4,7 @@
 # model      gpt3-175b  configs/models/gpt3-175b.yaml  sha256:439f2e2bcadadbc7be2cf1ef957613d91cb3bbf673b3b0f7a5e89bf98b94befd
 # cluster    dgx-a100-80gb  hw_profiles/dgx-a100-80gb.yaml  sha256:41cad827eeee057d272e2289b547aad024feae51618ae3bd64f178d6796ddbed
 # world      1024 GPUs = 128 nodes x 8; tp 8 x pp 8 x dp 16 x cp 1; 96 micro-batches of 1 per iteration
-# predicted  iteration 21.9493 s, 143318 tokens/s, 150.6 model TFLOP/s per GPU (MFU 48.3%)
+# predicted  iteration 21.9596 s, 143251 tokens/s, 150.6 model TFLOP/s per GPU (MFU 48.3%)
 # predicted  memory 36.10 GiB per GPU of 80.00 GiB (most loaded pipeline stage)
 #
 # DeepSpeed launcher running Megatron-DeepSpeed's pretrain_gpt.py (tp > 1 or pp > 1)

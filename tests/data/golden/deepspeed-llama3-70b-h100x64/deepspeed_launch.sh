@@ -4,7 +4,7 @@
 # model      llama3-70b  configs/models/llama3-70b.yaml  sha256:9fbe59485d2c0ce9876cbaccd8f2f71b32ce03683e3edbcea6bb049ff8a3a18e
 # cluster    dgx-h100-80gb  hw_profiles/dgx-h100-80gb.yaml  sha256:b142fe79d655dc0274b44f089063fd0cabf3c5881d310eaa283abd1cf0303e33
 # world      64 GPUs = 8 nodes x 8; tp 8 x pp 4 x dp 2 x cp 1; 64 micro-batches of 1 per iteration
-# predicted  iteration 20.8841 s, 50209 tokens/s, 377.7 model TFLOP/s per GPU (MFU 38.2%)
+# predicted  iteration 20.9281 s, 50104 tokens/s, 376.9 model TFLOP/s per GPU (MFU 38.1%)
 # predicted  memory 56.73 GiB per GPU of 79.60 GiB (most loaded pipeline stage)
 #
 # DeepSpeed launcher running Megatron-DeepSpeed's pretrain_gpt.py (tp > 1 or pp > 1)

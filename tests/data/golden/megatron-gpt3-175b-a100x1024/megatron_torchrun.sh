@@ -4,7 +4,7 @@
 # model      gpt3-175b  configs/models/gpt3-175b.yaml  sha256:439f2e2bcadadbc7be2cf1ef957613d91cb3bbf673b3b0f7a5e89bf98b94befd
 # cluster    dgx-a100-80gb  hw_profiles/dgx-a100-80gb.yaml  sha256:41cad827eeee057d272e2289b547aad024feae51618ae3bd64f178d6796ddbed
 # world      1024 GPUs = 128 nodes x 8; tp 8 x pp 8 x dp 16 x cp 1; 96 micro-batches of 1 per iteration
-# predicted  iteration 18.6572 s, 168606 tokens/s, 177.2 model TFLOP/s per GPU (MFU 56.8%)
+# predicted  iteration 18.6674 s, 168514 tokens/s, 177.1 model TFLOP/s per GPU (MFU 56.8%)
 # predicted  memory 33.57 GiB per GPU of 80.00 GiB (most loaded pipeline stage)
 #
 # Megatron-LM's pretrain_gpt.py under torchrun, one torchrun per node.
