@@ -78,9 +78,9 @@ inline constexpr double kFp8AmaxBytes = 2;
 /// where GEMMs take only TN (rmsnorm_api.cpp, "Compute FP8 transpose if required"): read 1, write
 /// 1.
 inline constexpr double kFp8NormFusedSavedBytes = 1;
+inline constexpr double kFp8TransposeBytes = 2;
 /// The amax a current-scaling cast all-reduces over the TP group: one fp32.
 inline constexpr double kFp8AmaxAllreduceBytes = 4;
-inline constexpr double kFp8TransposeBytes = 2;
 /// The same where FP8 GEMMs take any layout (Gpu::fp8_any_layout): TE's Float8Quantizer makes no
 /// transpose there (csrc/quantizer.cpp: with_transpose = columnwise && !non_tn), read 2, write 1.
 inline constexpr double kFp8CastBytesAnyLayout = 3;
