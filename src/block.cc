@@ -110,8 +110,10 @@ void add_latent_attention(const LayerShape& l, const BlockConfig& cfg, BlockMode
         {"q_down", K::linear, kQDown, h, ql, h * ql, same(li * sb * h / o), false, 0, true, 0.0}));
     bm.add(replicated(
         {"q_norm", K::norm, -1, ql / o, 0, ql, same(e * sb * ql / o), false, 0, false, 0.0}));
-    bm.add({"q_up", K::linear, kQUp, ql, H * dqk / t, ql * H * dqk, same(li * sb * ql / o), true, 0,
-            true, 0.0});
+    Module q_up{"q_up", K::linear, kQUp, ql, H * dqk / t, ql * H * dqk, same(li * sb * ql / o),
+                true,   0,         true};
+    q_up.norm_fused = true;  // q_norm inside it
+    bm.add(q_up);
   } else {
     bm.add({"q_up", K::linear, kQUp, h, H * dqk / t, h * H * dqk, same(li * sb * h / o), true, 0,
             true, 0.0});
@@ -121,8 +123,18 @@ void add_latent_attention(const LayerShape& l, const BlockConfig& cfg, BlockMode
                 true, 0.0}));
   bm.add(replicated(
       {"kv_norm", K::norm, -1, kvl / o, 0, kvl, same(e * sb * kvl / o), false, 0, false, 0.0}));
-  bm.add({"kv_up", K::linear, kKvUp, kvl, H * (a.qk_nope_head_dim + dv) / t,
-          kvl * H * (a.qk_nope_head_dim + dv), same(li * sb * kvl / o), true, 0, true, 0.0});
+  Module kv_up{"kv_up",
+               K::linear,
+               kKvUp,
+               kvl,
+               H * (a.qk_nope_head_dim + dv) / t,
+               kvl * H * (a.qk_nope_head_dim + dv),
+               same(li * sb * kvl / o),
+               true,
+               0,
+               true};
+  kv_up.norm_fused = true;  // kv_norm inside it
+  bm.add(kv_up);
   // The core keeps each head's query, key (with the RoPE part) and value, and the softmax
   // statistics (flash) or the scores, softmax and dropout mask.
   const double kept = e * sb * H * (2.0 * dqk + dv) / t;
@@ -198,6 +210,23 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
     m.name = name;
     return m;
   };
+  // A column-parallel linear over the normed layer input (QKV, fc1), `out` wide before TP, its
+  // input kept for the backward; `fused`: its norm runs inside it (Module::norm_fused).
+  auto reads_layer_input = [&](const char* name, int index, double out, bool bias, bool fused) {
+    Module m{name,
+             K::linear,
+             index,
+             h,
+             out / t,
+             h * out + (bias ? out : 0.0),
+             same(li * sbh / o),
+             true,
+             0,
+             true,
+             bias ? out / t : 0.0};
+    m.norm_fused = fused;
+    return m;
+  };
   // Full recompute keeps only the block's input, the first norm's.
   Module norm1 = norm("norm1");
   norm1.stored[static_cast<int>(Recompute::full)] = e * sbh / o;
@@ -205,8 +234,7 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   if (l.mla.any()) {
     add_latent_attention(l, cfg, bm);
   } else {
-    bm.add({"qkv", K::linear, kQkv, h, qkv_out / t, h * qkv_out + (x.qkv_bias ? qkv_out : 0.0),
-            same(li * sbh / o), true, 0, true, x.qkv_bias ? qkv_out / t : 0.0});
+    bm.add(reads_layer_input("qkv", kQkv, qkv_out, x.qkv_bias, true));  // norm1 inside it
     if (x.qk_norm)  // Qwen3: one head_dim-wide RMSNorm over every query head, one over every key
       bm.add({"qk_norm", K::norm, -1, (a + g) * d / t, 0, 2.0 * d, same(e * sb * (a + g) * d / t),
               false, 0, false, 0});
@@ -219,8 +247,8 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   bm.add(norm("norm2"));
   if (l.moe.any()) add_experts(l, cfg, bm);
   if (f > 0) {  // the dense MLP, or a mixture-of-experts layer's shared experts
-    bm.add({"fc1", K::linear, kFc1, h, up / t, h * up + (x.mlp_bias ? up : 0.0), same(li * sbh / o),
-            true, 0, true, x.mlp_bias ? up / t : 0.0});
+    // A dense MLP's norm2 is inside its fc1; a MoE layer keeps its pre-MLP norm apart.
+    bm.add(reads_layer_input("fc1", kFc1, up, x.mlp_bias, !l.moe.any()));
     bm.add({"activation", K::activation, -1, 0, 0, 0, same(e * sb * up / t), false, 0, false, 0});
     bm.add({"fc2", K::linear, kFc2, f / t, h, f * h + (x.mlp_bias ? h : 0.0),
             same(li * sb * f / t + sbh / o), false, 1, true, x.mlp_bias ? h / o : 0.0});

@@ -113,12 +113,34 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
   const bool full = p.recompute == Recompute::full;
   if (!(overlaps_of(p, c).tp_comm && p.sp && tp.g.nodes == 1)) {  // as block_cost's condition
     tp.unpaired(bm.tp_collectives(), full ? bm.tp_collectives() : 0);
-    return tp.out;
+  } else {
+    for (int step = 0; step < (full ? 3 : 2); ++step)  // forward, backward, recomputed forward
+      for (const Module& mod : bm)
+        if (mod.kind == ModuleKind::linear && (mod.column_parallel || mod.tp_collectives > 0))
+          tp.paired(mod, step == 1 ? Pass::backward_data : Pass::forward, step == 2);
   }
-  for (int step = 0; step < (full ? 3 : 2); ++step)  // forward, backward, recomputed forward
+  // Current-scaling FP8 with SP: each tensor all-gathered after its cast waits on a 4-byte
+  // all-reduce of its amax (shape_cell's amax_fwd_s and amax_bwd_s), exposed; a recomputed
+  // forward's again in the backward.
+  if (p.dtype == Dtype::fp8 && fp8_current_scaling(p.fp8_recipe, c.software) && p.sp) {
+    int column = 0, row = 0;
     for (const Module& mod : bm)
-      if (mod.kind == ModuleKind::linear && (mod.column_parallel || mod.tp_collectives > 0))
-        tp.paired(mod, step == 1 ? Pass::backward_data : Pass::forward, step == 2);
+      if (mod.kind == ModuleKind::linear && mod.shard == Module::Shard::tp)
+        column += mod.column_parallel, row += mod.tp_collectives > 0;
+    const double each = collective_time_s(c, Collective::allreduce, kFp8AmaxAllreduceBytes, tp.g);
+    for (auto [pass, count] :
+         {std::pair{Pass::forward, column}, {Pass::backward_data, row + (full ? column : 0)}}) {
+      if (count == 0) continue;
+      WorkCollective w{"tp_fp8_amax_allreduce",
+                       Collective::allreduce,
+                       kFp8AmaxAllreduceBytes,
+                       p.tp,
+                       pass,
+                       count};
+      w.predicted_s = w.exposed_s = each;
+      tp.out.push_back(w);
+    }
+  }
   return tp.out;
 }
 

@@ -49,10 +49,12 @@ TEST_CASE("fp8: attention and the output layer stay bf16; each linear casts in a
   const HeadCompute hb = head_compute(m, h100(), bf16), hf = head_compute(m, h100(), fp8);
   CHECK(hf.logits_fwd_s == doctest::Approx(hb.logits_fwd_s));
   CHECK(hf.logits_bwd_s == doctest::Approx(hb.logits_bwd_s));
-  // Delayed scaling (the default): the norms feeding QKV and fc1 write FP8 and leave only the
-  // transpose (2 bytes an element of this rank's shard, before the sequence-parallel gather);
-  // the projection's and fc2's inputs and every output gradient take a cast-transpose, 4 bytes an
-  // element. Nothing of the kind under bf16.
+  // Delayed scaling (the default), tp=4 with SP: the norms fused into QKV and fc1 write FP8
+  // row-wise on this rank's rows, which are gathered and transposed in the backward (2 bytes an
+  // element of the gathered rows); the projection's and fc2's gradients are cast row-wise on this
+  // rank's rows before their gather (3 bytes) and transposed after it; the other tensors (the
+  // projection's and fc2's inputs, QKV's and fc1's gradients) take a cast-transpose, 4 bytes.
+  // Nothing of the kind under bf16.
   auto bytes = [](const std::vector<Kernel>& ks, const char* name, Pass p) {
     double b = 0;
     for (const Kernel& k : ks)
@@ -66,30 +68,116 @@ TEST_CASE("fp8: attention and the output layer stay bf16; each linear casts in a
   CHECK(casts == 6);
   const double t = 4, s = m.seq_len, h = m.hidden, f = m.ffn, d = m.head_dim();
   const double qkv = (m.heads + 2.0 * m.kv_heads) * d / t, q = m.heads * d / t;
-  const double fwd_norm_fed = s * (h / t + h / t), fwd_other = s * (q + f / t);
-  const double bwd = s * (qkv + h + 2 * f / t + h);
-  CHECK(bytes(kf, "fp8_transpose", Pass::forward) ==
-        doctest::Approx(kFp8TransposeBytes * fwd_norm_fed));
+  const double norm_fed_local = s * (h / t + h / t), fwd_other = s * (q + f / t);
+  const double bwd_other = s * (qkv + 2 * f / t), grads_local = s * (h / t + h / t);
+  const double gathered = s * 4 * h;  // QKV's and fc1's inputs, the projection's and fc2's grads
+  CHECK(bytes(kf, "fp8_transpose", Pass::forward) == 0);
+  CHECK(bytes(kf, "fp8_transpose", Pass::backward_data) ==
+        doctest::Approx(kFp8TransposeBytes * gathered));
   CHECK(bytes(kf, "fp8_cast", Pass::forward) ==
         doctest::Approx(kFp8CastTransposeBytes * fwd_other));
   CHECK(bytes(kf, "fp8_cast", Pass::backward_data) ==
-        doctest::Approx(kFp8CastTransposeBytes * bwd));
-  // ... and the two norms write 1 byte an element fewer than under bf16.
+        doctest::Approx(kFp8CastTransposeBytes * bwd_other + kFp8CastRowwiseBytes * grads_local));
+  // ... and the two norms write 1 byte an element fewer than under bf16 in the forward; their
+  // backward reads the 16-bit input and gradient as before.
   CHECK(bytes(kb, "norm_residual", Pass::forward) - bytes(kf, "norm_residual", Pass::forward) ==
-        doctest::Approx(kFp8NormFusedSavedBytes * fwd_norm_fed));
-  // Current scaling (tensorwise): the norms write 16 bits with the amax and the cast follows;
-  // every other tensor is read once more for its amax first.
+        doctest::Approx(kFp8NormFusedSavedBytes * norm_fed_local));
+  CHECK(bytes(kf, "norm_residual", Pass::backward_data) ==
+        doctest::Approx(bytes(kb, "norm_residual", Pass::backward_data)));
+  // Current scaling (tensorwise): the norms write 16 bits with the amax and the row-wise cast
+  // follows; every other tensor is read once more for its amax first.
   LayerConfig cs = fp8;
   cs.fp8_recipe = Fp8Recipe::tensorwise;
   const std::vector<Kernel> kc = layer_kernels(l, h100(), cs);
   CHECK(bytes(kc, "fp8_transpose", Pass::forward) == 0);
+  CHECK(bytes(kc, "fp8_transpose", Pass::backward_data) ==
+        doctest::Approx(kFp8TransposeBytes * gathered));
   CHECK(bytes(kc, "fp8_cast", Pass::forward) ==
-        doctest::Approx(kFp8CastTransposeBytes * fwd_norm_fed +
+        doctest::Approx(kFp8CastRowwiseBytes * norm_fed_local +
                         (kFp8AmaxBytes + kFp8CastTransposeBytes) * fwd_other));
   CHECK(bytes(kc, "fp8_cast", Pass::backward_data) ==
-        doctest::Approx((kFp8AmaxBytes + kFp8CastTransposeBytes) * bwd));
+        doctest::Approx((kFp8AmaxBytes + kFp8CastTransposeBytes) * bwd_other +
+                        (kFp8AmaxBytes + kFp8CastRowwiseBytes) * grads_local));
   CHECK(bytes(kc, "norm_residual", Pass::forward) ==
         doctest::Approx(bytes(kb, "norm_residual", Pass::forward)));
+  // Without SP nothing is gathered in FP8: the delayed norms' transposes are forward, on every
+  // row, and every other tensor takes the cast-transpose.
+  LayerConfig no_sp = fp8;
+  no_sp.sp = false;
+  const std::vector<Kernel> kn = layer_kernels(l, h100(), no_sp);
+  CHECK(bytes(kn, "fp8_transpose", Pass::forward) ==
+        doctest::Approx(kFp8TransposeBytes * s * 2 * h));
+  CHECK(bytes(kn, "fp8_transpose", Pass::backward_data) == 0);
+  CHECK(bytes(kn, "fp8_cast", Pass::backward_data) ==
+        doctest::Approx(kFp8CastTransposeBytes * (bwd_other + s * 2 * h)));
+}
+
+TEST_CASE("fp8: which linears have their norm inside (Transformer Engine's LayerNormLinear)") {
+  auto fused = [](const BlockModel& bm, int linear) {
+    const Module* x = bm.linear(linear);
+    REQUIRE(x != nullptr);
+    return x->norm_fused;
+  };
+  const BlockConfig bc{4, 1, 1, true};
+  const BlockModel dense = block_model(llama70().decoder_shape(), bc);
+  CHECK(fused(dense, kQkv));
+  CHECK(fused(dense, kFc1));
+  CHECK_FALSE(fused(dense, kProj));
+  CHECK_FALSE(fused(dense, kFc2));
+  // Latent attention: the up-projections after their own norms; without q_lora_rank the query
+  // projection is a plain column-parallel linear after the separate input norm.
+  const ModelSpec ds = io::load_model(PLANNER_SOURCE_DIR "/configs/models/deepseek-v3.json");
+  LayerShape mla = ds.moe_shape();
+  const BlockModel with_q_lora = block_model(mla, bc);
+  CHECK(fused(with_q_lora, kQUp));
+  CHECK(fused(with_q_lora, kKvUp));
+  CHECK_FALSE(fused(with_q_lora, kQDown));
+  // The shared experts' fc1 reads the MoE layer's separate pre-MLP norm.
+  CHECK_FALSE(fused(with_q_lora, kFc1));
+  mla.mla.q_lora_rank = 0;
+  const BlockModel no_q_lora = block_model(mla, bc);
+  CHECK_FALSE(fused(no_q_lora, kQUp));
+  CHECK(fused(no_q_lora, kKvUp));
+  // So under delayed scaling the query projection's input takes the full cast-transpose, and only
+  // the key-value norm writes FP8 (with SP its rows are gathered; no tp here).
+  LayerConfig cfg{1, 1, 1, false, Dtype::fp8, AttentionKernel::flash};
+  LayerConfig bf = cfg;
+  bf.dtype = Dtype::bf16;
+  const std::vector<Kernel> k8 = layer_kernels(mla, h100(), cfg),
+                            kb = layer_kernels(mla, h100(), bf);
+  double saved = 0;
+  for (const Kernel& k : kb)
+    if (std::string(k.name) == "norm_residual" && k.pass == Pass::forward) saved += k.bytes;
+  for (const Kernel& k : k8)
+    if (std::string(k.name) == "norm_residual" && k.pass == Pass::forward) saved -= k.bytes;
+  CHECK(saved == doctest::Approx(kFp8NormFusedSavedBytes * mla.seq * mla.sequences *
+                                 double(ds.mla.kv_lora_rank)));
+}
+
+TEST_CASE("fp8: torchtitan's float8 linears are torchao's dynamic per-tensor scaling") {
+  // No fused norm: every linear's input is read for its amax, then cast; priced as Transformer
+  // Engine's tensorwise recipe without the norms' fused amax, and with its TP amax all-reduces.
+  const ModelSpec& m = fixtures::model("llama3-8b");
+  ClusterProfile te = h100(), ao = h100();
+  ao.software = info(Framework::torchtitan).stack;
+  CHECK(te.software.fp8_transformer_engine);
+  CHECK_FALSE(ao.software.fp8_transformer_engine);
+  CHECK(fp8_current_scaling(Fp8Recipe::delayed, ao.software));
+  CHECK_FALSE(fp8_current_scaling(Fp8Recipe::delayed, te.software));
+  LayerConfig cfg{1, 1, 1, false, Dtype::fp8, AttentionKernel::flash};
+  LayerConfig cs = cfg;
+  cs.fp8_recipe = Fp8Recipe::tensorwise;
+  const LayerShape l = m.decoder_shape();
+  auto cast_bytes = [&](const ClusterProfile& c, const LayerConfig& x) {
+    double b = 0;
+    for (const Kernel& k : layer_kernels(l, c, x))
+      if (std::string(k.name) == "fp8_cast" || std::string(k.name) == "fp8_transpose") b += k.bytes;
+    return b;
+  };
+  const double h = m.hidden, s = m.seq_len;
+  // Against TE's tensorwise, the two norm-fed inputs (QKV's, fc1's) are read once more for their
+  // amax.
+  CHECK(cast_bytes(ao, cfg) - cast_bytes(te, cs) == doctest::Approx(kFp8AmaxBytes * s * 2 * h));
 }
 
 TEST_CASE("fp8_recipe=tensorwise: the amax all-reduce over TP, the flag, and who takes it") {
@@ -181,8 +269,9 @@ TEST_CASE("mxfp8: Blackwell's block-scaled FP8 at its own peak, scales in casts 
   {
     const double tp = 4, s = m.seq_len, h = m.hidden, f = m.ffn, d = m.head_dim();
     const double qkv = (m.heads + 2.0 * m.kv_heads) * d / tp, q = m.heads * d / tp;
-    const double other = s * (q + f / tp) + s * (qkv + h + 2 * f / tp + h);
-    CHECK(fp8_bytes == doctest::Approx(kFp8CastBytesAnyLayout * other));
+    // The projection's and fc2's gradients are cast on this rank's rows before their gather.
+    const double other = s * (q + f / tp) + s * (qkv + 2 * f / tp) + s * 2 * h / tp;
+    CHECK(fp8_bytes == doctest::Approx(kFp8CastRowwiseBytes * other));
     CHECK(mx_bytes == doctest::Approx(kMxfp8QuantizeBytes * (other + s * 2 * h / tp)));
   }
   // Attention and the LM head stay bf16 (Megatron's --fp8-output-proj is off by default).

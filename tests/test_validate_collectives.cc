@@ -394,3 +394,31 @@ TEST_CASE("validate adds the stage boundaries to the stage's micro-batch, measur
       doctest::Contains(
           ("key 'boundary_s': expected " + std::to_string(w.boundary.size()) + " times").c_str()));
 }
+
+TEST_CASE("current-scaling FP8 with sp: the amax all-reduces are in the workload as estimated") {
+  // QKV's and fc1's inputs forward, the projection's and fc2's gradients backward, 4 bytes each
+  // over the TP group; a recomputed forward's again in the backward. With the other TP
+  // collectives they are the estimate's whole TP communication.
+  for (const char* s : {"tp=4,dp=2,mbs=1,gbs=16,sp=1,dtype=fp8,fp8_recipe=tensorwise",
+                        "tp=4,dp=2,mbs=1,gbs=16,sp=1,dtype=fp8,fp8_recipe=tensorwise,"
+                        "recompute=full,tp_comm_overlap=0",
+                        "tp=4,dp=2,mbs=1,gbs=16,sp=1,dtype=fp8"}) {
+    CAPTURE(s);
+    const Plan p = plan(s);
+    const Workload w = build_workload(m18(), h200(), p);
+    const Estimate e = estimate(m18(), h200(), p);
+    REQUIRE(e.ok());
+    int fwd = 0, bwd = 0;
+    for (const WorkCollective& c : w.collectives)
+      if (c.name == "tp_fp8_amax_allreduce") {
+        CHECK(c.bytes == kFp8AmaxAllreduceBytes);
+        CHECK(c.ranks == p.tp);
+        (c.pass == Pass::forward ? fwd : bwd) += c.count;
+      }
+    const bool current = p.fp8_recipe == Fp8Recipe::tensorwise;
+    const bool full = p.recompute == Recompute::full;
+    CHECK(fwd == (current ? 2 : 0));
+    CHECK(bwd == (current ? (full ? 4 : 2) : 0));
+    CHECK(p.microbatches() * stage_tp_s(w) == doctest::Approx(e.breakdown.tp_comm_s));
+  }
+}

@@ -76,6 +76,12 @@ struct Module {
   /// A routed experts' linear runs as a grouped GEMM: `groups` GEMMs (the experts on this rank)
   /// of `tokens` rows each (the tokens routed to one expert). 0 tokens: the block's.
   double groups = 1, tokens = 0;
+  /// Its norm runs inside it: Transformer Engine's LayerNormLinear in Megatron-Core's TE layer
+  /// spec (gpt_layer_specs.py at d98e8a64): QKV, a dense MLP's fc1, and latent attention's
+  /// up-projections after their own norms. Not a shared expert's fc1 (the MoE layer keeps its
+  /// pre-MLP norm apart) nor latent attention's query projection without q_lora_rank
+  /// (linear_q_proj is a plain column-parallel linear after a separate input norm).
+  bool norm_fused = false;
 };
 
 /// The layer configuration the modules depend on.

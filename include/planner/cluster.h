@@ -115,6 +115,12 @@ struct SoftwareStack {
   /// weight workspace, cost/memory.h kFp8WeightCacheBytesPerParam): Megatron-Core passes
   /// is_first_microbatch to TE's modules unless disable_parameter_transpose_cache is set.
   bool fp8_weight_cache = false;
+  /// Its FP8 linears are Transformer Engine's: a norm fused into the next linear
+  /// (Module::norm_fused) writes the FP8 input under delayed scaling, or computes its amax under
+  /// current scaling, and the plan's fp8_recipe picks between them. false: torchao's float8
+  /// linears under torch.compile (torchtitan), dynamic per-tensor scaling with the norm apart:
+  /// every input read for its amax, then cast (fp8_current_scaling), with TE's byte counts.
+  bool fp8_transformer_engine = false;
   bool operator==(const SoftwareStack& o) const {  // spelled out: nvcc's C++17 has no = default
     return attention == o.attention && overlap_grad_reduce == o.overlap_grad_reduce &&
            overlap_param_gather == o.overlap_param_gather && overlap_tp_comm == o.overlap_tp_comm &&
@@ -122,7 +128,8 @@ struct SoftwareStack {
            zero3_collective_nics == o.zero3_collective_nics && loss == o.loss &&
            interleaved_all_warmup == o.interleaved_all_warmup &&
            deepspeed_pipeline_engine == o.deepspeed_pipeline_engine &&
-           fp8_weight_cache == o.fp8_weight_cache;
+           fp8_weight_cache == o.fp8_weight_cache &&
+           fp8_transformer_engine == o.fp8_transformer_engine;
   }
 };
 

@@ -12,7 +12,8 @@ namespace planner {
 
 /// A collective of the plan with its real message size, as the estimate charges it.
 struct WorkCollective {
-  /// TP (per layer): tp_allreduce, tp_allgather, tp_reduce_scatter. DP (Workload::dp):
+  /// TP (per layer): tp_allreduce, tp_allgather, tp_reduce_scatter, tp_fp8_amax_allreduce (current-
+  /// scaling FP8 with SP). DP (Workload::dp):
   /// dp_grad_allreduce (ZeRO-0), dp_grad_reduce_scatter and dp_param_allgather (ZeRO-1/2),
   /// zero3_allgather_<linear> and zero3_grad_reduce_scatter (ZeRO-3), tied_embedding_allreduce.
   std::string name;

@@ -63,9 +63,11 @@ constexpr double kCrossEntropyBwdBytes = 14;
 /// Megatron-Core's native fused loss (core/fusions/fused_cross_entropy.py at d98e8a64): the cast
 /// and max in one pass (read 2, write 4), subtract, exp and sum in one (read 4, write 4), the
 /// normalisation in one (read 4, write 4): 22 bytes; its backward in one (calculate_gradients:
-/// read the fp32 softmax 4, write the bf16 gradient 2): 6 bytes.
+/// read the fp32 softmax 4, write the bf16 gradient 2), which also writes the scaled fp32
+/// softmax back (grad_input aliases the saved softmax and is scaled with mul_ in place; a
+/// compiled function stores a mutated input, 4): 10 bytes.
 constexpr double kFusedCrossEntropyFwdBytes = 22;
-constexpr double kFusedCrossEntropyBwdBytes = 6;
+constexpr double kFusedCrossEntropyBwdBytes = 10;
 /// Transformer Engine's Triton loss (pytorch/triton/cross_entropy.py before 01bbe3eea): the
 /// online-softmax pass reads the 16-bit logits (2), the loss pass reads them again and writes
 /// the gradient over them (2 + 2): 6 bytes; the backward scales it by the per-token loss
@@ -247,6 +249,7 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   const double launch = c.gpu.gemm.launch_s;
   // Norms (each the block model's, at its width on this rank) and the residual/dropout adds.
   double norm = l.attention ? s.tokens * kResidualBytesPerHidden * s.h / outside_tp : 0.0;
+  double norm_fp8_saved = 0;  // forward bytes a delayed-scaling FP8 norm does not write
   double bias_flops = 0;
   int norms = 0;
   double moe_bytes = 0;  // the router's softmax and top-k, the permutations, the experts' act
@@ -265,19 +268,21 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     }
     if (m.kind != ModuleKind::norm) continue;
     norm += s.tokens * kNormBytesPerElement * m.in;
-    // Delayed-scaling FP8: a norm feeding a LayerNormLinear writes FP8, not 16 bits.
+    // Delayed-scaling FP8: a norm fused into the next linear writes FP8, not 16 bits (its
+    // backward reads the 16-bit input and gradient as before).
     const Module* next = &m + 1;
-    if (cfg.dtype == Dtype::fp8 && cfg.fp8_recipe == Fp8Recipe::delayed && next != bm.end() &&
-        next->kind == ModuleKind::linear && norm_fed(bm, *next))
-      norm -= s.tokens * kFp8NormFusedSavedBytes * m.in;
+    if (cfg.dtype == Dtype::fp8 && !fp8_current_scaling(cfg.fp8_recipe, c.software) &&
+        c.software.fp8_transformer_engine && next != bm.end() && next->norm_fused)
+      norm_fp8_saved += s.tokens * kFp8NormFusedSavedBytes * m.in;
     ++norms;
   }
   const double act = s.tokens * 2.0 * (s.mlp_up + s.mlp_down_in);  // read input, write output
   const double norm_launch =
       (l.attention ? kElementwiseKernelsBesideNorms - 1 + norms : 0) * launch;
   const auto ew = KernelClass::elementwise;
+  const double norm_fwd = norm - norm_fp8_saved;
   out.push_back(
-      {"norm_residual", ew, Pass::forward, {}, norm, bias_flops, norm / bw + norm_launch});
+      {"norm_residual", ew, Pass::forward, {}, norm_fwd, bias_flops, norm_fwd / bw + norm_launch});
   // A mixture-of-experts layer without shared experts has no dense MLP activation.
   const bool dense_mlp = l.ffn > 0;
   if (dense_mlp) out.push_back({"activation", ew, Pass::forward, {}, act, 0, act / bw + launch});
@@ -309,44 +314,64 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   }
 }
 
-/// FP8 linears: each one's input cast (forward) and output-gradient cast (backward), on this
-/// rank's elements (a column-parallel input is cast before the sequence-parallel all-gather);
-/// MXFP8 writes both scaled copies with their block scales. Under delayed scaling a norm-fed
-/// input is written as FP8 by its norm and only transposed; under current scaling every tensor
-/// whose amax no norm computed is read once more for it.
+/// FP8 linears: each one's input cast (forward) and output-gradient cast (backward). A tensor
+/// all-gathered over TP with sequence parallelism (a column-parallel input, a row-parallel output
+/// gradient) is cast row-wise only on this rank's rows before the gather, and where GEMMs take
+/// only TN its transpose is made from the gathered rows in the backward (Transformer Engine
+/// distributed.py _all_gather_fp8: "we cannot directly gather the transposed fp8 tensor";
+/// layernorm_linear.py re-gathers the norm output for the weight gradient); any other tensor is
+/// cast with its transpose in one kernel. MXFP8 quantizes both scaled copies on this rank's rows
+/// and gathers them. Under delayed scaling a norm fused into the linear writes the FP8 input, so
+/// only the transpose is left; under current scaling every tensor whose amax no fused norm
+/// computed is read once more for it.
 void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerConfig& cfg,
                    std::vector<Kernel>& out) {
   const double bw = c.gpu.hbm_achieved_Bps(), launch = c.gpu.gemm.launch_s;
-  const bool fp8 = cfg.dtype == Dtype::fp8, any_layout = c.gpu.fp8_any_layout();
-  const bool current = fp8 && cfg.fp8_recipe == Fp8Recipe::tensorwise;
+  const bool mx = cfg.dtype == Dtype::mxfp8, any_layout = c.gpu.fp8_any_layout();
+  const bool te = c.software.fp8_transformer_engine;
+  const bool current = !mx && fp8_current_scaling(cfg.fp8_recipe, c.software);
+  const bool gathers = cfg.sp && cfg.tp > 1;
+  auto add = [&](const char* name, Pass pass, double bytes, int launches) {
+    out.push_back(
+        {name, KernelClass::elementwise, pass, {}, bytes, 0, bytes / bw + launches * launch});
+  };
+  struct Tensor {
+    Pass pass;
+    double width;    // elements per row
+    bool gathered;   // all-gathered over TP after its cast
+    bool from_norm;  // written by a norm fused into the linear
+  };
   for (const Module& m : bm) {
     if (m.kind != ModuleKind::linear) continue;
     // A routed experts' linear casts every token copy it runs (its groups x tokens rows).
     const double rows = m.tokens > 0 ? m.tokens * m.groups : bm.tokens;
-    const double in = (m.column_parallel && cfg.sp ? rows / cfg.tp : rows) * m.in;
-    const double grad = rows * m.out;
-    const bool fused = fp8 && norm_fed(bm, m);
-    for (auto [pass, elements] : {std::pair{Pass::forward, in}, {Pass::backward_data, grad}}) {
-      const double cast = cfg.dtype == Dtype::mxfp8 ? kMxfp8QuantizeBytes
-                          : any_layout              ? kFp8CastBytesAnyLayout
-                                                    : kFp8CastTransposeBytes;
-      const bool from_norm = fused && pass == Pass::forward;
-      if (from_norm && !current) {  // the norm wrote FP8; the transpose is what is left
-        if (any_layout) continue;
-        const double bytes = kFp8TransposeBytes * elements;
-        out.push_back(
-            {"fp8_transpose", KernelClass::elementwise, pass, {}, bytes, 0, bytes / bw + launch});
+    const bool tp = gathers && m.shard == Module::Shard::tp;
+    for (const Tensor& x :
+         {Tensor{Pass::forward, m.in, tp && m.column_parallel, te && m.norm_fused},
+          Tensor{Pass::backward_data, m.out, tp && m.tp_collectives > 0, false}}) {
+      const double local = (x.gathered ? rows / cfg.tp : rows) * x.width, all = rows * x.width;
+      if (mx) {
+        add("fp8_cast", x.pass, kMxfp8QuantizeBytes * local, 1);
         continue;
       }
-      const bool amax_pass = current && !from_norm;
-      const double bytes = (cast + (amax_pass ? kFp8AmaxBytes : 0.0)) * elements;
-      out.push_back({"fp8_cast",
-                     KernelClass::elementwise,
-                     pass,
-                     {},
-                     bytes,
-                     0,
-                     bytes / bw + (amax_pass ? 2 : 1) * launch});
+      // The transpose made apart: after the gather (in the backward, where the weight gradient
+      // reads it), or after a delayed-scaling norm that wrote the row-wise FP8 copy.
+      const bool delayed_norm = x.from_norm && !current;
+      const Pass transpose_pass = x.gathered ? Pass::backward_data : x.pass;
+      if (!delayed_norm) {
+        const bool with_transpose = !any_layout && !x.gathered;
+        const bool amax_pass = current && !x.from_norm;
+        const double cast = with_transpose ? kFp8CastTransposeBytes : kFp8CastRowwiseBytes;
+        // Current scaling: the amax (unless the norm's), the scale from it, then the cast.
+        const int launches = !current    ? 1
+                             : amax_pass ? kFp8CurrentScalingKernels
+                                         : kFp8CurrentScalingKernels - 1;
+        add("fp8_cast", x.pass, (cast + (amax_pass ? kFp8AmaxBytes : 0.0)) * local, launches);
+        if (with_transpose || any_layout) continue;
+      } else if (any_layout) {
+        continue;
+      }
+      add("fp8_transpose", transpose_pass, kFp8TransposeBytes * all, 1);
     }
   }
 }
@@ -359,12 +384,6 @@ LinearIndex linear_index(const char* name) {
 }
 
 }  // namespace
-
-bool norm_fed(const BlockModel& bm, const Module& linear) {
-  if (!(&linear > bm.begin() && &linear < bm.end())) return false;  // the first, or not bm's
-  return (&linear - 1)->kind == ModuleKind::norm && linear.column_parallel &&
-         linear.shard == Module::Shard::tp;
-}
 
 std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
                                   const LayerConfig& cfg) {

@@ -103,11 +103,12 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   sc.tp_allgather_s = ag, sc.tp_reduce_scatter_s = rs;
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
   sc.tp_per_pass_s = bm.tp_collectives() * one;
-  if (p.dtype == Dtype::fp8 && p.fp8_recipe == Fp8Recipe::tensorwise && p.sp && p.tp > 1) {
+  if (p.dtype == Dtype::fp8 && fp8_current_scaling(p.fp8_recipe, c.software) && p.sp && p.tp > 1) {
     // Current scaling: a tensor all-gathered over TP after its cast (a column-parallel input
     // forward, a row-parallel output gradient backward) is cast with the TP group's amax, one
     // 4-byte all-reduce before each such cast (Transformer Engine module/linear.py,
-    // set_quantizer_amax_reduction_group; quantizer.cpp waits on it before the cast).
+    // set_quantizer_amax_reduction_group; quantizer.cpp waits on it before the cast; torchao's
+    // amax of a sequence-sharded DTensor is the same all-reduce).
     const double amax = collective_time_s(c, Collective::allreduce, kFp8AmaxAllreduceBytes, tpg);
     for (const Module& m : bm) {
       if (m.kind != ModuleKind::linear || m.shard != Module::Shard::tp) continue;

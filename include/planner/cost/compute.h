@@ -81,9 +81,16 @@ inline constexpr double kFp8NormFusedSavedBytes = 1;
 inline constexpr double kFp8TransposeBytes = 2;
 /// The amax a current-scaling cast all-reduces over the TP group: one fp32.
 inline constexpr double kFp8AmaxAllreduceBytes = 4;
-/// The same where FP8 GEMMs take any layout (Gpu::fp8_any_layout): TE's Float8Quantizer makes no
-/// transpose there (csrc/quantizer.cpp: with_transpose = columnwise && !non_tn), read 2, write 1.
-inline constexpr double kFp8CastBytesAnyLayout = 3;
+/// A row-wise-only FP8 cast, read 2, write 1: where FP8 GEMMs take any layout
+/// (Gpu::fp8_any_layout; TE's Float8Quantizer makes no transpose there, csrc/quantizer.cpp:
+/// with_transpose = columnwise && !non_tn), and before a sequence-parallel all-gather, which
+/// carries only the row-wise copy (distributed.py _all_gather_fp8 drops the column-wise usage for
+/// the cast and transposes the gathered rows after, kFp8TransposeBytes each).
+inline constexpr double kFp8CastRowwiseBytes = 3;
+/// Kernels of one current-scaling cast (Float8CurrentScalingQuantizer::quantize_impl): the amax,
+/// the scale from it (nvte_compute_scale_from_amax), the cast; one fewer where a norm computed
+/// the amax.
+inline constexpr int kFp8CurrentScalingKernels = 3;
 /// Transformer Engine's MXFP8 quantization per element of a linear layer's input (forward) and
 /// of its output gradient (backward): one kernel reads 16 bits and writes the row-wise and the
 /// column-wise scaled copies with their scales (common/util/cast_kernels.cuh,
@@ -133,10 +140,12 @@ struct LayerConfig {
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;              ///< a dtype=fp8 layer's scaling
 };
 
-/// Whether a linear's input comes straight from a norm in Transformer Engine's LayerNormLinear
-/// (the module before it a norm, itself column-parallel): QKV, a dense fc1, latent attention's
-/// up-projections.
-bool norm_fed(const BlockModel& bm, const Module& linear);
+/// Whether an FP8 layer's casts scale each tensor by its own amax just before the cast: Transformer
+/// Engine under fp8_recipe=tensorwise, and torchao's float8 linears (SoftwareStack::
+/// fp8_transformer_engine false: torchtitan), whose default recipe is dynamic per-tensor scaling.
+inline bool fp8_current_scaling(Fp8Recipe r, const SoftwareStack& s) {
+  return r == Fp8Recipe::tensorwise || !s.fp8_transformer_engine;
+}
 
 /// A mixture-of-experts layer's token permutation before the dispatch all-to-all and its inverse
 /// after the combine (Megatron-Core moe_utils permute / unpermute: a gather and a weighted
