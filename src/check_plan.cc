@@ -45,6 +45,8 @@ const char* to_string(Rejection r) {
       return "out of host memory";
     case Rejection::experts_invalid:
       return "ep/etp not fitting";
+    case Rejection::recompute_invalid:
+      return "recompute_layers not applicable";
     case Rejection::count_:
       break;
   }
@@ -370,6 +372,20 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
     return fail(Rejection::dtype_unsupported, reason, [&] {
       return fmt("fp8_recipe={} scales dtype=fp8's tensors; dtype={} takes no fp8_recipe",
                  name_of(p.fp8_recipe), to_string(p.dtype));
+    });
+  // --recompute-method block takes --recompute-granularity full (TransformerConfig.__post_init__
+  // at d98e8a64) and recomputes up to every layer of a chunk.
+  if (p.recompute_layers > 0 && p.recompute != Recompute::full)
+    return fail(Rejection::recompute_invalid, reason, [&] {
+      return fmt(
+          "recompute_layers={} recomputes the first layers of each model chunk in full; it needs "
+          "recompute=full, got recompute={}",
+          p.recompute_layers, to_string(p.recompute));
+    });
+  if (p.recompute_layers > m.layers)
+    return fail(Rejection::recompute_invalid, reason, [&] {
+      return fmt("recompute_layers={} is more than the model's {} layers", p.recompute_layers,
+                 m.layers);
     });
   // TransformerConfig.__post_init__ at d98e8a64: "CPU offloading can be done only for layers less
   // than num_layers".

@@ -83,12 +83,13 @@ bool refuses_legacy(Framework f, const Plan& p, std::string* reason) {
           t);
     });
   if (p.offloads() || p.grad_compression != GradCompression::none || p.zeropp ||
-      p.offload_activation_layers > 0 || p.grad_reduce_bf16 || p.loss_fusion != LossFusion::none)
+      p.offload_activation_layers > 0 || p.grad_reduce_bf16 || p.loss_fusion != LossFusion::none ||
+      p.recompute_layers > 0)
     return no(reason, [&] {
       return fmt(
           "{} is kept to predict the published runs of its time, which offloaded and compressed "
-          "nothing, reduced fp32 gradients under bf16 and ran the unfused loss; plan these with "
-          "--framework megatron or deepspeed",
+          "nothing, reduced fp32 gradients under bf16, ran the unfused loss and recomputed every "
+          "layer or none; plan these with --framework megatron or deepspeed",
           t);
     });
   if (p.order != RankOrder::tp_cp_dp_pp)
@@ -257,6 +258,15 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
 }
 
 bool refuses_deepspeed(const Plan& p, std::string* reason) {
+  // GPTModelPipe checkpoints every --checkpoint-num-layers layers with --checkpoint-activations
+  // (configs/frameworks/megatron-deepspeed-args.txt), the way mds_memory_group emits it.
+  if (p.recompute_layers > 0)
+    return no(reason, [] {
+      return std::string(
+          "recompute_layers is Megatron-LM's --recompute-method block; Megatron-DeepSpeed's "
+          "pipeline model checkpoints every layer with --checkpoint-activations; use "
+          "recompute_layers=0 or --framework megatron");
+    });
   // Megatron-DeepSpeed's loss is Megatron's 2021 vocab-parallel cross entropy, without a fused
   // variant (no --cross-entropy-loss-fusion in configs/frameworks/megatron-deepspeed-args.txt).
   if (p.loss_fusion != LossFusion::none)
@@ -379,6 +389,14 @@ bool refuses_deepspeed(const Plan& p, std::string* reason) {
 /// torchtitan at b5bcd76c (configs/frameworks/torchtitan-config-fields.txt; the files named are
 /// under torchtitan/ at that commit).
 bool refuses_torchtitan(const Plan& p, std::string* reason) {
+  // Its FullAC wraps every layer (torchtitan/distributed/activation_checkpoint.py).
+  if (p.recompute_layers > 0)
+    return no(reason, [] {
+      return std::string(
+          "recompute_layers is Megatron-LM's --recompute-method block; torchtitan's full "
+          "activation checkpointing wraps every layer; use recompute_layers=0 or --framework "
+          "megatron");
+    });
   // Its float8 linears are torchao's under torch.compile (Float8LinearConverter), not Transformer
   // Engine's recipes.
   if (p.fp8_recipe != Fp8Recipe::delayed)

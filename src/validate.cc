@@ -62,6 +62,12 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
                          std::to_string(m.mla.qk_head_dim()) + " and " +
                          std::to_string(m.mla.v_head_dim) +
                          ") yet; it would time an attention that is not this model's");
+  if (p.recompute_layers > 0)
+    throw InputError("", 0, "--plan",
+                     "validate times one layer for every layer of the stage; recompute_layers=" +
+                         std::to_string(p.recompute_layers) +
+                         " recomputes only some of them: validate the plan with recompute=full "
+                         "(every layer) or none");
   if (p.dtype == Dtype::mxfp8)
     throw InputError("", 0, "--plan",
                      "validate's runner has no MXFP8 GEMM (cuBLASLt's block-scaled FP8 with E8M0 "

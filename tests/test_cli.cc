@@ -80,11 +80,11 @@ TEST_CASE("suggest --format csv has a header and K rows") {
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
   // The columns: every knob of the knob table, the metrics, the framework and the plan string.
   CHECK(r.out.rfind(
-            "rank,tp,pp,dp,cp,ep,etp,vpp,mbs,gbs,zero,recompute,sp,schedule,split,order,dtype,attn,"
-            "overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,ep_comm_overlap,"
-            "dispatcher,capacity_factor,pad_to_capacity,grad_compression,zeropp,grad_reduce_bf16,"
-            "loss_fusion,fp8_recipe,offload_activations,"
-            "offload_optimizer,offload_params,offload_pct,iteration_time_s,",
+            "rank,tp,pp,dp,cp,ep,etp,vpp,mbs,gbs,zero,recompute,recompute_layers,sp,schedule,split,"
+            "order,dtype,attn,overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,"
+            "ep_comm_overlap,dispatcher,capacity_factor,pad_to_capacity,grad_compression,zeropp,"
+            "grad_reduce_bf16,loss_fusion,fp8_recipe,offload_activations,offload_optimizer,"
+            "offload_params,offload_pct,iteration_time_s,",
             0) == 0);
 }
 

@@ -1052,3 +1052,21 @@ TEST_CASE("mxfp8: Megatron-LM's MXFP8 recipe flags and torchtitan's MXFP8 conver
   CHECK_THROWS_WITH_AS(emitted({"mx", l8, kH100, plan, emit::Framework::megatron}),
                        doctest::Contains("no mxfp8 tensor-core peak"), InputError);
 }
+
+TEST_CASE("recompute_layers is Megatron-LM's --recompute-method block; the others refuse it") {
+  const std::string base = "tp=2,pp=1,dp=4,mbs=1,gbs=128,zero=1,sp=1,recompute=full";
+  auto script = [&](const std::string& plan) {
+    return emitted_file(
+        {"rc-block", "configs/models/llama3-8b.yaml", kH100, plan, emit::Framework::megatron},
+        "megatron_torchrun.sh");
+  };
+  const std::string block = script(base + ",recompute_layers=5"), every = script(base);
+  CHECK(block.find("--recompute-method block") != std::string::npos);
+  CHECK(block.find("--recompute-num-layers 5") != std::string::npos);
+  CHECK(every.find("--recompute-method uniform") != std::string::npos);
+  CHECK(every.find("--recompute-num-layers 1") != std::string::npos);
+  for (auto f : {emit::Framework::deepspeed, emit::Framework::torchtitan})
+    CHECK_THROWS_WITH_AS(emitted({"rc-block", "configs/models/llama3-8b.yaml", kH100,
+                                  base + ",recompute_layers=5", f}),
+                         doctest::Contains("--recompute-method block"), InputError);
+}

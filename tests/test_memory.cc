@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "fixtures.h"
 #include "planner/cost/memory.h"
@@ -25,6 +26,18 @@ ModelSpec gpt3() {
   return m;
 }
 constexpr double s = 2048, b = 1, h = 12288, a = 96, t = 8, sbh = s * b * h;
+/// The estimate's bytes on the most loaded stage (memory limit out of the way) and
+/// memory_per_gpu's worst stage on the same plan: they must agree.
+std::pair<double, double> estimated_and_reference(const ModelSpec& m, const ClusterProfile& c,
+                                                  const Plan& p) {
+  EstimateOptions o;
+  o.memory_limit_bytes = 1e15;  // only the bytes matter here
+  const Estimate e = estimate(m, c, p, o);
+  double worst = 0;
+  for (int s = 0; s < p.pp; ++s)
+    worst = std::max(worst, memory_per_gpu(m, p, c.gpu, c.software.attention, s).total());
+  return {e.memory_bytes, worst};
+}
 }  // namespace
 
 TEST_CASE("activation memory per layer follows Korthikanti et al. 2022 Table 2") {
@@ -139,13 +152,8 @@ TEST_CASE("the estimate's per-stage memory is this file's formula for an evenly 
     Plan p;
     p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.recompute = r,
     p.zero = 1;
-    EstimateOptions o;
-    o.memory_limit_bytes = 1e15;  // only the bytes matter here
-    const Estimate e = estimate(m, c, p, o);
-    double worst = 0;
-    for (int s = 0; s < p.pp; ++s)
-      worst = std::max(worst, memory_per_gpu(m, p, c.gpu, c.software.attention, s).total());
-    CHECK(e.memory_bytes == doctest::Approx(worst));
+    const auto [estimated, reference] = estimated_and_reference(m, c, p);
+    CHECK(estimated == doctest::Approx(reference));
   }
 }
 
@@ -187,16 +195,11 @@ TEST_CASE("tf32: the estimate's memory is the same closed form") {
   Plan p;
   p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.zero = 1,
   p.dtype = Dtype::tf32;
-  EstimateOptions o;
-  o.memory_limit_bytes = 1e15;
-  const Estimate e = estimate(m, c, p, o);
-  double worst = 0;
-  for (int stage = 0; stage < p.pp; ++stage)
-    worst = std::max(worst, memory_per_gpu(m, p, c.gpu, c.software.attention, stage).total());
-  CHECK(e.memory_bytes == doctest::Approx(worst));
+  const auto [estimated, reference] = estimated_and_reference(m, c, p);
+  CHECK(estimated == doctest::Approx(reference));
   Plan half = p;
   half.dtype = Dtype::bf16;
-  CHECK(e.memory_bytes > estimate(m, c, half, o).memory_bytes);
+  CHECK(estimated > estimated_and_reference(m, c, half).first);
 }
 
 TEST_CASE("grad_reduce_bf16: 2-byte gradients and DP traffic, an fp32 copy at the step") {
@@ -426,4 +429,29 @@ TEST_CASE("Megatron-LM's own memory tests at d98e8a64: max allocated against the
                     r.plan, predicted / kGiB, r.measured_bytes / kGiB, 100 * err));
     CHECK(std::fabs(err) < 0.05);
   }
+}
+
+TEST_CASE("recompute_layers: the estimate's memory is this file's formula, between none and full") {
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-a100-80gb.yaml");
+  const ModelSpec m = gpt3();
+  for (int vpp : {1, 2})
+    for (int n : {1, 3, 12}) {
+      CAPTURE(vpp);
+      CAPTURE(n);
+      Plan p;
+      p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.zero = 1;
+      p.vpp = vpp, p.recompute = Recompute::full, p.recompute_layers = n;
+      if (vpp > 1) p.schedule = Schedule::interleaved;
+      const auto [estimated, reference] = estimated_and_reference(m, c, p);
+      CHECK(estimated == doctest::Approx(reference));
+      Plan none = p, every = p;
+      none.recompute = Recompute::none, none.recompute_layers = 0, every.recompute_layers = 0;
+      // 12 layers a stage, 12 / vpp a chunk: n at least that recomputes every layer.
+      const double all = estimated_and_reference(m, c, every).first;
+      if (n >= 12 / vpp)
+        CHECK(estimated == doctest::Approx(all));
+      else
+        CHECK(estimated > all);
+      CHECK(estimated < estimated_and_reference(m, c, none).first);
+    }
 }

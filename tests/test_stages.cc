@@ -453,3 +453,63 @@ TEST_CASE("the logits' forward, backward and weight gradient reach the last chun
   CHECK(st.chunks[1].bwd_weight_s == doctest::Approx(n * b.bwd_weight_s));
   CHECK(st.chunks.front().fwd_s == doctest::Approx(n * b.fwd_s + pc.embed_fwd_s));
 }
+
+TEST_CASE("recompute_layers: the first N layers of each chunk recomputed, the rest kept") {
+  // Megatron-LM's --recompute-method block (core/recompute.py): per model chunk, the first N
+  // layers pay the forward again and keep only their input; the others keep everything.
+  const ClusterProfile& c = a100();
+  const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-13b.yaml");
+  const BlockLayout layout = block_layout(m);
+  REQUIRE(layout.shapes.size() == 1);
+  for (int vpp : {1, 2}) {
+    CAPTURE(vpp);
+    Plan p = plan(2, 4, 2, 1, 64);
+    p.zero = 1, p.vpp = vpp, p.recompute = Recompute::full;
+    if (vpp > 1) p.schedule = Schedule::interleaved;
+    Plan none = p;
+    none.recompute = Recompute::none;
+    const PlanCosts full = plan_costs(m, c, p, layout), kept = plan_costs(m, c, none, layout);
+    const Partition part = even_partition(m.layers, p.pp * vpp);  // 40 layers: 10 or 5 a chunk
+    for (int n : {1, 3, 5, 40}) {
+      CAPTURE(n);
+      Plan q = p;
+      q.recompute_layers = n;
+      const PlanCosts pc = plan_costs(m, c, q, layout);
+      REQUIRE(pc.kept.size() == 1);
+      const Stages st = build_stages(layout, pc, q, part);
+      const Stages all = build_stages(layout, full, p, part);
+      for (size_t vs = 0; vs < part.size(); ++vs) {
+        const int redo = std::min(n, part[vs]), rest = part[vs] - redo;
+        const double layer_bwd = redo * full.shape[0].bwd_s + rest * kept.shape[0].bwd_s;
+        const double all_bwd = part[vs] * full.shape[0].bwd_s;
+        // The chunk's other terms (the embedding, the logits, the boundary gathers) as under
+        // full recomputation.
+        CHECK(st.chunks[vs].bwd_s - layer_bwd == doctest::Approx(all.chunks[vs].bwd_s - all_bwd));
+        CHECK(st.chunks[vs].fwd_s == doctest::Approx(all.chunks[vs].fwd_s));
+      }
+      for (int s = 0; s < p.pp; ++s) {
+        int redo = 0, blocks = 0;
+        for (size_t vs = s; vs < part.size(); vs += p.pp)
+          redo += std::min(n, part[vs]), blocks += part[vs];
+        const double extra = st.load[s].act_per_mb - all.load[s].act_per_mb;
+        CHECK(extra == doctest::Approx((blocks - redo) *
+                                       (kept.shape[0].act_bytes - full.shape[0].act_bytes)));
+      }
+    }
+  }
+  // Refused without recompute=full and past the model's layers; priced for Megatron-LM only.
+  Plan q = plan(2, 4, 2, 1, 64);
+  q.zero = 1, q.recompute_layers = 2;
+  std::string why;
+  CHECK(check_plan(m, c, q, {}, &why) == Rejection::recompute_invalid);
+  CHECK(why.find("needs recompute=full") != std::string::npos);
+  q.recompute = Recompute::full, q.recompute_layers = 41;
+  CHECK(check_plan(m, c, q, {}, &why) == Rejection::recompute_invalid);
+  q.recompute_layers = 2;
+  CHECK(check_plan(m, c, q, {}, &why) == Rejection::none);
+  CHECK(to_plan_string(q).find("recompute=full,recompute_layers=2") != std::string::npos);
+  CHECK(parse_plan(to_plan_string(q), "--plan").recompute_layers == 2);
+  for (Framework f : {Framework::deepspeed, Framework::torchtitan, Framework::megatron_2022})
+    CHECK(why_not(f, m, c, q).has_value());
+  CHECK_FALSE(why_not(Framework::megatron, m, c, q).has_value());
+}

@@ -33,6 +33,7 @@ _planner() {
         --mbs) :; return ;;
         --zero) _planner_words '0 1 2 3'; return ;;
         --recompute) _planner_words 'none selective full selective_moe'; return ;;
+        --recompute-layers) :; return ;;
         --sp) _planner_words '0 1'; return ;;
         --schedule) _planner_words 'gpipe 1f1b interleaved zb-h1'; return ;;
         --split) _planner_words 'even short_ends embed_loss short_last'; return ;;
@@ -70,7 +71,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --ep --etp --vpp --mbs --zero --recompute --sp --schedule --split --order --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --ep-comm-overlap --dispatcher --capacity-factor --pad-to-capacity --grad-compression --zeropp --grad-reduce-bf16 --loss-fusion --fp8-recipe --offload-activations --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --routing-imbalance --mtp-layers --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --ep --etp --vpp --mbs --zero --recompute --recompute-layers --sp --schedule --split --order --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --ep-comm-overlap --dispatcher --capacity-factor --pad-to-capacity --grad-compression --zeropp --grad-reduce-bf16 --loss-fusion --fp8-recipe --offload-activations --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --routing-imbalance --mtp-layers --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -146,7 +147,7 @@ _planner() {
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --plan) :; return ;;
-        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= ep= etp= vpp= mbs= gbs= zero= recompute= sp= schedule= split= order= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap= ep_comm_overlap= dispatcher= capacity_factor= pad_to_capacity= grad_compression= zeropp= grad_reduce_bf16= loss_fusion= fp8_recipe= offload_activations= offload_optimizer= offload_params= offload_pct='; compopt -o nospace 2>/dev/null; return ;;
+        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= ep= etp= vpp= mbs= gbs= zero= recompute= recompute_layers= sp= schedule= split= order= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap= ep_comm_overlap= dispatcher= capacity_factor= pad_to_capacity= grad_compression= zeropp= grad_reduce_bf16= loss_fusion= fp8_recipe= offload_activations= offload_optimizer= offload_params= offload_pct='; compopt -o nospace 2>/dev/null; return ;;
         --gpus) :; return ;;
         --nodes) :; return ;;
         --global-batch) :; return ;;

@@ -34,6 +34,7 @@ enum class Rejection {
   offload_invalid,     ///< the offload asked for needs what the plan or the profile lacks
   host_out_of_memory,  ///< the offloaded state does not fit in the node's host memory
   experts_invalid,     ///< ep / etp do not fit the model's experts or the stage's ranks
+  recompute_invalid,   ///< recompute_layers without recompute=full, or beyond the model's layers
   count_
 };
 inline constexpr int kNumRejections = static_cast<int>(Rejection::count_);

@@ -25,6 +25,7 @@ enum class KnobId {
   gbs,
   zero,
   recompute,
+  recompute_layers,
   sp,
   schedule,
   split,

@@ -88,6 +88,11 @@ struct Plan {
   int gbs = 1;
   int zero = 0;  ///< 0 none, 1 optimizer states, 2 + gradients, 3 + parameters
   Recompute recompute = Recompute::none;
+  /// With recompute=full, only the first this many decoder layers of each model chunk (a
+  /// pipeline stage, or each of its vpp chunks) are recomputed and the others keep their
+  /// activations (Megatron-LM's --recompute-method block --recompute-num-layers N;
+  /// core/recompute.py at d98e8a64). 0: every layer (--recompute-method uniform).
+  int recompute_layers = 0;
   bool sp = false;
   Schedule schedule = Schedule::one_f_one_b;
   PipelineSplit split = PipelineSplit::even;

@@ -126,21 +126,22 @@ void uniform_stages(const BlockLayout& layout, const PlanCosts& pc, const Partit
   uniform_loads(pc.shape.front(), pc, part, pp, ends, st);
 }
 
-/// Blocks of several shapes (an encoder before the decoder): chunk by chunk, each shape's count
-/// from the layout's prefix sums.
+/// Blocks of several shapes (an encoder before the decoder), or a block recomputation
+/// (recompute_layers): chunk by chunk, each shape's count from the layout's prefix sums; the
+/// first recompute_layers blocks of a chunk at the plan's (recomputed) cost, the rest at
+/// PlanCosts::kept.
 void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partition& part, int pp,
-                  Stages& st) {
+                  int recompute_layers, Stages& st) {
   const int V = static_cast<int>(part.size()), last = layout.count() - 1;
   int b0 = 0;
   for (int vs = 0, s = 0; vs < V; ++vs, s = s + 1 == pp ? 0 : s + 1) {  // s = vs % pp
     const int b1 = b0 + part[vs];
+    const int split = recompute_layers > 0 ? std::min(b1, b0 + recompute_layers) : b1;
     ChunkCost cc;
     double compute = 0, tp = 0, cp = 0, ep = 0;
     StageLoad& ld = st.load[s];
-    for (size_t k = 0; k < pc.shape.size(); ++k) {
-      const int n = layout.prefix[k][b1] - layout.prefix[k][b0];
-      if (n == 0) continue;
-      const BlockCost& bc = pc.shape[k];
+    auto add = [&](const BlockCost& bc, int n) {
+      if (n == 0) return;
       cc.fwd_s += n * bc.fwd_s, cc.bwd_s += n * bc.bwd_s, cc.bwd_weight_s += n * bc.bwd_weight_s;
       compute += n * bc.compute_s, tp += n * bc.tp_comm_s, cp += n * bc.cp_comm_s;
       ep += n * bc.ep_comm_s;
@@ -150,6 +151,10 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
       ld.act_per_mb += n * bc.act_bytes;
       ld.once_bytes = std::max(ld.once_bytes, bc.full_act_bytes);
       ld.zero3_gather = std::max(ld.zero3_gather, 2.0 * bc.largest_matrix);
+    };
+    for (size_t k = 0; k < pc.shape.size(); ++k) {
+      add(pc.shape[k], layout.prefix[k][split] - layout.prefix[k][b0]);
+      if (split < b1) add(pc.kept[k], layout.prefix[k][b1] - layout.prefix[k][split]);
     }
     // The receiver's all-gather, as in uniform_chunks.
     const double fwd_gather = vs > 0 ? pc.p2p_gather_s : 0.0,
@@ -192,10 +197,10 @@ void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
   st.chunk_ep_s.resize(V);
   st.load.assign(p.pp, StageLoad{});
   st.blocks_per_stage.assign(p.pp, 0);
-  if (pc.shape.size() == 1)
+  if (pc.shape.size() == 1 && p.recompute_layers == 0)
     uniform_stages(layout, pc, part, p.pp, st);
   else
-    mixed_stages(layout, pc, part, p.pp, st);
+    mixed_stages(layout, pc, part, p.pp, p.recompute_layers, st);
 }
 
 }  // namespace planner

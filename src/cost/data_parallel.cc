@@ -41,15 +41,15 @@ struct Gather {
   double wire_s = 0, latency_s = 0;
 };
 
-Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
+Zero3Cost zero3_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, Recompute r,
                      const LayerCompute& lc, int blocks, double fwd_window, double bwd_window,
                      const Gather gathers[2], double scatter_wire_s, double scatter_latency_s,
                      std::vector<double>* scratch) {
   Zero3Cost z;
   blocks = std::max(1, blocks);
   const LayerShape shape = m.decoder_shape();
-  std::vector<Zero3Step> passes[2] = {zero3_block_steps(shape, lc, p.tp, p.recompute, false),
-                                      zero3_block_steps(shape, lc, p.tp, p.recompute, true)};
+  std::vector<Zero3Step> passes[2] = {zero3_block_steps(shape, lc, p.tp, r, false),
+                                      zero3_block_steps(shape, lc, p.tp, r, true)};
   double block_params = 0;
   for (const Zero3Step& s : passes[0]) block_params += s.params;
   if (block_params <= 0) return z;
@@ -175,8 +175,21 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
     // Gathered module by module, prefetched a bucket ahead (DeepSpeed's
     // stage3_prefetch_bucket_size), one collective per module: modules whose compute is shorter
     // than the next one's gather (the attention core, the projection) leave the compute waiting.
-    const Zero3Cost z = zero3_cost(m, c, p, lc, stage_blocks, fwd_window, bwd_window, gathers,
-                                   once ? 0.0 : rs_wire, once ? 0.0 : rs_latency, scratch);
+    auto cost = [&](Recompute r) {
+      return zero3_cost(m, c, p, r, lc, stage_blocks, fwd_window, bwd_window, gathers,
+                        once ? 0.0 : rs_wire, once ? 0.0 : rs_latency, scratch);
+    };
+    Zero3Cost z = cost(p.recompute);
+    if (p.recompute_layers > 0) {
+      // A block recomputation gathers again only for its recomputed layers, the first
+      // recompute_layers of each of the stage's vpp chunks: the stage's passes weighted by their
+      // share of its blocks (an approximation: the layers' order within the pass is not kept).
+      const double share =
+          std::min(1.0, double(p.recompute_layers) * p.vpp / std::max(1, stage_blocks));
+      const Zero3Cost kept = cost(Recompute::none);
+      z.total = share * z.total + (1 - share) * kept.total;
+      z.exposed = share * z.exposed + (1 - share) * kept.exposed;
+    }
     const double final_scatter = once ? rs_wire + std::max(1, stage_blocks) * rs_latency : 0.0;
     const int passes = once ? 1 : p.microbatches();
     d.total = z.total * passes + final_scatter;

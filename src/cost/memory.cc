@@ -74,8 +74,15 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Plan& p, const Gpu& gpu
   // ZeRO-3 gathers per submodule: the current and the prefetched largest matrix.
   load.zero3_gather = 2.0 * double(m.hidden) * m.ffn * (m.swiglu ? 2.0 : 1.0) / p.tp;
   const double layers = double(m.layers) / p.pp;
+  // A block recomputation (recompute_layers) keeps only the inputs of the first layers of each of
+  // the stage's vpp chunks; the others keep everything.
+  const double redo = p.recompute_layers > 0
+                          ? std::min(double(p.recompute_layers), layers / p.vpp) * p.vpp
+                          : layers;
   load.act_per_mb =
-      activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn, p.dtype) * layers;
+      activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn, p.dtype) * redo +
+      activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn, p.dtype) *
+          (layers - redo);
   // Backward working set: one layer's full activations at a time, the recomputed layer under full
   // recompute, or the activation gradients of the layer being back-propagated otherwise.
   load.once_bytes =

@@ -237,7 +237,7 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
 void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const BlockLayout& layout,
              const HeadCompute& head, PlanCosts& pc) {
   const double n = m.mtp_layers;
-  const BlockCost& layer = pc.shape[layout.shape_of.back()];
+  const BlockCost& layer = (p.recompute_layers > 0 ? pc.kept : pc.shape)[layout.shape_of.back()];
   const double e = activation_element_bytes(p.dtype);
   const double tokens = p.mbs * (double(m.seq_len) / p.cp), act = e * tokens * m.hidden;
   double fwd_tp = 0, bwd_tp = 0;
@@ -248,7 +248,9 @@ void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const B
     bwd_tp = p.sp ? collective_time_s(c, Collective::reduce_scatter, 2 * act, g) + gather
                   : collective_time_s(c, Collective::allreduce, 2 * act, g);
   }
-  const bool full = p.recompute == Recompute::full;
+  // Megatron-LM skips the modules' recomputation under --recompute-method block
+  // (multi_token_prediction.py at d98e8a64: "not supported for MTP yet").
+  const bool full = p.recompute == Recompute::full && p.recompute_layers == 0;
   const double redo = full ? head.mtp_proj_fwd_s : 0.0, redo_tp = full ? fwd_tp : 0.0;
   pc.logits_fwd_s += n * (layer.fwd_s + head.mtp_fwd_s + fwd_tp);
   pc.logits_bwd_s += n * (layer.bwd_s + head.mtp_bwd_s + bwd_tp + redo + redo_tp);
@@ -318,8 +320,12 @@ void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   pc.shape = std::move(shapes);
   pc.shape.clear();
   double widest = 0;  // bytes of the largest activation crossing a stage boundary
+  pc.kept.clear();
+  Plan keeping = p;  // the layers Megatron's block method leaves alone
+  keeping.recompute = Recompute::none;
   for (const ShapeCell& sc : cell->shape) {
     pc.shape.push_back(block_cost(c, p, sc));
+    if (p.recompute_layers > 0) pc.kept.push_back(block_cost(c, keeping, sc));
     widest = std::max(widest, sc.boundary_bytes);
   }
   const HeadCompute& head = cell->head;

@@ -67,7 +67,13 @@ ArgGroup memory_group(const Plan& p, bool mla) {
   // --recompute-method is rejected with granularity 'selective' (validate_args).
   if (p.recompute == Recompute::selective)
     g.args.push_back({"--recompute-granularity", "selective", "core attention recomputed"});
-  if (p.recompute == Recompute::full) {
+  if (p.recompute == Recompute::full && p.recompute_layers > 0) {
+    // core/recompute.py: the first N layers of each chunk (TransformerBlock) checkpointed.
+    g.args.push_back({"--recompute-granularity", "full", ""});
+    g.args.push_back({"--recompute-method", "block", ""});
+    g.args.push_back({"--recompute-num-layers", std::to_string(p.recompute_layers),
+                      "the first layers of each model chunk recomputed"});
+  } else if (p.recompute == Recompute::full) {
     g.args.push_back({"--recompute-granularity", "full", "every layer recomputed ..."});
     g.args.push_back({"--recompute-method", "uniform", ""});
     g.args.push_back({"--recompute-num-layers", "1", "... from its own input"});

@@ -44,6 +44,10 @@ struct BlockCost {
 /// (with the last block).
 struct PlanCosts {
   std::vector<BlockCost> shape;
+  /// With recompute=full and recompute_layers = N: each shape's cost when it keeps its
+  /// activations (recompute none), for the layers after the first N of a chunk (build_stages);
+  /// empty otherwise.
+  std::vector<BlockCost> kept;
   double embed_s = 0, logits_s = 0;  ///< forward + backward per micro-batch
   /// The same per pass: the embedding's forward and backward, the logits' forward, backward
   /// (data and weight together) and its weight gradient alone (which ZB-H1 defers).
