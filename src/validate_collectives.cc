@@ -44,8 +44,10 @@ struct TpCollectives {
   /// `beside` >= 0: chunked beside that GEMM of `window_s`, the last of tp chunks exposed.
   void add(const char* name, Collective coll, Pass pass, int count, int beside = -1,
            double window_s = 0) {
-    WorkCollective w{name, coll, act, p.tp, pass, count};
-    w.predicted_s = w.exposed_s = collective_time_s(c, coll, act, g);
+    // The all-gathers of sequence parallelism carry FP8 under fp8 (shape_cell's).
+    const double bytes = coll == Collective::allgather ? tp_gather_bytes(act, p.dtype) : act;
+    WorkCollective w{name, coll, bytes, p.tp, pass, count};
+    w.predicted_s = w.exposed_s = collective_time_s(c, coll, bytes, g);
     if (beside >= 0) {
       w.overlapped = true, w.beside = beside;
       w.exposed_s = exposed_after_overlap(w.predicted_s, window_s, 1.0 / p.tp,

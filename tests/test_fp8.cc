@@ -5,8 +5,10 @@
 #include <string>
 
 #include "fixtures.h"
+#include "planner/cost/communication.h"
 #include "planner/cost/compute.h"
 #include "planner/cost/memory.h"
+#include "planner/cost/stages.h"
 #include "planner/error.h"
 #include "planner/estimate.h"
 #include "planner/framework.h"
@@ -398,4 +400,26 @@ TEST_CASE("flash attention's rate grows with the keys per call, as cuDNN's measu
   const double cp4 =
       sum(layer_kernels(m.decoder_shape(), h100(), cfg), "flash_attention", Pass::forward) - launch;
   CHECK(cp4 == doctest::Approx(full / 4 * flash_length_factor(8192) / flash_length_factor(2048)));
+}
+
+TEST_CASE("fp8 with sp: the TP all-gathers carry FP8, the reduce-scatters 16 bits") {
+  // Transformer Engine casts a column-parallel input and a row-parallel output gradient on this
+  // rank's rows and all-gathers the 1-byte copy (distributed.py _all_gather_fp8).
+  const ModelSpec& m = llama70();
+  const BlockLayout layout = block_layout(m);
+  for (Dtype d : {Dtype::bf16, Dtype::fp8}) {
+    CAPTURE(to_string(d));
+    Plan p = parse_plan("tp=4,pp=1,dp=2,mbs=1,gbs=16,sp=1,zero=1", "--plan");
+    p.dtype = d;
+    const CellCosts cell = cell_costs(m, h100(), p, layout);
+    const double act = 2.0 * m.seq_len * m.hidden;  // one micro-batch's 16-bit activation
+    const GroupLayout g = tp_group(p, h100());
+    CHECK(tp_gather_bytes(act, d) == (d == Dtype::fp8 ? act / 2 : act));
+    CHECK(
+        cell.shape[0].tp_allgather_s ==
+        doctest::Approx(collective_time_s(h100(), Collective::allgather,
+                                          d == Dtype::fp8 ? act * kFp8GatheredBytes / 2 : act, g)));
+    CHECK(cell.shape[0].tp_reduce_scatter_s ==
+          doctest::Approx(collective_time_s(h100(), Collective::reduce_scatter, act, g)));
+  }
 }

@@ -97,8 +97,12 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   sc.boundary_bytes = act;
   // One collective per row-parallel linear in each pass (after the projection and fc2 forward,
   // at the QKV and fc1 inputs backward): allreduce, or allgather + reduce-scatter of the same
-  // bytes with sequence parallelism (Korthikanti et al. 2022, Figure 5).
-  const double ag = p.sp ? collective_time_s(c, Collective::allgather, act, tpg) : 0.0;
+  // bytes with sequence parallelism (Korthikanti et al. 2022, Figure 5). Under fp8 the
+  // all-gathers carry FP8: a column-parallel input and a row-parallel output gradient are cast
+  // on this rank's rows and gathered as 1-byte data (tp_gather_bytes); the reduce-scatters stay
+  // 16-bit.
+  const double ag =
+      p.sp ? collective_time_s(c, Collective::allgather, tp_gather_bytes(act, p.dtype), tpg) : 0.0;
   const double rs = p.sp ? collective_time_s(c, Collective::reduce_scatter, act, tpg) : 0.0;
   sc.tp_allgather_s = ag, sc.tp_reduce_scatter_s = rs;
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);

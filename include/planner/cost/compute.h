@@ -79,6 +79,9 @@ inline constexpr double kFp8AmaxBytes = 2;
 /// 1.
 inline constexpr double kFp8NormFusedSavedBytes = 1;
 inline constexpr double kFp8TransposeBytes = 2;
+/// An FP8 element (E4M3 forward, E5M2 gradients under the hybrid format) as a sequence-parallel
+/// all-gather carries it (tp_gather_bytes).
+inline constexpr double kFp8GatheredBytes = 1;
 /// The amax a current-scaling cast all-reduces over the TP group: one fp32.
 inline constexpr double kFp8AmaxAllreduceBytes = 4;
 /// A row-wise-only FP8 cast, read 2, write 1: where FP8 GEMMs take any layout
