@@ -382,6 +382,15 @@ Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
           "recompute=full, got recompute={}",
           p.recompute_layers, to_string(p.recompute));
     });
+  // Megatron-LM counts the first layers of each decoder chunk; a vision encoder's blocks (their
+  // own TransformerBlock, or none for the projector) are not priced that way here.
+  if (p.recompute_layers > 0 && !m.encoders.empty())
+    return fail(Rejection::recompute_invalid, reason, [&] {
+      return fmt(
+          "recompute_layers is priced for decoder-only models; this one has {} encoder "
+          "component(s): use recompute=full with recompute_layers=0, or none",
+          m.encoders.size());
+    });
   if (p.recompute_layers > m.layers)
     return fail(Rejection::recompute_invalid, reason, [&] {
       return fmt("recompute_layers={} is more than the model's {} layers", p.recompute_layers,

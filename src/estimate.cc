@@ -287,6 +287,9 @@ Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   // A framework that splits layers evenly runs the even partition, however much a balanced one
   // would gain.
   if (o.framework && !info(*o.framework).uneven_stages) return even;
+  // A block recomputation prices a block by its place in its chunk (build_stages), which the
+  // balancer's per-block costs do not know: the plan's split only.
+  if (p.recompute_layers > 0) return even;
   const BlockLayout layout = block_layout(m);
   const double limit = o.memory_limit_bytes > 0 ? o.memory_limit_bytes : c.gpu.hbm_bytes;
   const Partition bal = balanced_partition(layout, plan_costs(m, c, p, layout), p, limit);

@@ -45,7 +45,8 @@ struct TpCollectives {
   void add(const char* name, Collective coll, Pass pass, int count, int beside = -1,
            double window_s = 0) {
     // The all-gathers of sequence parallelism carry FP8 under fp8 (shape_cell's).
-    const double bytes = coll == Collective::allgather ? tp_gather_bytes(act, p.dtype) : act;
+    const double bytes =
+        coll == Collective::allgather ? tp_gather_bytes(act, p.dtype, c.software) : act;
     WorkCollective w{name, coll, bytes, p.tp, pass, count};
     w.predicted_s = w.exposed_s = collective_time_s(c, coll, bytes, g);
     if (beside >= 0) {

@@ -1061,7 +1061,9 @@ TEST_CASE("recompute_layers is Megatron-LM's --recompute-method block; the other
         "megatron_torchrun.sh");
   };
   const std::string block = script(base + ",recompute_layers=5"), every = script(base);
+  CHECK(block.find("--recompute-granularity full") != std::string::npos);
   CHECK(block.find("--recompute-method block") != std::string::npos);
+  CHECK(block.find("uniform") == std::string::npos);
   CHECK(block.find("--recompute-num-layers 5") != std::string::npos);
   CHECK(every.find("--recompute-method uniform") != std::string::npos);
   CHECK(every.find("--recompute-num-layers 1") != std::string::npos);

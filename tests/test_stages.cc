@@ -512,4 +512,32 @@ TEST_CASE("recompute_layers: the first N layers of each chunk recomputed, the re
   for (Framework f : {Framework::deepspeed, Framework::torchtitan, Framework::megatron_2022})
     CHECK(why_not(f, m, c, q).has_value());
   CHECK_FALSE(why_not(Framework::megatron, m, c, q).has_value());
+  q.recompute_layers = 40;  // every layer of every chunk: allowed, the same as 0
+  CHECK(check_plan(m, c, q, {}, &why) == Rejection::none);
+  q.recompute = Recompute::selective;
+  CHECK(check_plan(m, c, q, {}, &why) == Rejection::recompute_invalid);
+  // A model with a vision encoder: refused (Megatron counts the decoder chunk's layers).
+  Plan v = plan(2, 4, 2, 1, 64);
+  v.zero = 1, v.recompute = Recompute::full, v.recompute_layers = 2;
+  CHECK(check_plan(llava(), c, v, {}, &why) == Rejection::recompute_invalid);
+  CHECK(why.find("encoder") != std::string::npos);
+}
+
+TEST_CASE("recompute_layers: Megatron-LM does not recompute the MTP modules under block") {
+  // multi_token_prediction.py at d98e8a64: "recompute_method == 'block' is not supported for MTP
+  // yet. Skipping recompute." The modules then cost what they cost without recomputation.
+  ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-13b.yaml");
+  m.mtp_layers = 1;
+  const BlockLayout layout = block_layout(m);
+  Plan p = plan(2, 4, 2, 1, 64);
+  p.zero = 1, p.recompute = Recompute::full;
+  Plan none = p, block = p;
+  none.recompute = Recompute::none, block.recompute_layers = 3;
+  const PlanCosts full = plan_costs(m, a100(), p, layout),
+                  kept = plan_costs(m, a100(), none, layout),
+                  part = plan_costs(m, a100(), block, layout);
+  CHECK(part.logits_bwd_s == doctest::Approx(kept.logits_bwd_s));
+  CHECK(part.mtp_act_bytes == doctest::Approx(kept.mtp_act_bytes));
+  CHECK(full.logits_bwd_s > part.logits_bwd_s);
+  CHECK(full.mtp_act_bytes < part.mtp_act_bytes);
 }

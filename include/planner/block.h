@@ -78,9 +78,11 @@ struct Module {
   double groups = 1, tokens = 0;
   /// Its norm runs inside it: Transformer Engine's LayerNormLinear in Megatron-Core's TE layer
   /// spec (gpt_layer_specs.py at d98e8a64): QKV, a dense MLP's fc1, and latent attention's
-  /// up-projections after their own norms. Not a shared expert's fc1 (the MoE layer keeps its
-  /// pre-MLP norm apart) nor latent attention's query projection without q_lora_rank
-  /// (linear_q_proj is a plain column-parallel linear after a separate input norm).
+  /// up-projections after their own norms (LayerNormLinear under --qk-layernorm, which the
+  /// latent-attention models here train with: the block model always has q_norm and kv_norm). Not a
+  /// shared expert's fc1 (the MoE layer keeps its pre-MLP norm apart) nor latent attention's query
+  /// projection without q_lora_rank (linear_q_proj is a plain column-parallel linear after a
+  /// separate input norm).
   bool norm_fused = false;
 };
 

@@ -36,8 +36,9 @@ std::string memory_remedies(const Inputs& in, const Plan& base,
   if (base.weight_replicas() > 1 && base.zero < (base.pp > 1 ? 1 : 3))
     p.zero = base.pp > 1 ? 1 : 3, v.push_back({"zero=" + std::to_string(p.zero), p});
   p = base;
-  if (base.recompute != Recompute::full)
-    p.recompute = Recompute::full, v.push_back({"recompute=full", p});
+  if (base.recompute != Recompute::full || base.recompute_layers > 0)
+    p.recompute = Recompute::full, p.recompute_layers = 0,
+    v.push_back({base.recompute == Recompute::full ? "recompute_layers=0" : "recompute=full", p});
   p = base;
   if (base.tp > 1 && !base.sp) p.sp = true, v.push_back({"sp=1", p});
   p = base;

@@ -272,7 +272,7 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     // backward reads the 16-bit input and gradient as before).
     const Module* next = &m + 1;
     if (cfg.dtype == Dtype::fp8 && !fp8_current_scaling(cfg.fp8_recipe, c.software) &&
-        c.software.fp8_transformer_engine && next != bm.end() && next->norm_fused)
+        next != bm.end() && next->norm_fused)  // delayed scaling implies TE's linears
       norm_fp8_saved += s.tokens * kFp8NormFusedSavedBytes * m.in;
     ++norms;
   }

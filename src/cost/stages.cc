@@ -101,8 +101,9 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   // all-gathers carry FP8: a column-parallel input and a row-parallel output gradient are cast
   // on this rank's rows and gathered as 1-byte data (tp_gather_bytes); the reduce-scatters stay
   // 16-bit.
-  const double ag =
-      p.sp ? collective_time_s(c, Collective::allgather, tp_gather_bytes(act, p.dtype), tpg) : 0.0;
+  const double ag = p.sp ? collective_time_s(c, Collective::allgather,
+                                             tp_gather_bytes(act, p.dtype, c.software), tpg)
+                         : 0.0;
   const double rs = p.sp ? collective_time_s(c, Collective::reduce_scatter, act, tpg) : 0.0;
   sc.tp_allgather_s = ag, sc.tp_reduce_scatter_s = rs;
   const double one = p.sp ? ag + rs : collective_time_s(c, Collective::allreduce, act, tpg);
@@ -248,7 +249,11 @@ void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const B
   if (p.tp > 1) {
     const GroupLayout g = tp_group(p, c);
     const double gather = collective_time_s(c, Collective::allgather, act, g);
-    fwd_tp = gather + (p.sp ? collective_time_s(c, Collective::allgather, 2 * act, g) : 0.0);
+    // eh_proj is a Transformer Engine column-parallel linear in the fp8 context: its 2h-wide
+    // input gathers as FP8 (tp_gather_bytes); its output's gather is a 16-bit one.
+    fwd_tp = gather + (p.sp ? collective_time_s(c, Collective::allgather,
+                                                tp_gather_bytes(2 * act, p.dtype, c.software), g)
+                            : 0.0);
     bwd_tp = p.sp ? collective_time_s(c, Collective::reduce_scatter, 2 * act, g) + gather
                   : collective_time_s(c, Collective::allreduce, 2 * act, g);
   }

@@ -37,8 +37,11 @@ void print_layer(std::ostream& out, const Estimate& e) {
   out << "\none layer, one micro-batch, one rank\n";
   line(out, "  forward  compute {:>9.3f} ms  comm {:>8.3f} ms\n", e.layer.fwd_compute_s / kMs,
        e.layer.fwd_comm_s / kMs);
-  line(out, "  backward compute {:>9.3f} ms  comm {:>8.3f} ms  (recompute included)\n",
-       e.layer.bwd_compute_s / kMs, e.layer.bwd_comm_s / kMs);
+  line(out, "  backward compute {:>9.3f} ms  comm {:>8.3f} ms  (recompute included{})\n",
+       e.layer.bwd_compute_s / kMs, e.layer.bwd_comm_s / kMs,
+       e.plan.recompute_layers > 0
+           ? fmt("; a recomputed layer, the first {} of each chunk", e.plan.recompute_layers)
+           : "");
   const LayerCompute& lc = e.layer_compute;
   line(out, "  forward  = GEMMs {:.3f} + attention {:.3f} + element-wise {:.3f} ms\n",
        lc.fwd_gemm_s / kMs, lc.fwd_attn_s / kMs, lc.fwd_elementwise_s / kMs);

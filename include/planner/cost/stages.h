@@ -43,12 +43,16 @@ struct BlockCost {
 /// Every shape's cost plus the embedding (with the first decoder block) and the logits and loss
 /// (with the last block).
 /// Bytes of one sequence-parallel TP all-gather of an activation of `act` bytes (16-bit or fp32
-/// elements): under fp8 the tensor is gathered as FP8, 1 byte an element (Transformer Engine
-/// distributed.py _all_gather_fp8: the row-wise copy cast before the gather; torchao's
-/// Float8ColwiseParallel likewise). MXFP8 gathers its scaled copies with their scales (one or both
-/// usages, by module): priced at the activation's own bytes, not modelled further.
-inline double tp_gather_bytes(double act, Dtype d) {
-  return d == Dtype::fp8 ? act / activation_element_bytes(d) * kFp8GatheredBytes : act;
+/// elements): under fp8 Transformer Engine gathers the tensor as FP8, 1 byte an element
+/// (distributed.py _all_gather_fp8: the row-wise copy cast before the gather). torchao's float8
+/// under torchtitan communicates in high precision (torchtitan's float8.md at b5bcd76c: "all
+/// distributed communication is done in high precision"), as does every stack at 16 bits. MXFP8
+/// gathers its scaled copies with their scales (one or both usages, by module): priced at the
+/// activation's own bytes, not modelled further.
+inline double tp_gather_bytes(double act, Dtype d, const SoftwareStack& s) {
+  return d == Dtype::fp8 && s.fp8_transformer_engine
+             ? act / activation_element_bytes(d) * kFp8GatheredBytes
+             : act;
 }
 
 struct PlanCosts {
