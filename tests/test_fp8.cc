@@ -425,3 +425,54 @@ TEST_CASE("fp8 with sp: the TP all-gathers carry FP8, the reduce-scatters 16 bit
           doctest::Approx(collective_time_s(h100(), Collective::reduce_scatter, act, g)));
   }
 }
+
+TEST_CASE("fp8 current scaling where GEMMs take any layout: no transposes, amax before each cast") {
+  // Blackwell (Gpu::fp8_any_layout): every cast writes the row-wise copy only (3 bytes); under
+  // tensorwise each tensor not written by a norm is read once more for its amax, and the norms'
+  // casts follow their fused amax. No transpose kernel at all.
+  const ClusterProfile& b200 = fixtures::cluster("dgx-b200");
+  const ModelSpec& m = llama70();
+  LayerConfig cs{4, 1, 1, true, Dtype::fp8, AttentionKernel::flash};
+  cs.fp8_recipe = Fp8Recipe::tensorwise;
+  const std::vector<Kernel> k = layer_kernels(m.decoder_shape(), b200, cs);
+  double cast = 0;
+  for (const Kernel& x : k) {
+    CHECK(std::string(x.name) != "fp8_transpose");
+    if (std::string(x.name) == "fp8_cast") cast += x.bytes;
+  }
+  const double t = 4, s = m.seq_len, h = m.hidden, f = m.ffn, d = m.head_dim();
+  const double qkv = (m.heads + 2.0 * m.kv_heads) * d / t, q = m.heads * d / t;
+  const double from_norms = s * 2 * h / t;  // QKV's and fc1's inputs, this rank's rows
+  const double others = s * (q + f / t) + s * (qkv + 2 * f / t) + s * 2 * h / t;
+  CHECK(cast == doctest::Approx(kFp8CastRowwiseBytes * from_norms +
+                                (kFp8AmaxBytes + kFp8CastRowwiseBytes) * others));
+}
+
+TEST_CASE("fp8 with sp on latent attention: q_up's gathered input, q_down's local one") {
+  // DeepSeek-V3's dense layer. q_norm is inside q_up (LayerNormLinear): under delayed scaling it
+  // writes FP8 on this rank's rows, gathered and transposed in the backward; q_down runs
+  // replicated on this rank's sequence share and takes a cast-transpose there.
+  const ModelSpec ds = io::load_model(PLANNER_SOURCE_DIR "/configs/models/deepseek-v3.json");
+  const LayerShape l = ds.decoder_shape();
+  REQUIRE_FALSE(l.moe.any());
+  const double t = 4, s = double(l.seq) * l.sequences, h = l.hidden, f = l.ffn;
+  const double ql = ds.mla.q_lora_rank, kvl = ds.mla.kv_lora_rank;
+  LayerConfig cfg{4, 1, 1, true, Dtype::fp8, AttentionKernel::flash};
+  const std::vector<Kernel> ks = layer_kernels(l, h100(), cfg);
+  auto bytes = [&](const char* name, Pass p) {
+    double b = 0;
+    for (const Kernel& k : ks)
+      if (std::string(k.name) == name && k.pass == p) b += k.bytes;
+    return b;
+  };
+  // No forward transposes (every norm-fed input is gathered); in the backward, from the gathered
+  // rows: q_up's, kv_up's and fc1's inputs, the projection's and fc2's gradients.
+  CHECK(bytes("fp8_transpose", Pass::forward) == 0);
+  CHECK(bytes("fp8_transpose", Pass::backward_data) ==
+        doctest::Approx(kFp8TransposeBytes * s * (ql + kvl + 3 * h)));
+  // Forward casts with their transposes: q_down's and kv_down's input (this rank's s / t rows),
+  // the projection's and fc2's inputs.
+  const double proj_in = s * ds.heads * ds.mla.v_head_dim / t;
+  CHECK(bytes("fp8_cast", Pass::forward) ==
+        doctest::Approx(kFp8CastTransposeBytes * (2 * s / t * h + proj_in + s * f / t)));
+}
