@@ -354,10 +354,8 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
         add("fp8_cast", x.pass, kMxfp8QuantizeBytes * local, 1);
         continue;
       }
-      // The transpose made apart: after the gather (in the backward, where the weight gradient
-      // reads it), or after a delayed-scaling norm that wrote the row-wise FP8 copy.
+      // A delayed-scaling norm wrote the row-wise FP8 copy itself: no cast.
       const bool delayed_norm = x.from_norm && !current;
-      const Pass transpose_pass = x.gathered ? Pass::backward_data : x.pass;
       if (!delayed_norm) {
         const bool with_transpose = !any_layout && !x.gathered;
         const bool amax_pass = current && !x.from_norm;
@@ -367,11 +365,12 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
                              : amax_pass ? kFp8CurrentScalingKernels
                                          : kFp8CurrentScalingKernels - 1;
         add("fp8_cast", x.pass, (cast + (amax_pass ? kFp8AmaxBytes : 0.0)) * local, launches);
-        if (with_transpose || any_layout) continue;
-      } else if (any_layout) {
-        continue;
       }
-      add("fp8_transpose", transpose_pass, kFp8TransposeBytes * all, 1);
+      // The transpose made apart where GEMMs take only TN: after the gather (in the backward,
+      // where the weight gradient reads it), or after the delayed-scaling norm's write.
+      if (!any_layout && (x.gathered || delayed_norm))
+        add("fp8_transpose", x.gathered ? Pass::backward_data : x.pass, kFp8TransposeBytes * all,
+            1);
     }
   }
 }

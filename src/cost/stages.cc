@@ -329,13 +329,14 @@ void plan_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   pc.shape = std::move(shapes);
   pc.shape.clear();
   double widest = 0;  // bytes of the largest activation crossing a stage boundary
-  pc.kept.clear();
-  Plan keeping = p;  // the layers Megatron's block method leaves alone
-  keeping.recompute = Recompute::none;
   for (const ShapeCell& sc : cell->shape) {
     pc.shape.push_back(block_cost(c, p, sc));
-    if (p.recompute_layers > 0) pc.kept.push_back(block_cost(c, keeping, sc));
     widest = std::max(widest, sc.boundary_bytes);
+  }
+  if (p.recompute_layers > 0) {  // the layers Megatron's block method leaves alone
+    Plan keeping = p;
+    keeping.recompute = Recompute::none;
+    for (const ShapeCell& sc : cell->shape) pc.kept.push_back(block_cost(c, keeping, sc));
   }
   const HeadCompute& head = cell->head;
   pc.embed_fwd_s = head.embed_fwd_s, pc.embed_bwd_s = head.embed_bwd_s;

@@ -40,8 +40,6 @@ struct BlockCost {
   LayerTimes times;
 };
 
-/// Every shape's cost plus the embedding (with the first decoder block) and the logits and loss
-/// (with the last block).
 /// Bytes of one sequence-parallel TP all-gather of an activation of `act` bytes (16-bit or fp32
 /// elements): under fp8 Transformer Engine gathers the tensor as FP8, 1 byte an element
 /// (distributed.py _all_gather_fp8: the row-wise copy cast before the gather). torchao's float8
@@ -55,6 +53,8 @@ inline double tp_gather_bytes(double act, Dtype d, const SoftwareStack& s) {
              : act;
 }
 
+/// Every shape's cost plus the embedding (with the first decoder block) and the logits and loss
+/// (with the last block).
 struct PlanCosts {
   std::vector<BlockCost> shape;
   /// With recompute=full and recompute_layers = N: each shape's cost when it keeps its
