@@ -530,24 +530,29 @@ TEST_CASE("the watchdog: done, an NCCL error, a hang on the GPU, a hang in a hos
 }
 
 TEST_CASE("measured GEMMs near a shape correct the model: held-out on the H200 calibration") {
-  // The 584 bf16 shapes timed on the lent H200 and the profile fitted from them: half of the
-  // shapes (every other one) as the measured table, the other half predicted.
+  // The 584 bf16 shapes timed on the lent H200: every other sample is the training half, from
+  // which the parametric model is fitted (as planner-calibrate fits it, from the base profile
+  // with the calibrated HBM rate) and the measured table built; the other half is predicted.
+  // Nothing of the held-out half reaches the fit: the committed profile's constants, fitted on
+  // all 584, would (they gave 7.07% parametric, 5.47% with the table, on this same split).
   const Samples all =
       load_samples(PLANNER_SOURCE_DIR "/bench/calibration-h200/h200-calibrated.samples.json");
   const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/h200-calibrated.yaml");
-  std::vector<GemmSample> bf16;
+  std::vector<GemmSample> bf16, train;
   for (const GemmSample& g : all.gemm)
     if (g.dtype == Dtype::bf16) bf16.push_back(g);
   REQUIRE(bf16.size() == 584);
+  for (size_t i = 0; i < bf16.size(); i += 2) train.push_back(bf16[i]);
+  Gpu start = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h200.yaml").gpu;
+  start.hbm_efficiency = c.gpu.hbm_efficiency;
+  const GemmFit fit = fit_gemm(train, start, Dtype::bf16);
   const double peak = c.gpu.peak_flops[int(Dtype::bf16)];
-  Gpu model = c.gpu;  // the fitted parametric model alone (the profile keeps every shape)
-  model.gemm.measured.clear();
+  Gpu model = start;  // the training half's parametric model alone
+  model.gemm = fit.model;
   Gpu table = model;
-  for (size_t i = 0; i < bf16.size(); i += 2) {
-    const GemmSample& g = bf16[i];
+  for (const GemmSample& g : train)
     table.gemm.measured.push_back(
         {g.m, g.n, g.k, 1, Dtype::bf16, 2 * g.m * g.n * g.k / (g.time_s * peak)});
-  }
   auto rms = [&](const Gpu& gpu, size_t first) {
     double sum = 0, worst = 0;
     int n = 0;
@@ -562,15 +567,16 @@ TEST_CASE("measured GEMMs near a shape correct the model: held-out on the H200 c
   const auto [held_rms, held_worst] = rms(table, 1);
   const auto [seen_rms, seen_worst] = rms(table, 0);
   MESSAGE(fmt::format(
-      "bf16 GEMMs, held-out half: parametric rms {:.2f}% (worst {:.1f}%), with the "
-      "other half's measured table {:.2f}% (worst {:.1f}%); the table's own "
-      "shapes {:.2f}%",
-      100 * model_rms, 100 * model_worst, 100 * held_rms, 100 * held_worst, 100 * seen_rms));
+      "bf16 GEMMs, held-out half: the training half's parametric fit rms {:.2f}% (worst "
+      "{:.1f}%; {:.2f}% on its own half), with its measured table {:.2f}% (worst {:.1f}%); the "
+      "table's own shapes {:.2f}%",
+      100 * model_rms, 100 * model_worst, 100 * fit.rms_log_err, 100 * held_rms, 100 * held_worst,
+      100 * seen_rms));
   // A measured shape is its measurement, but the samples time each m x n x k in up to three
   // layouts (TN, NN, NT) that the shape does not tell apart: the table keeps one of them.
   CHECK(seen_rms < held_rms);
-  // Parametric 7.07% rms; with the other half's table 5.47% (worst 30.3% -> 23.2%): the
-  // neighbourhood (kMeasuredNearFactor 4, prior 0.25) was chosen among four on this split.
-  CHECK(held_rms < 0.056);
+  // The training half's model 8.43% rms (worst 46.5%), with its table 6.95%: the issue's 3% is
+  // not reached (the layouts of one shape alone differ by 2.1% rms about their mean).
+  CHECK(held_rms < 0.072);
   CHECK(held_rms < model_rms);
 }
