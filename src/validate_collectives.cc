@@ -128,8 +128,7 @@ std::vector<WorkCollective> tp_collectives(const ModelSpec& m, const ClusterProf
   if (p.dtype == Dtype::fp8 && fp8_current_scaling(p.fp8_recipe, c.software) && p.sp) {
     int column = 0, row = 0;
     for (const Module& mod : bm)
-      if (mod.kind == ModuleKind::linear && mod.shard == Module::Shard::tp)
-        column += mod.column_parallel, row += mod.tp_collectives > 0;
+      column += mod.sp_gathers_input(), row += mod.sp_gathers_output_grad();
     const double each = collective_time_s(c, Collective::allreduce, kFp8AmaxAllreduceBytes, tp.g);
     for (auto [pass, count] :
          {std::pair{Pass::forward, column}, {Pass::backward_data, row + (full ? column : 0)}}) {

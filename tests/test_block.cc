@@ -39,6 +39,14 @@ TEST_CASE("a decoder layer's modules, their weights and their TP split") {
   CHECK(bm.linear(kQkv)->column_parallel);
   CHECK(!bm.linear(kProj)->column_parallel);
   CHECK(bm.linear(kProj)->tp_collectives == 1);
+  // With SP, the column-parallel linears gather their input, the row-parallel ones their output
+  // gradient; a norm gathers nothing.
+  CHECK(bm.linear(kQkv)->sp_gathers_input());
+  CHECK(!bm.linear(kQkv)->sp_gathers_output_grad());
+  CHECK(bm.linear(kFc2)->sp_gathers_output_grad());
+  CHECK(!bm.linear(kFc2)->sp_gathers_input());
+  for (const Module& m : bm)
+    if (m.kind == ModuleKind::norm) CHECK(!(m.sp_gathers_input() || m.sp_gathers_output_grad()));
   // Full recompute keeps only the block's input.
   CHECK(bm.stored_bytes(Recompute::full) == doctest::Approx(2.0 * l.seq * h / 8));
 }

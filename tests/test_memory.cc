@@ -442,10 +442,13 @@ TEST_CASE("recompute_layers: the estimate's memory is this file's formula, betwe
       p.tp = 8, p.pp = 8, p.dp = 16, p.mbs = 1, p.gbs = 1536, p.sp = true, p.zero = 1;
       p.vpp = vpp, p.recompute = Recompute::full, p.recompute_layers = n;
       if (vpp > 1) p.schedule = Schedule::interleaved;
+      // 96 layers over pp=8: n of each of the vpp chunks of 12 / vpp layers.
+      CHECK(p.recomputed_share(12) == doctest::Approx(std::min(1.0, n * vpp / 12.0)));
       const auto [estimated, reference] = estimated_and_reference(m, c, p);
       CHECK(estimated == doctest::Approx(reference));
       Plan none = p, every = p;
       none.recompute = Recompute::none, none.recompute_layers = 0, every.recompute_layers = 0;
+      CHECK(every.recomputed_share(12) == 1.0);  // recompute_layers 0: every layer
       // 12 layers a stage, 12 / vpp a chunk: n at least that recomputes every layer.
       const double all = estimated_and_reference(m, c, every).first;
       if (n >= 12 / vpp)

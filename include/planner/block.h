@@ -84,6 +84,16 @@ struct Module {
   /// projection without q_lora_rank (linear_q_proj is a plain column-parallel linear after a
   /// separate input norm).
   bool norm_fused = false;
+
+  /// With sequence parallelism, a TP-sharded linear all-gathers its input over TP in the forward
+  /// (a column-parallel one) and its output gradient in the backward (a row-parallel one); a
+  /// replicated or expert linear gathers neither.
+  bool sp_gathers_input() const {
+    return kind == ModuleKind::linear && shard == Shard::tp && column_parallel;
+  }
+  bool sp_gathers_output_grad() const {
+    return kind == ModuleKind::linear && shard == Shard::tp && tp_collectives > 0;
+  }
 };
 
 /// The layer configuration the modules depend on.

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <optional>
 #include <string>
 
@@ -178,6 +179,12 @@ struct Plan {
   int microbatches() const {
     const long long d = 1LL * mbs * dp;
     return d > 0 ? static_cast<int>(gbs / d) : 0;
+  }
+  /// The share of a stage's `stage_layers` decoder layers that run the plan's recomputation:
+  /// all of them, or under recompute_layers the first that many of each of its vpp chunks.
+  double recomputed_share(double stage_layers) const {
+    if (recompute_layers <= 0 || !(stage_layers > 0)) return 1.0;
+    return std::min(1.0, double(recompute_layers) * std::max(1, vpp) / stage_layers);
   }
 };
 

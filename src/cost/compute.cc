@@ -345,10 +345,9 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
     if (m.kind != ModuleKind::linear) continue;
     // A routed experts' linear casts every token copy it runs (its groups x tokens rows).
     const double rows = m.tokens > 0 ? m.tokens * m.groups : bm.tokens;
-    const bool tp = gathers && m.shard == Module::Shard::tp;
     for (const Tensor& x :
-         {Tensor{Pass::forward, m.in, tp && m.column_parallel, te && m.norm_fused},
-          Tensor{Pass::backward_data, m.out, tp && m.tp_collectives > 0, false}}) {
+         {Tensor{Pass::forward, m.in, gathers && m.sp_gathers_input(), te && m.norm_fused},
+          Tensor{Pass::backward_data, m.out, gathers && m.sp_gathers_output_grad(), false}}) {
       const double local = (x.gathered ? rows / cfg.tp : rows) * x.width, all = rows * x.width;
       if (mx) {
         add("fp8_cast", x.pass, kMxfp8QuantizeBytes * local, 1);

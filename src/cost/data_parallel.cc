@@ -184,8 +184,7 @@ DpCost dp_cost(const ModelSpec& m, const ClusterProfile& c, const Plan& p, doubl
       // A block recomputation gathers again only for its recomputed layers, the first
       // recompute_layers of each of the stage's vpp chunks: the stage's passes weighted by their
       // share of its blocks (an approximation: the layers' order within the pass is not kept).
-      const double share =
-          std::min(1.0, double(p.recompute_layers) * p.vpp / std::max(1, stage_blocks));
+      const double share = p.recomputed_share(std::max(1, stage_blocks));
       const Zero3Cost kept = cost(Recompute::none);
       z.total = share * z.total + (1 - share) * kept.total;
       z.exposed = share * z.exposed + (1 - share) * kept.exposed;

@@ -76,9 +76,7 @@ MemoryBreakdown memory_per_gpu(const ModelSpec& m, const Plan& p, const Gpu& gpu
   const double layers = double(m.layers) / p.pp;
   // A block recomputation (recompute_layers) keeps only the inputs of the first layers of each of
   // the stage's vpp chunks; the others keep everything.
-  const double redo = p.recompute_layers > 0
-                          ? std::min(double(p.recompute_layers), layers / p.vpp) * p.vpp
-                          : layers;
+  const double redo = p.recomputed_share(layers) * layers;
   load.act_per_mb =
       activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, p.recompute, attn, p.dtype) * redo +
       activation_bytes_per_layer(m, p.mbs, p.tp, p.cp, p.sp, Recompute::none, attn, p.dtype) *

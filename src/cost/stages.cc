@@ -116,9 +116,8 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
     // amax of a sequence-sharded DTensor is the same all-reduce).
     const double amax = collective_time_s(c, Collective::allreduce, kFp8AmaxAllreduceBytes, tpg);
     for (const Module& m : bm) {
-      if (m.kind != ModuleKind::linear || m.shard != Module::Shard::tp) continue;
-      if (m.column_parallel) sc.amax_fwd_s += amax;
-      if (m.tp_collectives > 0) sc.amax_bwd_s += amax;
+      if (m.sp_gathers_input()) sc.amax_fwd_s += amax;
+      if (m.sp_gathers_output_grad()) sc.amax_bwd_s += amax;
     }
   }
   if (cp > 1 && l.attention) {  // ring attention: cp-1 exchanges of the K,V shard, behind attention
