@@ -132,14 +132,15 @@ int run_estimate(const EstimateArgs& a) {
                      e.reason + " (model " + in.model_file + ", cluster " + in.cluster_file + ")");
   require_finite(e);
   if (!a.trace.empty() && !over) write_trace(in, e, o, a.trace);
-  RunContext ctx{in.model_file,
-                 in.cluster_file,
-                 &in.model,
-                 &in.cluster,
-                 static_cast<int>(p.gpus()),
-                 0,
-                 p.gbs,
-                 a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
+  RunContext ctx{.model_file = in.model_file,
+                 .cluster_file = in.cluster_file,
+                 .model = &in.model,
+                 .cluster = &in.cluster,
+                 .gpus = static_cast<int>(p.gpus()),
+                 .global_batch = p.gbs,
+                 .train_tokens = a.train_tokens.empty()
+                                     ? 0
+                                     : io::parse_count(a.train_tokens, "--train-tokens")};
   ctx.bands = shipped_bands();
   if (!over) {
     ctx.extra = compression_advice(in.model, hardware, e, o);

@@ -236,14 +236,16 @@ int run_suggest(const SuggestArgs& a) {
   if (r.top.empty()) throw_no_fit(ranked, r);
   for (const Estimate& e : r.top) require_finite(e);
 
-  RunContext ctx{ranked.model_file,
-                 ranked.cluster_file,
-                 &ranked.model,
-                 &ranked.cluster,
-                 *std::max_element(so.gpus.begin(), so.gpus.end()),
-                 so.gpus.size() > 1 ? *std::min_element(so.gpus.begin(), so.gpus.end()) : 0,
-                 a.global_batch,
-                 a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
+  RunContext ctx{
+      .model_file = ranked.model_file,
+      .cluster_file = ranked.cluster_file,
+      .model = &ranked.model,
+      .cluster = &ranked.cluster,
+      .gpus = *std::max_element(so.gpus.begin(), so.gpus.end()),
+      .gpus_min = so.gpus.size() > 1 ? *std::min_element(so.gpus.begin(), so.gpus.end()) : 0,
+      .global_batch = a.global_batch,
+      .train_tokens =
+          a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.distinct) ctx.distinct_left_out = collapsed;
   ctx.bands = shipped_bands();
   if (a.format == "json")

@@ -107,7 +107,7 @@ std::string recipe(const EmitRequest& r, const Flavour& f) {
     // layers_per_stage makes the stages pp x vpp (distributed/pipeline_parallel.py).
     const int weight = p.split == PipelineSplit::embed_loss ? 1 : 0;
     const int stages = p.pp * std::max(1, p.vpp);
-    s += set("parallelism.pipeline_parallel_schedule", "\"" + pipeline_schedule(p) + "\"",
+    s += set("parallelism.pipeline_parallel_schedule", fmt("\"{}\"", pipeline_schedule(p)),
              p.vpp > 1 ? fmt("vpp={}", p.vpp) : "");
     s += set("parallelism.pipeline_parallel_first_stage_less_layers", std::to_string(weight),
              weight ? "split=embed_loss" : "split=even");

@@ -31,7 +31,7 @@ struct RunContext {
   /// no band is printed.
   const AccuracyBands* bands = nullptr;
   /// Findings the command adds to diagnose()'s (estimate: whether compression would pay).
-  std::vector<Diagnostic> extra;
+  std::vector<Diagnostic> extra{};
   /// diagnose()'s findings for `e`, then `extra`.
   std::vector<Diagnostic> diagnostics(const Estimate& e) const {
     std::vector<Diagnostic> d = diagnose(*model, *cluster, e);
