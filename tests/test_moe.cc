@@ -219,6 +219,46 @@ TEST_CASE("an MoE block: router, dispatcher and grouped expert GEMMs at the per-
         doctest::Approx(m.total_params()));
 }
 
+TEST_CASE("Transformer Engine's grouped linear: 4 experts' GEMMs at a time, casts per expert") {
+  const ModelSpec m = moe("Qwen3-30B-A3B");  // 128 experts of 768, top 8, hidden 2048, gated
+  LayerShape l = m.moe_shape();
+  l.seq = 4096;
+  ClusterProfile c = fixtures::cluster("dgx-h100-80gb");
+  c.software = info(Framework::megatron).stack;  // Transformer Engine's FP8 linears
+  const Gpu& gpu = c.gpu;
+  auto expert_fc1_fwd_s = [&](int ep) {
+    for (const Kernel& k :
+         layer_kernels(l, c, {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, ep, 1}))
+      if (k.pass == Pass::forward && std::string(k.name) == "expert_fc1")
+        return k.time_s * gpu.sustained_efficiency;
+    return 0.0;
+  };
+  // 4096 x 8 token copies over the local experts: 16 experts of 2048 rows at ep = 8 run as four
+  // rounds of 4 concurrent GEMMs; 4 experts of 8192 rows at ep = 32 as one round.
+  const double round8 = gemm_time_s(gpu, Dtype::bf16, {2048, 2 * 768, 2048, 4});
+  CHECK(expert_fc1_fwd_s(8) == doctest::Approx(4 * round8));
+  CHECK(expert_fc1_fwd_s(32) ==
+        doctest::Approx(gemm_time_s(gpu, Dtype::bf16, {8192, 1536, 2048, 4})));
+  // As one batched kernel the 16 would be faster: TE's multi-stream path is what runs.
+  CHECK(expert_fc1_fwd_s(8) > gemm_time_s(gpu, Dtype::bf16, {2048, 1536, 2048, 16}));
+
+  // FP8: the casts of the experts' inputs and output gradients move the same bytes at ep = 8 and
+  // ep = 32 (every rank casts its 4096 x 8 token copies); current scaling launches its 3 kernels
+  // per expert, so 16 - 4 = 12 experts x 3 kernels x 4 tensors (two linears, two passes) more
+  // at ep = 8; delayed scaling's multi-tensor cast-transpose launches once for all.
+  auto cast_s = [&](int ep, Fp8Recipe r) {
+    double t = 0;
+    LayerConfig cfg{1, 1, 1, false, Dtype::fp8, AttentionKernel::flash, ep, 1};
+    cfg.fp8_recipe = r;
+    for (const Kernel& k : layer_kernels(l, c, cfg))
+      if (std::string(k.name) == "fp8_cast") t += k.time_s * gpu.sustained_efficiency;
+    return t;
+  };
+  CHECK(cast_s(8, Fp8Recipe::tensorwise) - cast_s(32, Fp8Recipe::tensorwise) ==
+        doctest::Approx(12 * kFp8CurrentScalingKernels * 4 * gpu.gemm.launch_s));
+  CHECK(cast_s(8, Fp8Recipe::delayed) == doctest::Approx(cast_s(32, Fp8Recipe::delayed)));
+}
+
 TEST_CASE("dense and MoE layers in layer order: the layout has both shapes") {
   ModelSpec m = moe("Llama-4-Maverick-17B-128E-Instruct");
   const BlockLayout layout = block_layout(m);

@@ -171,6 +171,20 @@ Shard shard_of(const LayerShape& l, const LayerConfig& cfg) {
 }
 
 /// The block model's linears, each as three GEMMs (forward, backward data, backward weight).
+/// A batch of `g.batch` GEMMs as Transformer Engine's grouped linear runs them: rounds of
+/// kTeGroupedGemmStreams concurrent GEMMs, the last round with what is left. One GEMM (a dense
+/// linear) is itself.
+double grouped_gemm_time_s(const Gpu& gpu, Dtype dt, const GemmShape& g) {
+  const double streams = kTeGroupedGemmStreams;
+  if (g.batch <= streams) return gemm_time_s(gpu, dt, g);
+  const double rounds = std::floor(g.batch / streams), rest = g.batch - rounds * streams;
+  GemmShape round = g;
+  round.batch = streams;
+  double t = rounds * gemm_time_s(gpu, dt, round);
+  if (rest > 0) round.batch = rest, t += gemm_time_s(gpu, dt, round);
+  return t;
+}
+
 void add_gemms(const Gpu& gpu, Dtype dt, const BlockModel& bm, std::vector<Kernel>& out) {
   for (const Module& m : bm) {
     if (m.kind != ModuleKind::linear) continue;
@@ -179,7 +193,8 @@ void add_gemms(const Gpu& gpu, Dtype dt, const BlockModel& bm, std::vector<Kerne
                            {Pass::backward_data, l.bwd_data},
                            {Pass::backward_weight, l.bwd_weight}}) {
       g.batch = m.groups;  // a routed experts' grouped GEMM: one per expert on this rank
-      out.push_back({m.name, KernelClass::gemm, pass, g, 0, g.flops(), gemm_time_s(gpu, dt, g)});
+      out.push_back(
+          {m.name, KernelClass::gemm, pass, g, 0, g.flops(), grouped_gemm_time_s(gpu, dt, g)});
     }
   }
 }
@@ -360,10 +375,17 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
         const bool amax_pass = current && !x.from_norm;
         const double cast = with_transpose ? kFp8CastTransposeBytes : kFp8CastRowwiseBytes;
         // Current scaling: the amax (unless the norm's), the scale from it, then the cast.
+        // Transformer Engine quantizes a grouped linear's inputs and output gradients expert by
+        // expert (GroupedLinear through fused_multi_quantize, csrc/extensions/transpose.cpp): one
+        // multi-tensor cast-transpose (nvte_multi_cast_transpose) for all experts only when every
+        // quantizer is delayed scaling's Float8Quantizer ("Currently only have fused kernel for
+        // FP8 cast-transpose"); current scaling's runs its kernels for each expert.
+        const int per_expert = current && m.tokens > 0 ? int(m.groups) : 1;
         const int launches = !current    ? 1
                              : amax_pass ? kFp8CurrentScalingKernels
                                          : kFp8CurrentScalingKernels - 1;
-        add("fp8_cast", x.pass, (cast + (amax_pass ? kFp8AmaxBytes : 0.0)) * local, launches);
+        add("fp8_cast", x.pass, (cast + (amax_pass ? kFp8AmaxBytes : 0.0)) * local,
+            launches * per_expert);
       }
       // The transpose made apart where GEMMs take only TN: after the gather (in the backward,
       // where the weight gradient reads it), or after the delayed-scaling norm's write.

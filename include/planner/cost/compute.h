@@ -94,6 +94,15 @@ inline constexpr double kFp8CastRowwiseBytes = 3;
 /// the scale from it (nvte_compute_scale_from_amax), the cast; one fewer where a norm computed
 /// the amax.
 inline constexpr int kFp8CurrentScalingKernels = 3;
+/// Transformer Engine runs a grouped linear's per-expert GEMMs on Hopper as separate cuBLAS GEMMs
+/// spread over this many CUDA streams (nvte_multi_stream_cublas_gemm's compute streams; its
+/// CUTLASS grouped kernel needs NVTE_USE_CUTLASS_GROUPED_GEMM=1, which Megatron-Bridge's recipes
+/// do not set): the experts' GEMMs run this many at a time, each round's tiles sharing the SMs.
+/// Checked against TE's own H100 bf16 benchmark of the multi-stream path (TransformerEngine PR
+/// #2045, TE 2.7, CUDA 12.9): 16 experts of 2048 x 768 x 2048 at 553.9 TFLOP/s and 8 of 4096 x
+/// 768 x 2048 at 627.9, where the GEMM model gives 580.5 and 657.4 run 4 at a time (+4.8%,
+/// +4.7%) and 674.6 for both as one batched kernel (+21.8%, +7.4%).
+inline constexpr int kTeGroupedGemmStreams = 4;
 /// Transformer Engine's MXFP8 quantization per element of a linear layer's input (forward) and
 /// of its output gradient (backward): one kernel reads 16 bits and writes the row-wise and the
 /// column-wise scaled copies with their scales (common/util/cast_kernels.cuh,
