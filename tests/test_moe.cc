@@ -259,6 +259,50 @@ TEST_CASE("Transformer Engine's grouped linear: 4 experts' GEMMs at a time, cast
   CHECK(cast_s(8, Fp8Recipe::delayed) == doctest::Approx(cast_s(32, Fp8Recipe::delayed)));
 }
 
+TEST_CASE("gpt-oss's experts: the clamped gated unit and the fc2 bias added expert by expert") {
+  const ModelSpec oss = moe("gpt-oss-120b");  // 128 experts of 2880, top 4, hidden 2880
+  CHECK(oss.moe.activation_clamp == 7.0);     // swiglu_limit
+  CHECK(moe("Qwen3-30B-A3B").moe.activation_clamp == 0);
+  LayerShape l = oss.moe_shape();
+  l.seq = 4096;
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const int ep = 8;  // 16 experts a rank, 4096 x 4 token copies
+  const double copies = 4096.0 * 4, f = 2880, h = 2880, experts = 16;
+  double fwd_bytes = 0, bwd_bytes = 0, fwd_s = 0;
+  for (const Kernel& k :
+       layer_kernels(l, c, {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, ep, 1})) {
+    if (std::string(k.name) != "expert_glu_bias") continue;
+    (k.pass == Pass::forward ? fwd_bytes : bwd_bytes) += k.bytes;
+    if (k.pass == Pass::forward) fwd_s = k.time_s * c.gpu.sustained_efficiency;
+  }
+  // Forward: 8 bytes per element of fc1's 2 x 2880-wide output, 12 per element of fc2's output;
+  // backward 10 and 16.
+  CHECK(fwd_bytes == doctest::Approx(copies * (8 * 2 * f + 12 * h)));
+  CHECK(bwd_bytes == doctest::Approx(copies * (10 * 2 * f + 16 * h)));
+  // 3 clamp kernels, 2 an expert and a concatenation for the bias.
+  CHECK(fwd_s == doctest::Approx(fwd_bytes / c.gpu.hbm_achieved_Bps() +
+                                 (3 + 2 * experts + 1) * c.gpu.gemm.launch_s));
+  // The clamps keep their input beside the activation's clamped copy: twice the activation's
+  // stored bytes of an unclamped model.
+  BlockConfig cfg;
+  cfg.ep = ep;
+  LayerShape plain = l;
+  plain.moe.activation_clamp = 0;
+  auto act_stored = [&](const LayerShape& shape) {
+    for (const Module& m : block_model(shape, cfg))
+      if (m.kind == ModuleKind::activation && m.tokens > 0) return m.stored[0];
+    return 0.0;
+  };
+  CHECK(act_stored(l) == doctest::Approx(2 * act_stored(plain)));
+  CHECK(act_stored(plain) == doctest::Approx(2.0 * copies * 2 * f));
+  // A model without expert biases or a clamp has no such kernels.
+  LayerShape qwen = moe("Qwen3-30B-A3B").moe_shape();
+  qwen.seq = 4096;
+  for (const Kernel& k :
+       layer_kernels(qwen, c, {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, ep, 1}))
+    CHECK(std::string(k.name) != "expert_glu_bias");
+}
+
 TEST_CASE("dense and MoE layers in layer order: the layout has both shapes") {
   ModelSpec m = moe("Llama-4-Maverick-17B-128E-Instruct");
   const BlockLayout layout = block_layout(m);

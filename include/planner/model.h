@@ -43,6 +43,9 @@ struct MoeSpec {
   bool expert_bias = false;  ///< biases on the experts' linears (gpt-oss)
   bool router_bias = false;  ///< a per-expert bias on the router (gpt-oss; DeepSeek-V3's score
                              ///< correction bias)
+  /// The experts' gated-unit inputs clamped at this value before the activation (gpt-oss's
+  /// swiglu_limit, Megatron-Core's activation_func_clamp_value); 0: none.
+  double activation_clamp = 0;
   /// Routing imbalance: the token copies the busiest expert rank receives over the mean (1:
   /// balanced, as the published benchmarks force it). The model file's `routing_imbalance` or
   /// --routing-imbalance; the busiest rank's experts and dispatch set the layer's time.

@@ -269,6 +269,9 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   int norms = 0;
   double moe_bytes = 0;  // the router's softmax and top-k, the permutations, the experts' act
   int moe_kernels = 0;
+  // gpt-oss's experts: the clamped gated unit and the fc2 bias added expert by expert.
+  double expert_extra_fwd = 0, expert_extra_bwd = 0;
+  int expert_extra_fwd_kernels = 0, expert_extra_bwd_kernels = 0;
   for (const Module& m : bm) {
     bias_flops += kBiasFlopsPerElement * (m.tokens > 0 ? m.tokens * m.groups : bm.tokens) * m.bias;
     if (m.linear == kRouter) moe_bytes += kRouterBytesPerLogit * m.tokens * m.out, ++moe_kernels;
@@ -280,6 +283,19 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
       const Module* fc2 = bm.linear(kExpertFc2);
       const double width = fc2 ? fc2->in : 0.0;
       moe_bytes += m.tokens * 2.0 * ((l.swiglu ? 2.0 : 1.0) * width + width), ++moe_kernels;
+      if (l.moe.activation_clamp > 0) {
+        const double up = m.tokens * (l.swiglu ? 2.0 : 1.0) * width;  // fc1's output elements
+        expert_extra_fwd += kClampedGluFwdBytes * up, expert_extra_bwd += kClampedGluBwdBytes * up;
+        expert_extra_fwd_kernels += kClampedGluKernels;
+        expert_extra_bwd_kernels += kClampedGluKernels;
+      }
+    }
+    if (m.linear == kExpertFc2 && l.moe.expert_bias) {
+      const double elems = m.tokens * m.groups * m.out;  // fc2's output on this rank
+      expert_extra_fwd += kExpertBiasLoopFwdBytes * elems;
+      expert_extra_bwd += kExpertBiasLoopBwdBytes * elems;
+      expert_extra_fwd_kernels += kExpertBiasLoopFwdKernels * int(m.groups) + 1;
+      expert_extra_bwd_kernels += kExpertBiasLoopBwdKernels * int(m.groups) + 1;
     }
     if (m.kind != ModuleKind::norm) continue;
     norm += s.tokens * kNormBytesPerElement * m.in;
@@ -311,21 +327,18 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
                  f * norm / bw + norm_launch});
   if (dense_mlp)
     out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
+  // A memory-bound kernel group of `bytes` and `kernels` launches in one pass.
+  auto memory_bound = [&](const char* name, Pass pass, double bytes, int kernels) {
+    out.push_back({name, ew, pass, {}, bytes, 0, bytes / bw + kernels * launch});
+  };
   if (moe_kernels > 0) {
-    out.push_back({"moe_routing",
-                   ew,
-                   Pass::forward,
-                   {},
-                   moe_bytes,
-                   0,
-                   moe_bytes / bw + moe_kernels * launch});
-    out.push_back({"moe_routing",
-                   ew,
-                   Pass::backward_data,
-                   {},
-                   f * moe_bytes,
-                   0,
-                   f * moe_bytes / bw + moe_kernels * launch});
+    memory_bound("moe_routing", Pass::forward, moe_bytes, moe_kernels);
+    memory_bound("moe_routing", Pass::backward_data, f * moe_bytes, moe_kernels);
+  }
+  if (expert_extra_fwd_kernels > 0) {
+    memory_bound("expert_glu_bias", Pass::forward, expert_extra_fwd, expert_extra_fwd_kernels);
+    memory_bound("expert_glu_bias", Pass::backward_data, expert_extra_bwd,
+                 expert_extra_bwd_kernels);
   }
 }
 

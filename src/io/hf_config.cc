@@ -349,6 +349,9 @@ void read_experts(const Config& c, const Architecture& arch, ModelSpec& m) {
       e.expert_ffn = m.ffn;
       e.expert_bias = e.router_bias = true;  // GptOssExperts' and GptOssTopKRouter's biases
       m.attention_sinks = true;              // GptOssAttention.sinks: one logit per head
+      e.activation_clamp = c.get_number("swiglu_limit", 0.0);  // GptOssExperts' clamp (limit)
+      if (!(e.activation_clamp >= 0 && e.activation_clamp < 1e6))
+        c.fail("swiglu_limit", "must be a number from 0 (no clamp)");
       break;
     case Experts::deepseek_v3:
       e.experts = c.get_int({"n_routed_experts"});

@@ -165,6 +165,23 @@ inline bool fp8_current_scaling(Fp8Recipe r, const SoftwareStack& s) {
 /// scatter-add of 16-bit token rows), read and written once each per token copy and hidden
 /// element, in each pass: 2 x (2 + 2) bytes.
 inline constexpr double kMoePermuteBytesPerElement = 8;
+/// gpt-oss's clamped gated unit as Megatron-Core runs it ahead of its fused activation
+/// (fused_bias_geglu.py weighted_bias_quick_geglu_impl at core_v0.15.0 and core_v0.17.0: chunk,
+/// clamp each half, concatenate), per 16-bit element of the experts' fc1 output: forward, each
+/// element read and written by its clamp and again by the concatenation (4 + 4 bytes, 3 kernels);
+/// backward, each clamp reads the gradient and its input and writes the gradient, and the halves'
+/// gradients are copied back together (6 + 4 bytes, 3 kernels).
+inline constexpr double kClampedGluFwdBytes = 8, kClampedGluBwdBytes = 10;
+inline constexpr int kClampedGluKernels = 3;
+/// Biased experts' fc2 bias as Megatron-Core's TEGroupedMLP adds it (experts.py _apply_bias at
+/// core_v0.15.0 and core_v0.17.0): a Python loop over the local experts computing t + b * p on
+/// each expert's rows (b * p written, then read with t and the sum written) and a concatenation
+/// (read, write), per 16-bit element of the fc2 output: 2 + 6 + 4 = 12 bytes forward, 2 kernels
+/// an expert and 1; backward, the bias's and the probability's gradients each as a product
+/// written and reduced (2 x 6 bytes) and the split's gradients concatenated (4): 16 bytes, 4
+/// kernels an expert and 1. The probabilities are taken as 16-bit, the router's dtype by default.
+inline constexpr double kExpertBiasLoopFwdBytes = 12, kExpertBiasLoopBwdBytes = 16;
+inline constexpr int kExpertBiasLoopFwdKernels = 2, kExpertBiasLoopBwdKernels = 4;
 /// The router's softmax (or sigmoid) and top-k over fp32 logits per token and expert: the GEMM's
 /// output read and the probabilities written, 4 + 4 bytes; as much again backward.
 inline constexpr double kRouterBytesPerLogit = 8;
