@@ -59,21 +59,15 @@ void add_experts(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
              x.expert_bias ? up / et : 0.0};
   fc1.shard = Module::Shard::experts, fc1.groups = local, fc1.tokens = per_expert;
   bm.add(fc1);
-  // A clamped gated unit (gpt-oss) keeps the clamps' input, the linear's output, beside the
-  // clamped copy the activation keeps (Megatron-Core weighted_bias_quick_geglu_impl: two clamps
-  // on the halves, then a concatenation, before the fused activation).
-  const double kept = x.activation_clamp > 0 ? 2.0 : 1.0;
-  Module act{"expert_activation",
-             K::activation,
-             -1,
-             0,
-             0,
-             0,
-             same(kept * e * slots * up / et),
-             false,
-             0,
-             false,
-             0};
+  Module act{"expert_activation",       K::activation, -1, 0,     0, 0,
+             same(e * slots * up / et), false,         0,  false, 0};
+  // A clamped gated unit (gpt-oss: Megatron-Core weighted_bias_quick_geglu_impl clamps the two
+  // halves and concatenates them before the fused activation) keeps the clamps' input beside the
+  // clamped copy the activation keeps; under selective_moe the activation's checkpoint
+  // (CheckpointWithoutOutput around the clamps and the activation) keeps only its input.
+  if (x.activation_clamp > 0)
+    for (const Recompute r : {Recompute::none, Recompute::selective})
+      act.stored[static_cast<size_t>(r)] *= 2;
   act.tokens = slots;
   bm.add(act);
   Module fc2{"expert_fc2",

@@ -226,13 +226,16 @@ TEST_CASE("Transformer Engine's grouped linear: 4 experts' GEMMs at a time, cast
   ClusterProfile c = fixtures::cluster("dgx-h100-80gb");
   c.software = info(Framework::megatron).stack;  // Transformer Engine's FP8 linears
   const Gpu& gpu = c.gpu;
-  auto expert_fc1_fwd_s = [&](int ep) {
+  // The experts' fc1 forward on a rank: its time and its rounds (one kernel each).
+  auto expert_fc1_fwd = [&](const LayerShape& shape, int ep) {
+    std::pair<double, std::vector<double>> t{0.0, {}};
     for (const Kernel& k :
-         layer_kernels(l, c, {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, ep, 1}))
+         layer_kernels(shape, c, {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, ep, 1}))
       if (k.pass == Pass::forward && std::string(k.name) == "expert_fc1")
-        return k.time_s * gpu.sustained_efficiency;
-    return 0.0;
+        t.first += k.time_s * gpu.sustained_efficiency, t.second.push_back(k.gemm.batch);
+    return t;
   };
+  auto expert_fc1_fwd_s = [&](int ep) { return expert_fc1_fwd(l, ep).first; };
   // 4096 x 8 token copies over the local experts: 16 experts of 2048 rows at ep = 8 run as four
   // rounds of 4 concurrent GEMMs; 4 experts of 8192 rows at ep = 32 as one round.
   const double round8 = gemm_time_s(gpu, Dtype::bf16, {2048, 2 * 768, 2048, 4});
@@ -241,6 +244,28 @@ TEST_CASE("Transformer Engine's grouped linear: 4 experts' GEMMs at a time, cast
         doctest::Approx(gemm_time_s(gpu, Dtype::bf16, {8192, 1536, 2048, 4})));
   // As one batched kernel the 16 would be faster: TE's multi-stream path is what runs.
   CHECK(expert_fc1_fwd_s(8) > gemm_time_s(gpu, Dtype::bf16, {2048, 1536, 2048, 16}));
+  CHECK(expert_fc1_fwd(l, 8).second == std::vector<double>{4, 4, 4, 4});
+  CHECK(expert_fc1_fwd(l, 32).second == std::vector<double>{4});
+  CHECK(expert_fc1_fwd(l, 64).second == std::vector<double>{2});  // fewer than 4: one round
+  // 24 experts at ep = 4: 6 a rank, a round of 4 and one of the 2 left, 4096 x 8 x 4 / 24 rows.
+  LayerShape l24 = l;
+  l24.moe.experts = 24;
+  const double rows = 4096.0 * 8 * 4 / 24;
+  CHECK(expert_fc1_fwd(l24, 4).second == std::vector<double>{4, 2});
+  CHECK(expert_fc1_fwd(l24, 4).first ==
+        doctest::Approx(gemm_time_s(gpu, Dtype::bf16, {rows, 1536, 2048, 4}) +
+                        gemm_time_s(gpu, Dtype::bf16, {rows, 1536, 2048, 2})));
+  // Not on Transformer Engine's stack (torchtitan's): one batched kernel.
+  ClusterProfile ao = c;
+  ao.software = info(Framework::torchtitan).stack;
+  double batched = 0;
+  for (const Kernel& k :
+       layer_kernels(l, ao, {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, 8, 1}))
+    if (k.pass == Pass::forward && std::string(k.name) == "expert_fc1") {
+      CHECK(k.gemm.batch == 16);
+      batched += k.time_s * gpu.sustained_efficiency;
+    }
+  CHECK(batched == doctest::Approx(gemm_time_s(gpu, Dtype::bf16, {2048, 1536, 2048, 16})));
 
   // FP8: the casts of the experts' inputs and output gradients move the same bytes at ep = 8 and
   // ep = 32 (every rank casts its 4096 x 8 token copies); current scaling launches its 3 kernels
@@ -278,7 +303,7 @@ TEST_CASE("gpt-oss's experts: the clamped gated unit and the fc2 bias added expe
   // Forward: 8 bytes per element of fc1's 2 x 2880-wide output, 12 per element of fc2's output;
   // backward 10 and 16.
   CHECK(fwd_bytes == doctest::Approx(copies * (8 * 2 * f + 12 * h)));
-  CHECK(bwd_bytes == doctest::Approx(copies * (10 * 2 * f + 16 * h)));
+  CHECK(bwd_bytes == doctest::Approx(copies * (15 * 2 * f + 16 * h)));
   // 3 clamp kernels, 2 an expert and a concatenation for the bias.
   CHECK(fwd_s == doctest::Approx(fwd_bytes / c.gpu.hbm_achieved_Bps() +
                                  (3 + 2 * experts + 1) * c.gpu.gemm.launch_s));
@@ -288,13 +313,17 @@ TEST_CASE("gpt-oss's experts: the clamped gated unit and the fc2 bias added expe
   cfg.ep = ep;
   LayerShape plain = l;
   plain.moe.activation_clamp = 0;
-  auto act_stored = [&](const LayerShape& shape) {
+  auto act_stored = [&](const LayerShape& shape, Recompute r) {
     for (const Module& m : block_model(shape, cfg))
-      if (m.kind == ModuleKind::activation && m.tokens > 0) return m.stored[0];
-    return 0.0;
+      if (m.kind == ModuleKind::activation && m.tokens > 0) return m.stored[size_t(r)];
+    return -1.0;
   };
-  CHECK(act_stored(l) == doctest::Approx(2 * act_stored(plain)));
-  CHECK(act_stored(plain) == doctest::Approx(2.0 * copies * 2 * f));
+  CHECK(act_stored(plain, Recompute::none) == doctest::Approx(2.0 * copies * 2 * f));
+  CHECK(act_stored(l, Recompute::none) == doctest::Approx(2 * act_stored(plain, Recompute::none)));
+  // selective_moe's checkpoint around the clamps and the activation keeps only its input; full
+  // recomputation keeps none of it.
+  CHECK(act_stored(l, Recompute::selective_moe) == doctest::Approx(2.0 * copies * 2 * f));
+  CHECK(act_stored(l, Recompute::full) == 0);
   // A model without expert biases or a clamp has no such kernels.
   LayerShape qwen = moe("Qwen3-30B-A3B").moe_shape();
   qwen.seq = 4096;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "planner/cost/compute.h"
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
@@ -202,7 +203,16 @@ TEST_CASE("a mixture-of-experts layer: router, grouped expert GEMMs, routing, it
   };
   const Kernel* fc1 = find(one, "expert_fc1", Pass::forward);
   REQUIRE(fc1);
-  CHECK(fc1->gemm.batch == 128);
+  // Transformer Engine's grouped linear: rounds of 4 concurrent GEMMs, 32 of them for 128.
+  CHECK(fc1->gemm.batch == kTeGroupedGemmStreams);
+  auto rounds = [](const Workload& w, const char* name, Pass pass) {
+    int n = 0;
+    for (size_t i = 0; i < w.kernels.size(); ++i)
+      n +=
+          std::string(w.kernels[i].name) == name && w.kernels[i].pass == pass && !w.is_recompute[i];
+    return n;
+  };
+  CHECK(rounds(one, "expert_fc1", Pass::forward) == 128 / kTeGroupedGemmStreams);
   CHECK(fc1->gemm.m == 256);
   CHECK(fc1->gemm.n == 2 * 768);  // SwiGLU's two halves of moe_intermediate_size
   CHECK(fc1->gemm.k == 2048);
@@ -227,7 +237,8 @@ TEST_CASE("a mixture-of-experts layer: router, grouped expert GEMMs, routing, it
   // x 2 bytes, dispatch and combine in each pass.
   const Workload eight =
       build_workload(m, h200(), plan("tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=64,zero=1,recompute=full"));
-  CHECK(find(eight, "expert_fc1", Pass::forward)->gemm.batch == 16);
+  CHECK(find(eight, "expert_fc1", Pass::forward)->gemm.batch == kTeGroupedGemmStreams);
+  CHECK(rounds(eight, "expert_fc1", Pass::forward) == 16 / kTeGroupedGemmStreams);
   CHECK(find(eight, "expert_fc1", Pass::forward)->gemm.m == 2048);
   int fwd = 0, bwd = 0;
   for (const WorkCollective& c : eight.collectives) {

@@ -12,6 +12,7 @@
 #include "calibrate/validate_common.h"
 #include "calibrate/validate_reference.h"
 #include "calibrate/validate_workload.h"
+#include "planner/cost/compute.h"
 #include "planner/error.h"
 #include "planner/io/cluster_io.h"
 #include "planner/io/model_io.h"
@@ -311,7 +312,8 @@ TEST_CASE("the runner's view of a mixture-of-experts layer: router, grouped GEMM
     const KernelRun r = kernel_run(w, i);
     if (w.kernels[i].name == "expert_fc1" && w.kernels[i].pass == Pass::forward) {
       grouped = true;
-      CHECK(r.batch == 128);  // one GEMM per expert, strided-batched at the balanced count
+      // TE's rounds of 4 GEMMs, one per expert, each round strided-batched at the balanced count
+      CHECK(r.batch == kTeGroupedGemmStreams);
       CHECK(r.n == long(m.seq_len) * 8 / 128);
     }
     if (r.kind == RunKind::moe_forward || r.kind == RunKind::moe_backward) {

@@ -170,31 +170,24 @@ Shard shard_of(const LayerShape& l, const LayerConfig& cfg) {
   return s;
 }
 
-/// The block model's linears, each as three GEMMs (forward, backward data, backward weight).
-/// A batch of `g.batch` GEMMs as Transformer Engine's grouped linear runs them: rounds of
-/// kTeGroupedGemmStreams concurrent GEMMs, the last round with what is left. One GEMM (a dense
-/// linear) is itself.
-double grouped_gemm_time_s(const Gpu& gpu, Dtype dt, const GemmShape& g) {
-  const double streams = kTeGroupedGemmStreams;
-  if (g.batch <= streams) return gemm_time_s(gpu, dt, g);
-  const double rounds = std::floor(g.batch / streams), rest = g.batch - rounds * streams;
-  GemmShape round = g;
-  round.batch = streams;
-  double t = rounds * gemm_time_s(gpu, dt, round);
-  if (rest > 0) round.batch = rest, t += gemm_time_s(gpu, dt, round);
-  return t;
-}
-
-void add_gemms(const Gpu& gpu, Dtype dt, const BlockModel& bm, std::vector<Kernel>& out) {
+/// The block model's linears, each as three GEMMs (forward, backward data, backward weight). A
+/// routed experts' grouped linear (its `groups` GEMMs, one an expert on this rank) runs as
+/// Transformer Engine runs it: rounds of kTeGroupedGemmStreams concurrent GEMMs, each round a
+/// kernel here (a batch of that many, the last one what is left), so validate times and records
+/// the rounds the cost model prices.
+void add_gemms(const Gpu& gpu, Dtype dt, const BlockModel& bm, bool te, std::vector<Kernel>& out) {
   for (const Module& m : bm) {
     if (m.kind != ModuleKind::linear) continue;
     const LinearShapes l = linear_shapes(m.tokens > 0 ? m.tokens : bm.tokens, m.in, m.out);
+    const bool rounds = te && m.shard == Module::Shard::experts;
+    const double per_round = rounds ? std::min<double>(m.groups, kTeGroupedGemmStreams) : m.groups;
     for (auto [pass, g] : {std::pair{Pass::forward, l.fwd},
                            {Pass::backward_data, l.bwd_data},
                            {Pass::backward_weight, l.bwd_weight}}) {
-      g.batch = m.groups;  // a routed experts' grouped GEMM: one per expert on this rank
-      out.push_back(
-          {m.name, KernelClass::gemm, pass, g, 0, g.flops(), grouped_gemm_time_s(gpu, dt, g)});
+      for (double left = m.groups; left > 0; left -= per_round) {
+        g.batch = std::min(left, per_round);
+        out.push_back({m.name, KernelClass::gemm, pass, g, 0, g.flops(), gemm_time_s(gpu, dt, g)});
+      }
     }
   }
 }
@@ -269,9 +262,6 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   int norms = 0;
   double moe_bytes = 0;  // the router's softmax and top-k, the permutations, the experts' act
   int moe_kernels = 0;
-  // gpt-oss's experts: the clamped gated unit and the fc2 bias added expert by expert.
-  double expert_extra_fwd = 0, expert_extra_bwd = 0;
-  int expert_extra_fwd_kernels = 0, expert_extra_bwd_kernels = 0;
   for (const Module& m : bm) {
     bias_flops += kBiasFlopsPerElement * (m.tokens > 0 ? m.tokens * m.groups : bm.tokens) * m.bias;
     if (m.linear == kRouter) moe_bytes += kRouterBytesPerLogit * m.tokens * m.out, ++moe_kernels;
@@ -283,19 +273,6 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
       const Module* fc2 = bm.linear(kExpertFc2);
       const double width = fc2 ? fc2->in : 0.0;
       moe_bytes += m.tokens * 2.0 * ((l.swiglu ? 2.0 : 1.0) * width + width), ++moe_kernels;
-      if (l.moe.activation_clamp > 0) {
-        const double up = m.tokens * (l.swiglu ? 2.0 : 1.0) * width;  // fc1's output elements
-        expert_extra_fwd += kClampedGluFwdBytes * up, expert_extra_bwd += kClampedGluBwdBytes * up;
-        expert_extra_fwd_kernels += kClampedGluKernels;
-        expert_extra_bwd_kernels += kClampedGluKernels;
-      }
-    }
-    if (m.linear == kExpertFc2 && l.moe.expert_bias) {
-      const double elems = m.tokens * m.groups * m.out;  // fc2's output on this rank
-      expert_extra_fwd += kExpertBiasLoopFwdBytes * elems;
-      expert_extra_bwd += kExpertBiasLoopBwdBytes * elems;
-      expert_extra_fwd_kernels += kExpertBiasLoopFwdKernels * int(m.groups) + 1;
-      expert_extra_bwd_kernels += kExpertBiasLoopBwdKernels * int(m.groups) + 1;
     }
     if (m.kind != ModuleKind::norm) continue;
     norm += s.tokens * kNormBytesPerElement * m.in;
@@ -335,11 +312,35 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     memory_bound("moe_routing", Pass::forward, moe_bytes, moe_kernels);
     memory_bound("moe_routing", Pass::backward_data, f * moe_bytes, moe_kernels);
   }
-  if (expert_extra_fwd_kernels > 0) {
-    memory_bound("expert_glu_bias", Pass::forward, expert_extra_fwd, expert_extra_fwd_kernels);
-    memory_bound("expert_glu_bias", Pass::backward_data, expert_extra_bwd,
-                 expert_extra_bwd_kernels);
+}
+
+/// gpt-oss's experts as Megatron-Core's TEGroupedMLP runs them: the gated unit's clamp before the
+/// activation (kClampedGlu*) and fc2's bias added in a loop over the local experts
+/// (kExpertBiasLoop*), each pass one memory-bound kernel group "expert_glu_bias".
+void add_expert_extras(const LayerShape& l, const BlockModel& bm, const ClusterProfile& c,
+                       std::vector<Kernel>& out) {
+  const Module* fc1 = bm.linear(kExpertFc1);
+  const Module* fc2 = bm.linear(kExpertFc2);
+  if (!fc1 || !fc2 || (l.moe.activation_clamp <= 0 && !l.moe.expert_bias)) return;
+  double fwd = 0, bwd = 0;
+  int fwd_kernels = 0, bwd_kernels = 0;
+  if (l.moe.activation_clamp > 0) {
+    const double up = fc1->tokens * fc1->groups * fc1->out;  // fc1's output on this rank
+    fwd += kClampedGluFwdBytes * up, bwd += kClampedGluBwdBytes * up;
+    fwd_kernels += kClampedGluFwdKernels, bwd_kernels += kClampedGluBwdKernels;
   }
+  if (l.moe.expert_bias) {
+    const double elems = fc2->tokens * fc2->groups * fc2->out;  // fc2's output on this rank
+    fwd += kExpertBiasLoopFwdBytes * elems, bwd += kExpertBiasLoopBwdBytes * elems;
+    fwd_kernels += kExpertBiasLoopFwdKernels * int(fc2->groups) + 1;
+    bwd_kernels += kExpertBiasLoopBwdKernels * int(fc2->groups) + 1;
+  }
+  const double bw = c.gpu.hbm_achieved_Bps(), launch = c.gpu.gemm.launch_s;
+  const auto ew = KernelClass::elementwise;
+  out.push_back(
+      {"expert_glu_bias", ew, Pass::forward, {}, fwd, 0, fwd / bw + fwd_kernels * launch});
+  out.push_back(
+      {"expert_glu_bias", ew, Pass::backward_data, {}, bwd, 0, bwd / bw + bwd_kernels * launch});
 }
 
 /// FP8 linears: each one's input cast (forward) and output-gradient cast (backward). A tensor
@@ -373,12 +374,21 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
     if (m.kind != ModuleKind::linear) continue;
     // A routed experts' linear casts every token copy it runs (its groups x tokens rows).
     const double rows = m.tokens > 0 ? m.tokens * m.groups : bm.tokens;
+    // Transformer Engine quantizes a grouped linear's inputs and output gradients expert by
+    // expert (GroupedLinear's split_quantize, csrc/extensions/cast.cpp multi_tensor_quantize_impl
+    // at v2.8 and v2.12: one multi-tensor cast-transpose, nvte_multi_cast_transpose, for all
+    // experts only when every quantizer is delayed scaling's Float8Quantizer, "Currently only have
+    // fused kernel for FP8 delayed scaling"; current scaling's and MXFP8's quantize each expert's
+    // rows with their own kernels). They run one after another on one stream: each launch counts,
+    // where the rounds' GEMMs launch beside each other on their streams (add_gemms).
+    const int per_expert =
+        te && m.shard == Module::Shard::experts && (current || mx) ? int(m.groups) : 1;
     for (const Tensor& x :
          {Tensor{Pass::forward, m.in, gathers && m.sp_gathers_input(), te && m.norm_fused},
           Tensor{Pass::backward_data, m.out, gathers && m.sp_gathers_output_grad(), false}}) {
       const double local = (x.gathered ? rows / cfg.tp : rows) * x.width, all = rows * x.width;
       if (mx) {
-        add("fp8_cast", x.pass, kMxfp8QuantizeBytes * local, 1);
+        add("fp8_cast", x.pass, kMxfp8QuantizeBytes * local, per_expert);
         continue;
       }
       // A delayed-scaling norm wrote the row-wise FP8 copy itself: no cast.
@@ -388,12 +398,6 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
         const bool amax_pass = current && !x.from_norm;
         const double cast = with_transpose ? kFp8CastTransposeBytes : kFp8CastRowwiseBytes;
         // Current scaling: the amax (unless the norm's), the scale from it, then the cast.
-        // Transformer Engine quantizes a grouped linear's inputs and output gradients expert by
-        // expert (GroupedLinear through fused_multi_quantize, csrc/extensions/transpose.cpp): one
-        // multi-tensor cast-transpose (nvte_multi_cast_transpose) for all experts only when every
-        // quantizer is delayed scaling's Float8Quantizer ("Currently only have fused kernel for
-        // FP8 cast-transpose"); current scaling's runs its kernels for each expert.
-        const int per_expert = current && m.tokens > 0 ? int(m.groups) : 1;
         const int launches = !current    ? 1
                              : amax_pass ? kFp8CurrentScalingKernels
                                          : kFp8CurrentScalingKernels - 1;
@@ -426,9 +430,10 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   bc.ep = cfg.ep, bc.etp = cfg.etp, bc.capacity = cfg.capacity;
   bc.pad = cfg.pad;
   const BlockModel bm = block_model(l, bc);
-  add_gemms(c.gpu, cfg.dtype, bm, k);
+  add_gemms(c.gpu, cfg.dtype, bm, c.software.fp8_transformer_engine, k);
   if (l.attention) add_attention(l, c, cfg, k);
   add_elementwise(l, s, bm, c, cfg, k);
+  add_expert_extras(l, bm, c, k);
   if (is_fp8(cfg.dtype)) add_fp8_casts(bm, c, cfg, k);
   for (Kernel& x : k) x.time_s /= c.gpu.sustained_efficiency;
   return k;

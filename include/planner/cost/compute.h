@@ -167,12 +167,15 @@ inline bool fp8_current_scaling(Fp8Recipe r, const SoftwareStack& s) {
 inline constexpr double kMoePermuteBytesPerElement = 8;
 /// gpt-oss's clamped gated unit as Megatron-Core runs it ahead of its fused activation
 /// (fused_bias_geglu.py weighted_bias_quick_geglu_impl at core_v0.15.0 and core_v0.17.0: chunk,
-/// clamp each half, concatenate), per 16-bit element of the experts' fc1 output: forward, each
-/// element read and written by its clamp and again by the concatenation (4 + 4 bytes, 3 kernels);
-/// backward, each clamp reads the gradient and its input and writes the gradient, and the halves'
-/// gradients are copied back together (6 + 4 bytes, 3 kernels).
-inline constexpr double kClampedGluFwdBytes = 8, kClampedGluBwdBytes = 10;
-inline constexpr int kClampedGluKernels = 3;
+/// clamp each half, concatenate), per 16-bit element of the experts' fc1 output. Forward: each
+/// element read and written by its clamp and again by the concatenation, 4 + 4 bytes in 3
+/// kernels. Backward (PyTorch's clamp_backward): the upper-clamped half where(x <= max, g, 0), a
+/// 1-byte mask then the select, 2 + 1 + 1 + 2 + 2 = 8 bytes in 2 kernels; the both-sided half
+/// where((x >= min).logical_and_(x <= max), g, 0), two masks, their and, the select, 3 + 3 + 3 +
+/// 5 = 14 bytes in 4 kernels; the halves' gradients copied back together, 4 bytes in 1 kernel:
+/// (8 + 14) / 2 + 4 = 15 bytes an element in 7 kernels.
+inline constexpr double kClampedGluFwdBytes = 8, kClampedGluBwdBytes = 15;
+inline constexpr int kClampedGluFwdKernels = 3, kClampedGluBwdKernels = 7;
 /// Biased experts' fc2 bias as Megatron-Core's TEGroupedMLP adds it (experts.py _apply_bias at
 /// core_v0.15.0 and core_v0.17.0): a Python loop over the local experts computing t + b * p on
 /// each expert's rows (b * p written, then read with t and the sum written) and a concatenation
