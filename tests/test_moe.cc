@@ -485,6 +485,32 @@ TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's c
   CHECK(check_plan(m, c, flat, {}, &why) == Rejection::experts_invalid);
 }
 
+TEST_CASE("combined 1F1B: each all-to-all beside the compute Megatron-Core pairs it with") {
+  // A layer of 1 ms attention forward, 2 ms attention backward; the MLP 0.3 forward, 0.3 data
+  // gradient, 0.3 weight gradient (the experts' fc1 alone, for the sums).
+  LayerCompute lc;
+  lc.fwd_attn_s = 1.0, lc.bwd_attn_s = 2.0;
+  lc.linear[kExpertFc1] = {0.3, 0.3, 0.3};
+  lc.fwd_gemm_s = 0.3, lc.bwd_gemm_s = 0.6;
+  REQUIRE(lc.fwd_s() == doctest::Approx(1.3));
+  REQUIRE(lc.bwd_s() == doctest::Approx(2.6));
+  const double slow = 0.2;
+  // A short all-to-all (0.1): every one fits beside its step; what stays is the progress the
+  // compute loses beside it, slow / (1 + slow) of each.
+  CHECK(paired_ep_exposed_s(lc, 0.1, slow) == doctest::Approx(4 * 0.1 * slow / (1 + slow)));
+  // A long one (1.0): the combine backward beside the 1.0 attention forward and the combine
+  // forward beside the 2.0 attention backward lose slow / (1 + slow) of theirs; the middle step
+  // runs the dispatch forward (1.0), then the dispatch backward (its data gradient, 0.3, is
+  // long done), 2.0 in all against the MLP's 0.9: 1.1 exposed, where the whole forward's or
+  // backward's compute would have hidden each pass's 2.0 (the model before this pairing).
+  CHECK(paired_ep_exposed_s(lc, 1.0, slow) ==
+        doctest::Approx(2 * 1.0 * slow / (1 + slow) + (2.0 - 0.9)));
+  // The MLP's forward waits for the dispatch forward: 0.7 a2a against 0.6 of MLP backward, then
+  // 0.3 forward: 1.0 against the dispatches' 1.4 on the other stream; 1.4 - 0.9 exposed.
+  CHECK(paired_ep_exposed_s(lc, 0.7, slow) ==
+        doctest::Approx(0.7 * slow / (1 + slow) + (1.4 - 0.9) + 0.7 * slow / (1 + slow)));
+}
+
 TEST_CASE("suggest for a model with experts: ep, the overlap and the dispatcher searched") {
   const ModelSpec m = moe("Qwen3-30B-A3B");
   const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");

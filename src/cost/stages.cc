@@ -46,6 +46,21 @@ DispatchBytes dispatch_bytes(const Plan& p, const BlockModel& bm, const Module& 
   return d;
 }
 
+double paired_ep_exposed_s(const LayerCompute& lc, double a2a, double slow) {
+  const LinearTimes* L = lc.linear.data();
+  double mf = 0, mb = 0, mw = 0;
+  for (const int i : {kExpertFc1, kExpertFc2, kFc1, kFc2})
+    mf += L[i].fwd_s, mb += L[i].bwd_data_s, mw += L[i].bwd_weight_s;
+  const double attn_fwd = lc.fwd_s() - mf, attn_bwd = lc.bwd_s() - mb - mw;
+  const double mlp = mb + mw + mf;
+  // The middle step's order: the MLP's forward starts after the dispatch forward, the dispatch
+  // backward after the MLP's data gradient.
+  const double middle = std::max(std::max(mb + mw, a2a) + mf, std::max(a2a, mb) + a2a) - mlp;
+  return exposed_after_overlap(a2a, attn_fwd, 0.0, slow) +
+         std::max(middle, exposed_after_overlap(2 * a2a, mlp, 0.0, slow)) +
+         exposed_after_overlap(a2a, attn_bwd, 0.0, slow);
+}
+
 namespace {
 
 /// One pass of a mixture-of-experts layer's token dispatcher on one rank: the dispatch and the
@@ -184,14 +199,13 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   double fwd_ep = sc.ep_per_pass_s, bwd_ep = sc.ep_per_pass_s;
   if (p.ep_comm_overlap.value_or(false)) {
     // Megatron-Core's combined 1F1B: a layer's forward of one micro-batch runs beside the same
-    // layer's backward of another, so each pass's dispatch and combine hide behind the other
-    // pass's compute; what outlasts it is exposed, and the compute slows beside it.
-    // The first forward and the last backward of the iteration have no pass to pair with: 1 / m
-    // of the collectives stay exposed.
-    const double slow = c.gpu.overlap_compute_slowdown, ep = sc.ep_per_pass_s;
-    const double alone = 1.0 / std::max(1, p.microbatches());
-    fwd_ep = alone * ep + (1 - alone) * exposed_after_overlap(ep, lc.bwd_s(), 0.0, slow);
-    bwd_ep = alone * ep + (1 - alone) * exposed_after_overlap(ep, lc.fwd_s(), 0.0, slow);
+    // layer's backward of another; what outlasts the compute beside it is exposed, and the
+    // compute slows beside it. The first forward and the last backward of the iteration have no
+    // pass to pair with: 1 / m of the collectives stay exposed.
+    const double ep = sc.ep_per_pass_s, alone = 1.0 / std::max(1, p.microbatches());
+    const double paired = paired_ep_exposed_s(lc, ep / 2, c.gpu.overlap_compute_slowdown);
+    fwd_ep = alone * ep + (1 - alone) * paired / 2;
+    bwd_ep = alone * ep + (1 - alone) * paired / 2;
   }
   double recompute = 0, recompute_comm = 0;
   if (p.recompute == Recompute::full)

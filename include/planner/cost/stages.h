@@ -110,6 +110,18 @@ struct DispatchBytes {
 };
 DispatchBytes dispatch_bytes(const Plan& p, const BlockModel& bm, const Module& dispatch);
 
+/// The EP communication a forward and a backward of one layer leave exposed when Megatron-Core's
+/// combined 1F1B runs them together (overlap_moe_expert_parallel_comm; TransformerLayerSchedulePlan
+/// .run at core_v0.15.0, models/common/model_chunk_schedule_plan.py): three steps, the
+/// communication stream beside the compute stream,
+///   combine backward             | the forward's attention, norm and router
+///   dispatch forward, backward   | the MLP's backward (data, then weights), the MLP's forward
+///   combine forward              | the backward's norm, router and attention
+/// where the MLP's forward waits for the forward's dispatch and the backward's dispatch for the
+/// MLP's data gradient. `a2a` is one dispatch or combine (each moves the same bytes); the MLP is
+/// the experts' and shared experts' GEMMs.
+double paired_ep_exposed_s(const LayerCompute& lc, double a2a, double slow);
+
 /// Every shape's ShapeCell and the embedding's and logits' compute of one layer configuration.
 struct CellCosts {
   std::vector<ShapeCell> shape;
