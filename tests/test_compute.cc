@@ -117,6 +117,36 @@ TEST_CASE("the attention core's FLOPs follow head_dim and the sliding window") {
   CHECK(flash_forward_flops(w, c, cfg) == doctest::Approx(4.0 * 4 * 128 * 4096 * 4096));
 }
 
+TEST_CASE(
+    "fused attention at head dim 64 runs 0.71 forward, 0.85 backward of head dim 128's rate") {
+  CHECK(flash_head_dim_factor(128, kFlashHeadDim64Fwd) == 1.0);
+  CHECK(flash_head_dim_factor(256, kFlashHeadDim64Fwd) == 1.0);
+  CHECK(flash_head_dim_factor(64, kFlashHeadDim64Fwd) == kFlashHeadDim64Fwd);
+  CHECK(flash_head_dim_factor(32, kFlashHeadDim64Bwd) == kFlashHeadDim64Bwd);
+  CHECK(flash_head_dim_factor(96, 0.71) == doctest::Approx(0.855));
+  // The same attention FLOPs as 32 heads of 128 or 64 of 64 (hidden 4096, 4,096 tokens): the
+  // kernels' time beyond their launch scales by 1 / factor.
+  const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  LayerShape l =
+      io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama2-7b.yaml").decoder_shape();
+  l.seq = 4096;
+  LayerShape narrow = l;
+  narrow.heads = narrow.kv_heads = 64;  // head dim 64
+  REQUIRE(narrow.head_dim() == 64);
+  const LayerConfig cfg{1, 1, 1, false, Dtype::bf16, AttentionKernel::flash};
+  auto attn = [&](const LayerShape& shape, Pass pass) {
+    for (const Kernel& k : layer_kernels(shape, c, cfg))
+      if (k.cls == KernelClass::attention && k.pass == pass)
+        return std::pair{k.flops, k.time_s * c.gpu.sustained_efficiency - c.gpu.gemm.launch_s};
+    return std::pair{0.0, 0.0};
+  };
+  for (const auto& [pass, factor] : {std::pair{Pass::forward, kFlashHeadDim64Fwd},
+                                     std::pair{Pass::backward_data, kFlashHeadDim64Bwd}}) {
+    CHECK(attn(narrow, pass).first == doctest::Approx(attn(l, pass).first));
+    CHECK(attn(narrow, pass).second == doctest::Approx(attn(l, pass).second / factor));
+  }
+}
+
 TEST_CASE("bias adds are element-wise FLOPs: one per element forward, one backward") {
   const ClusterProfile c = io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
   // Qwen2.5 7B: Q, K and V biases, (28 + 2 x 4) x 128 = 4,608 per token, 1,152 on each of 4 ranks.

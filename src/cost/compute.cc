@@ -241,8 +241,9 @@ void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConf
   // parallelism one of ring attention's s / cp blocks.
   const double peak =
       gpu.peak_flops[static_cast<int>(dtype)] * flash_length_factor(double(l.seq) / cp);
-  const double rate = peak * c.gpu.flash_efficiency;
-  const double bwd_rate = peak * c.gpu.flash_backward_efficiency;
+  const double rate = peak * c.gpu.flash_efficiency * flash_head_dim_factor(d, kFlashHeadDim64Fwd);
+  const double bwd_rate =
+      peak * c.gpu.flash_backward_efficiency * flash_head_dim_factor(d, kFlashHeadDim64Bwd);
   const GemmShape shape{sq, sk, d, batch};  // the problem size, for validation
   out.push_back({"flash_attention", attn, Pass::forward, shape, 0, fwd_flops,
                  fwd_flops / rate + gpu.gemm.launch_s});

@@ -1,4 +1,5 @@
 #pragma once
+#include <algorithm>
 #include <array>
 #include <vector>
 
@@ -132,6 +133,22 @@ inline constexpr double kFlashReferenceSeq = 2048;
 inline double flash_length_factor(double keys) {
   return (keys / (keys + kFlashSeqHalf)) /
          (kFlashReferenceSeq / (kFlashReferenceSeq + kFlashSeqHalf));
+}
+
+/// A fused attention kernel's rate at head dim 64 relative to head dim 128, forward and backward:
+/// cuDNN on H100 SXM5 in the FlashAttention-3 paper's charts (Shah et al. 2024, repository image
+/// assets/flash3_fp16_fwd.png): causal forward 225, 288, 334, 363, 379, 388 TFLOP/s at head dim
+/// 64 against 315, 410, 484, 518, 529, 539 at 128 (512 to 16k tokens), 0.69-0.72; the backward
+/// charts (non-causal; read from the paper's images by a transcription, not checked) 266-433
+/// against 305-516, 0.83-0.87. The profiles' flash efficiencies stand for head dim 128 (the H200's
+/// were measured at 128 and at 96, bench/validation-h200/*.sdpa.log).
+inline constexpr double kFlashHeadDim64Fwd = 0.71, kFlashHeadDim64Bwd = 0.85;
+/// A fused attention kernel's rate at head dim `d` relative to head dim 128, `at64` at 64: linear
+/// between 64 and 128, held below 64 and above 128 (head dim 256's causal forward is within 5% of
+/// 128's in the same chart).
+inline double flash_head_dim_factor(double d, double at64) {
+  const double x = (std::clamp(d, 64.0, 128.0) - 64.0) / 64.0;
+  return at64 + (1.0 - at64) * x;
 }
 
 /// The precision attention runs in: Transformer Engine keeps DotProductAttention in bf16 under
