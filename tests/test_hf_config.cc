@@ -279,6 +279,14 @@ TEST_CASE("bad configs name file, line and key") {
   CHECK(hf_error(replace(kLlama, "\"num_hidden_layers\": 2,", "\"num_hidden_layers\": 2"))
             .rfind("config.json:8: invalid JSON: syntax error while parsing object", 0) == 0);
   CHECK(hf_error("[1, 2]") == "config.json:1: expected a JSON object (a Hugging Face config.json)");
+  // gpt-oss's clamp: a number from 0 (none).
+  std::ifstream oss_file(PLANNER_SOURCE_DIR "/tests/data/hf/gpt-oss-120b/config.json");
+  const std::string oss((std::istreambuf_iterator<char>(oss_file)), {});
+  REQUIRE(oss.find("\"swiglu_limit\": 7.0") != std::string::npos);
+  CHECK(hf_error(replace(oss, "\"swiglu_limit\": 7.0", "\"swiglu_limit\": -1")) ==
+        "config.json:83: key 'swiglu_limit': must be a number from 0 (no clamp)");
+  CHECK(hf_error(replace(oss, "\"swiglu_limit\": 7.0", "\"swiglu_limit\": \"7\"")) ==
+        "config.json:83: key 'swiglu_limit': expected a number, got \"7\"");
   CHECK_THROWS_WITH_AS(io::load_model("/no/such/config.json"),
                        "/no/such/config.json: cannot open file: No such file or directory",
                        InputError);
