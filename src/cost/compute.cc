@@ -184,9 +184,12 @@ void add_gemms(const Gpu& gpu, Dtype dt, const BlockModel& bm, bool te, std::vec
     for (auto [pass, g] : {std::pair{Pass::forward, l.fwd},
                            {Pass::backward_data, l.bwd_data},
                            {Pass::backward_weight, l.bwd_weight}}) {
+      g.batch = per_round;
+      const double round_s = gemm_time_s(gpu, dt, g);  // every full round alike
       for (double left = m.groups; left > 0; left -= per_round) {
         g.batch = std::min(left, per_round);
-        out.push_back({m.name, KernelClass::gemm, pass, g, 0, g.flops(), gemm_time_s(gpu, dt, g)});
+        out.push_back({m.name, KernelClass::gemm, pass, g, 0, g.flops(),
+                       g.batch == per_round ? round_s : gemm_time_s(gpu, dt, g)});
       }
     }
   }
