@@ -42,8 +42,11 @@ void add_experts(const LayerShape& l, const BlockConfig& cfg, BlockModel& bm) {
                 x.router_bias ? E : 0.0};
   router.shard = Module::Shard::replicated, router.tokens = tokens;
   bm.add(router);
-  // The combine keeps the experts' outputs to weigh them by the probabilities in the backward.
-  Module dispatch{"dispatch", K::dispatch, -1, h, 0, 0, same(e * slots * h), false, 0, false, 0};
+  // The dispatcher keeps no activations: Megatron-Core weighs the experts' outputs by their
+  // routing probabilities inside the experts (TEGroupedMLP's weighted activation, whose input the
+  // activation module keeps), not in the combine (moe_utils unpermute is called without probs
+  // from core_r0.12.0 on, d98e8a64 included); permute and unpermute keep only their indices.
+  Module dispatch{"dispatch", K::dispatch, -1, h, 0, 0, {}, false, 0, false, 0};
   dispatch.tokens = copies, dispatch.groups = cfg.etp, dispatch.out = x.topk;
   bm.add(dispatch);
   Module fc1{"expert_fc1",

@@ -191,6 +191,11 @@ TEST_CASE("an MoE block: router, dispatcher and grouped expert GEMMs at the per-
     CHECK(fc2->in == 768);
     CHECK(router->out == 128);
     CHECK(router->shard == Module::Shard::replicated);
+    // The dispatcher keeps nothing for the backward: the experts weigh their outputs by the
+    // probabilities, the combine is a plain scatter (Megatron-Core >= core_r0.12.0).
+    for (const Module& mod : bm)
+      if (mod.kind == ModuleKind::dispatch)
+        for (double b : mod.stored) CHECK(b == 0);
     // Per rank: the routed experts over ep, the rest whole (tp = 1).
     CHECK(bm.expert_rank_params(ep, 1) == doctest::Approx(128.0 * 3 * 2048 * 768 / ep));
     CHECK(bm.rank_params(1, ep, 1) - bm.expert_rank_params(ep, 1) ==
@@ -330,6 +335,24 @@ TEST_CASE("gpt-oss's experts: the clamped gated unit and the fc2 bias added expe
   for (const Kernel& k :
        layer_kernels(qwen, c, {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, ep, 1}))
     CHECK(std::string(k.name) != "expert_glu_bias");
+}
+
+TEST_CASE("the 25.11 Qwen3-30B FP8 run's layout fits on 80 GB H100s, as the run did") {
+  // Megatron-Bridge 25.11: 16 H100s, tp 1, pp 2 x vpp 24, ep 8, mbs 2, FP8 current scaling, the
+  // optimizer on the GPU (published-moe-runs.csv); 49 one-layer chunks in flight on stage 0.
+  ModelSpec m = moe("Qwen3-30B-A3B");
+  m.seq_len = 4096;
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const Estimate e =
+      estimate(m, c,
+               parse_plan("tp=1,pp=2,dp=8,ep=8,vpp=24,mbs=2,gbs=512,zero=1,recompute=none,"
+                          "schedule=interleaved,dtype=fp8,fp8_recipe=tensorwise,ep_comm_overlap=1,"
+                          "grad_reduce_bf16=1",
+                          "--plan"));
+  REQUIRE(e.rejection != Rejection::out_of_memory);
+  CHECK(e.ok());
+  CHECK(e.memory_bytes < c.gpu.hbm_bytes);
+  CHECK(e.memory_bytes > 0.9 * c.gpu.hbm_bytes);  // near full, as an H100 recipe runs it
 }
 
 TEST_CASE("dense and MoE layers in layer order: the layout has both shapes") {
