@@ -79,6 +79,18 @@ Shard shard_of(const LayerShape& l, const LayerConfig& cfg) {
   return s;
 }
 
+/// A memory-bound element-wise kernel group: `bytes` of HBM traffic at the achieved bandwidth and
+/// `kernels` launches.
+Kernel memory_bound(const char* name, Pass pass, double bytes, int kernels, const Gpu& gpu) {
+  return {name,
+          KernelClass::elementwise,
+          pass,
+          {},
+          bytes,
+          0,
+          bytes / gpu.hbm_achieved_Bps() + kernels * gpu.gemm.launch_s};
+}
+
 /// The block model's linears, each as three GEMMs (forward, backward data, backward weight). A
 /// routed experts' grouped linear (its `groups` GEMMs, one an expert on this rank) runs as
 /// Transformer Engine runs it: rounds of kTeGroupedGemmStreams concurrent GEMMs, each round a
@@ -217,13 +229,10 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
                  f * norm / bw + norm_launch});
   if (dense_mlp)
     out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
-  // A memory-bound kernel group of `bytes` and `kernels` launches in one pass.
-  auto memory_bound = [&](const char* name, Pass pass, double bytes, int kernels) {
-    out.push_back({name, ew, pass, {}, bytes, 0, bytes / bw + kernels * launch});
-  };
   if (moe_kernels > 0) {
-    memory_bound("moe_routing", Pass::forward, moe_bytes, moe_kernels);
-    memory_bound("moe_routing", Pass::backward_data, f * moe_bytes, moe_kernels);
+    out.push_back(memory_bound("moe_routing", Pass::forward, moe_bytes, moe_kernels, c.gpu));
+    out.push_back(
+        memory_bound("moe_routing", Pass::backward_data, f * moe_bytes, moe_kernels, c.gpu));
   }
 }
 
@@ -248,12 +257,8 @@ void add_expert_extras(const LayerShape& l, const BlockModel& bm, const ClusterP
     fwd_kernels += kExpertBiasLoopFwdKernels * int(fc2->groups) + 1;
     bwd_kernels += kExpertBiasLoopBwdKernels * int(fc2->groups) + 1;
   }
-  const double bw = c.gpu.hbm_achieved_Bps(), launch = c.gpu.gemm.launch_s;
-  const auto ew = KernelClass::elementwise;
-  out.push_back(
-      {"expert_glu_bias", ew, Pass::forward, {}, fwd, 0, fwd / bw + fwd_kernels * launch});
-  out.push_back(
-      {"expert_glu_bias", ew, Pass::backward_data, {}, bwd, 0, bwd / bw + bwd_kernels * launch});
+  out.push_back(memory_bound("expert_glu_bias", Pass::forward, fwd, fwd_kernels, c.gpu));
+  out.push_back(memory_bound("expert_glu_bias", Pass::backward_data, bwd, bwd_kernels, c.gpu));
 }
 
 /// FP8 linears: each one's input cast (forward) and output-gradient cast (backward). A tensor
@@ -268,14 +273,12 @@ void add_expert_extras(const LayerShape& l, const BlockModel& bm, const ClusterP
 /// computed is read once more for it.
 void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerConfig& cfg,
                    std::vector<Kernel>& out) {
-  const double bw = c.gpu.hbm_achieved_Bps(), launch = c.gpu.gemm.launch_s;
   const bool mx = cfg.dtype == Dtype::mxfp8, any_layout = c.gpu.fp8_any_layout();
   const bool te = c.software.fp8_transformer_engine;
   const bool current = !mx && fp8_current_scaling(cfg.fp8_recipe, c.software);
   const bool gathers = cfg.sp && cfg.tp > 1;
   auto add = [&](const char* name, Pass pass, double bytes, int launches) {
-    out.push_back(
-        {name, KernelClass::elementwise, pass, {}, bytes, 0, bytes / bw + launches * launch});
+    out.push_back(memory_bound(name, pass, bytes, launches, c.gpu));
   };
   struct Tensor {
     Pass pass;

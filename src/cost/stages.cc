@@ -204,8 +204,7 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
     // pass to pair with: 1 / m of the collectives stay exposed.
     const double ep = sc.ep_per_pass_s, alone = 1.0 / std::max(1, p.microbatches());
     const double paired = paired_ep_exposed_s(lc, ep / 2, c.gpu.overlap_compute_slowdown);
-    fwd_ep = alone * ep + (1 - alone) * paired / 2;
-    bwd_ep = alone * ep + (1 - alone) * paired / 2;
+    fwd_ep = bwd_ep = alone * ep + (1 - alone) * paired / 2;
   }
   double recompute = 0, recompute_comm = 0;
   if (p.recompute == Recompute::full)
