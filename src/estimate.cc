@@ -286,7 +286,7 @@ Estimate refine(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   if (even.rejection != Rejection::none && even.rejection != Rejection::out_of_memory) return even;
   // A framework that splits layers evenly runs the even partition, however much a balanced one
   // would gain.
-  if (o.framework && !info(*o.framework).uneven_stages) return even;
+  if (!o.balanced_partitions || (o.framework && !info(*o.framework).uneven_stages)) return even;
   // A block recomputation prices a block by its place in its chunk (build_stages), which the
   // balancer's per-block costs do not know: the plan's split only.
   if (p.recompute_layers > 0) return even;

@@ -74,6 +74,7 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile,
   if (fw) cl.software = execution_stack(*fw, cl);
   SearchOptions o;
   o.estimate.framework = framework;
+  o.estimate.balanced_partitions = false;  // the split it ran, never one no framework launches
   o.gpus = {c.num_gpus};
   o.global_batch = c.gbs;
   o.top_k = 1;

@@ -109,6 +109,10 @@ struct EstimateOptions {
   /// megatron): the cost model alone, with the one limit both frameworks share (no ZeRO-2/3 with
   /// pp > 1); regress uses it, its rows each having run on their own stack.
   std::optional<Framework> framework;
+  /// Try a time- and memory-balanced partition beside the plan's split where the framework
+  /// allows one (refine). Off in regress: each row ran on a framework, and none launches one
+  /// (FrameworkInfo::uneven_stages), so the row is priced on the split it ran.
+  bool balanced_partitions = true;
   /// Tokens the run trains on (--train-tokens; 0: not given). A compressed optimizer's
   /// uncompressed warm-up (kCompressionFreezeSteps) is then averaged over the run's steps;
   /// without it the step is priced after the warm-up.
