@@ -151,18 +151,20 @@ void add_latent_attention(const LayerShape& l, const BlockConfig& cfg, BlockMode
   const double scores = (2.0 * e + 1.0) * H * s * double(l.seq) * cfg.mbs / t,
                stats = 4.0 * H * sb / t;
   const bool flash = cfg.attention == AttentionKernel::flash;
-  bm.add({"attention",
-          K::attention_core,
-          -1,
-          0,
-          0,
-          0,
-          // selective_moe (mla_up_proj) recomputes the up-projected Q, K and V: the statistics
-          {kept + (flash ? stats : scores), kept + (flash ? stats : 0.0), 0.0, flash ? stats : 0.0},
-          false,
-          0,
-          false,
-          0.0});
+  bm.add(
+      {"attention",
+       K::attention_core,
+       -1,
+       0,
+       0,
+       0,
+       // selective_moe (mla_up_proj) recomputes the up-projected Q, K and V, not the core
+       // attention: the statistics (or the scores)
+       {kept + (flash ? stats : scores), kept + (flash ? stats : 0.0), 0.0, flash ? stats : scores},
+       false,
+       0,
+       false,
+       0.0});
   bm.add({"proj", K::linear, kProj, H * dv / t, h, H * dv * h,
           same(li * sb * H * dv / t + sb * h / o), false, 1, true, 0.0});
 }
@@ -209,9 +211,10 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   const double qkv_kept = e * sb * qw / t + 2.0 * e * sb * g * d / t;
   const double scores = (2.0 * e + 1.0) * a * s * double(l.seq) * b / t, stats = 4.0 * a * sb / t;
   const bool flash = cfg.attention == AttentionKernel::flash;
+  // selective_moe leaves the core attention alone (its modules are layernorm and moe_act).
   const std::array<double, 4> core = {qkv_kept + (flash ? stats : scores),
                                       qkv_kept + (flash ? stats : 0.0), 0.0,
-                                      qkv_kept + (flash ? stats : 0.0)};
+                                      qkv_kept + (flash ? stats : scores)};
   // A norm outside the TP region keeps its input (e bytes per element) for its backward.
   const Module outside_norm{"norm", K::norm, -1,    h / o, 0, norm_params, same(e * sbh / o),
                             false,  0,       false, 0};

@@ -111,11 +111,17 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   for (const Kernel& k : all)
     if (k.pass == Pass::forward) w.kernels.push_back(k), w.is_recompute.push_back(false);
   for (const Kernel& k : all) {  // recomputation re-runs forward work at the start of backward
-    // selective_moe re-runs the core attention and the element-wise forward (block_cost).
-    const bool again = k.pass == Pass::forward &&
-                       (p.recompute == Recompute::full ||
-                        (p.recompute == Recompute::selective && k.cls == KernelClass::attention) ||
-                        (p.recompute == Recompute::selective_moe && k.cls != KernelClass::gemm));
+    // selective_moe re-runs the kernel groups its checkpoints are part of (the runner times the
+    // whole group: the norms with the residual adds, the experts' activation with the routing)
+    // and latent attention's up-projections (block_cost prices the checkpointed share alone).
+    const bool up_proj =
+        k.cls == KernelClass::gemm && (std::string_view(k.name) == kLinearNames[kQUp] ||
+                                       std::string_view(k.name) == kLinearNames[kKvUp]);
+    const bool again =
+        k.pass == Pass::forward &&
+        (p.recompute == Recompute::full ||
+         (p.recompute == Recompute::selective && k.cls == KernelClass::attention) ||
+         (p.recompute == Recompute::selective_moe && (k.checkpointed_s > 0 || up_proj)));
     if (again) w.kernels.push_back(k), w.is_recompute.push_back(true);
   }
   for (const Kernel& k : all)

@@ -540,7 +540,7 @@ TEST_CASE("suggest for a model with experts: ep, the overlap and the dispatcher 
   SearchOptions o;
   o.gpus = {32};
   o.global_batch = 256;
-  o.top_k = 200;
+  o.top_k = 400;
   const SearchResult r = search(m, c, default_knobs(m, c, 32), o);
   REQUIRE(!r.top.empty());
   bool ep = false, overlap = false, flex = false, allgather = false;
@@ -645,8 +645,21 @@ TEST_CASE("recompute=selective_moe: the experts' activation and the norms' outpu
   const std::string base = "tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1";
   const Estimate s = estimate(m, c, parse_plan(base + ",recompute=selective", "--plan"));
   const Estimate r = estimate(m, c, parse_plan(base + ",recompute=selective_moe", "--plan"));
+  const Estimate n = estimate(m, c, parse_plan(base + ",recompute=none", "--plan"));
   CHECK(r.memory.activations < s.memory.activations);
-  CHECK(r.breakdown.compute_s > s.breakdown.compute_s);
+  CHECK(r.breakdown.compute_s > n.breakdown.compute_s);
+  // What runs again, in closed form: the pre-MLP norm (QKV's norm is inside Transformer Engine's
+  // LayerNormLinear) and the experts' activation (read the gated input, write the output), each
+  // one kernel; not the core attention.
+  LayerConfig lcfg;
+  lcfg.ep = 8, lcfg.dtype = Dtype::bf16;
+  const LayerCompute lc = layer_compute(l, c, lcfg);
+  const double tokens = 4096, copies = tokens * m.moe.topk, w = m.moe.expert_ffn;
+  const double bytes = 4.0 * tokens * m.hidden + 2.0 * copies * 3 * w;  // a norm: 2 + 2 B
+  CHECK(lc.fwd_checkpointed_s ==
+        doctest::Approx((bytes / c.gpu.hbm_achieved_Bps() + 2 * c.gpu.gemm.launch_s) /
+                        c.gpu.sustained_efficiency));
+  CHECK(selective_moe_recompute_s(lc) == doctest::Approx(lc.fwd_checkpointed_s));
   // A dense model has no experts' activation to recompute.
   std::string why;
   Plan dense = parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,recompute=selective_moe", "--plan");

@@ -12,10 +12,11 @@ namespace planner {
 inline constexpr int kMaxKnob = 1 << 20;
 inline constexpr int kMaxGlobalBatch = 1 << 28;
 
-/// `selective_moe`, for a model with experts: selective's core attention plus the experts'
-/// activation and the layer norms, and latent attention's up-projections (Megatron-LM
-/// --recompute-modules core_attn moe_act layernorm [mla_up_proj], as Megatron-Bridge's MoE
-/// recipes recompute).
+/// `selective_moe`, for a model with experts: the experts' activation and the layer norms that
+/// are modules of their own, and latent attention's up-projections (Megatron-LM
+/// --recompute-modules moe_act layernorm [mla_up_proj]: the modules Megatron-Bridge's MoE
+/// performance recipes at v0.2.0-v0.4.0 recompute, e.g. gpt-oss-120b's layernorm and moe_act;
+/// the core attention, whose fused kernel keeps little, is not among them).
 enum class Recompute { none, selective, full, selective_moe };
 enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
 /// How the decoder layers are cut into pipeline stages (cost/stages.h split_partition):

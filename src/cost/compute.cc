@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace planner {
@@ -187,6 +188,15 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   int norms = 0;
   double moe_bytes = 0;  // the router's softmax and top-k, the permutations, the experts' act
   int moe_kernels = 0;
+  // What selective_moe's checkpoints run again: the experts' activation (moe_act) and each norm
+  // that is a module of its own (layernorm): Megatron-Core's TransformerLayer recomputes only a
+  // norm that is not an IdentityOp, and Transformer Engine's LayerNormLinear makes QKV's (and a
+  // dense MLP's) norm part of the linear (gpt_layer_specs.py and transformer_layer.py at
+  // core_v0.15.0; latent attention's input norm and a MoE layer's pre-MLP norm stay apart). Only
+  // the layer's input and pre-MLP norms: not Qwen3's q/k norms, not sandwich norms.
+  double checkpointed_norm = 0, checkpointed_act = 0;
+  int checkpointed_norms = 0;
+  const bool te = c.software.fp8_transformer_engine;
   for (const Module& m : bm) {
     bias_flops += kBiasFlopsPerElement * (m.tokens > 0 ? m.tokens * m.groups : bm.tokens) * m.bias;
     if (m.linear == kRouter) moe_bytes += kRouterBytesPerLogit * m.tokens * m.out, ++moe_kernels;
@@ -197,10 +207,15 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     if (m.kind == ModuleKind::activation && m.tokens > 0) {  // the routed experts' activation
       const Module* fc2 = bm.linear(kExpertFc2);
       const double width = fc2 ? fc2->in : 0.0;
-      moe_bytes += m.tokens * 2.0 * ((l.swiglu ? 2.0 : 1.0) * width + width), ++moe_kernels;
+      checkpointed_act = m.tokens * 2.0 * ((l.swiglu ? 2.0 : 1.0) * width + width);
+      moe_bytes += checkpointed_act, ++moe_kernels;
     }
     if (m.kind != ModuleKind::norm) continue;
     norm += s.tokens * kNormBytesPerElement * m.in;
+    const bool layer_norm =
+        std::string_view(m.name) == "norm1" || std::string_view(m.name) == "norm2";
+    if (const Module* after = &m + 1; layer_norm && !(te && after != bm.end() && after->norm_fused))
+      checkpointed_norm += s.tokens * kNormBytesPerElement * m.in, ++checkpointed_norms;
     // Delayed-scaling FP8: a norm fused into the next linear writes FP8, not 16 bits (its
     // backward reads the 16-bit input and gradient as before).
     const Module* next = &m + 1;
@@ -216,6 +231,7 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   const double norm_fwd = norm - norm_fp8_saved;
   out.push_back(
       {"norm_residual", ew, Pass::forward, {}, norm_fwd, bias_flops, norm_fwd / bw + norm_launch});
+  if (l.moe.any()) out.back().checkpointed_s = checkpointed_norm / bw + checkpointed_norms * launch;
   // A mixture-of-experts layer without shared experts has no dense MLP activation.
   const bool dense_mlp = l.ffn > 0;
   if (dense_mlp) out.push_back({"activation", ew, Pass::forward, {}, act, 0, act / bw + launch});
@@ -231,6 +247,7 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
   if (moe_kernels > 0) {
     out.push_back(memory_bound("moe_routing", Pass::forward, moe_bytes, moe_kernels, c.gpu));
+    if (checkpointed_act > 0) out.back().checkpointed_s = checkpointed_act / bw + launch;
     out.push_back(
         memory_bound("moe_routing", Pass::backward_data, f * moe_bytes, moe_kernels, c.gpu));
   }
@@ -244,11 +261,12 @@ void add_expert_extras(const LayerShape& l, const BlockModel& bm, const ClusterP
   const Module* fc1 = bm.linear(kExpertFc1);
   const Module* fc2 = bm.linear(kExpertFc2);
   if (!fc1 || !fc2 || (l.moe.activation_clamp <= 0 && !l.moe.expert_bias)) return;
-  double fwd = 0, bwd = 0;
+  double fwd = 0, bwd = 0, clamp_fwd = 0;
   int fwd_kernels = 0, bwd_kernels = 0;
   if (l.moe.activation_clamp > 0) {
     const double up = fc1->tokens * fc1->groups * fc1->out;  // fc1's output on this rank
-    fwd += kClampedGluFwdBytes * up, bwd += kClampedGluBwdBytes * up;
+    clamp_fwd = kClampedGluFwdBytes * up;
+    fwd += clamp_fwd, bwd += kClampedGluBwdBytes * up;
     fwd_kernels += kClampedGluFwdKernels, bwd_kernels += kClampedGluBwdKernels;
   }
   if (l.moe.expert_bias) {
@@ -258,6 +276,11 @@ void add_expert_extras(const LayerShape& l, const BlockModel& bm, const ClusterP
     bwd_kernels += kExpertBiasLoopBwdKernels * int(fc2->groups) + 1;
   }
   out.push_back(memory_bound("expert_glu_bias", Pass::forward, fwd, fwd_kernels, c.gpu));
+  // The clamps run inside moe_act's checkpoint (CheckpointWithoutOutput around the clamps and the
+  // activation); the bias loop runs after it.
+  if (clamp_fwd > 0)
+    out.back().checkpointed_s =
+        memory_bound("", Pass::forward, clamp_fwd, kClampedGluFwdKernels, c.gpu).time_s;
   out.push_back(memory_bound("expert_glu_bias", Pass::backward_data, bwd, bwd_kernels, c.gpu));
 }
 
@@ -352,6 +375,7 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   add_expert_extras(l, bm, c, k);
   if (is_fp8(cfg.dtype)) add_fp8_casts(bm, c, cfg, k);
   for (Kernel& x : k) x.time_s /= c.gpu.sustained_efficiency;
+  for (Kernel& x : k) x.checkpointed_s /= c.gpu.sustained_efficiency;
   return k;
 }
 
@@ -361,6 +385,7 @@ LayerCompute layer_compute(const LayerShape& l, const ClusterProfile& c, const L
   for (const Kernel& k : layer_kernels(l, c, cfg)) {
     const bool fwd = k.pass == Pass::forward;
     (fwd ? out.fwd_flops : out.bwd_flops) += k.flops;
+    if (fwd) out.fwd_checkpointed_s += k.checkpointed_s;
     switch (k.cls) {
       case KernelClass::gemm: {
         (fwd ? out.fwd_gemm_s : out.bwd_gemm_s) += k.time_s;

@@ -210,11 +210,7 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   if (p.recompute == Recompute::full)
     recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd + fwd_ep;
   if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
-  // selective_moe: the core attention, the element-wise forward (the norms and activations among
-  // it), and latent attention's up-projections.
-  if (p.recompute == Recompute::selective_moe)
-    recompute =
-        lc.fwd_attn_s + lc.fwd_elementwise_s + lc.linear[kQUp].fwd_s + lc.linear[kKvUp].fwd_s;
+  if (p.recompute == Recompute::selective_moe) recompute = selective_moe_recompute_s(lc);
   BlockCost b;
   b.compute = lc;
   b.times.fwd_compute_s = lc.fwd_s();

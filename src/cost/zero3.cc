@@ -30,9 +30,10 @@ std::vector<Zero3Step> zero3_block_steps(const LayerShape& l, const LayerCompute
   if (!backward) return fwd;
   std::vector<Zero3Step> out;
   if (r == Recompute::full) out = fwd;  // the recomputed forward gathers its parameters again
-  const double core =
-      lc.bwd_attn_s + lc.bwd_elementwise_s +
-      (r == Recompute::selective || r == Recompute::selective_moe ? lc.fwd_attn_s : 0.0);
+  const double core = lc.bwd_attn_s + lc.bwd_elementwise_s +
+                      (r == Recompute::selective       ? lc.fwd_attn_s
+                       : r == Recompute::selective_moe ? selective_moe_recompute_s(lc)
+                                                       : 0.0);
   for (size_t i = fwd.size(); i-- > 0;) {  // backward: the reverse order
     if (linear_of[i] < 0) {
       out.push_back({core, 0});

@@ -82,7 +82,7 @@ ArgGroup memory_group(const Plan& p, bool mla) {
     g.args.push_back({"--recompute-granularity", "selective", ""});
     g.args.push_back(
         {"--recompute-modules",
-         mla ? "core_attn moe_act layernorm mla_up_proj" : "core_attn moe_act layernorm",
+         mla ? "moe_act layernorm mla_up_proj" : "moe_act layernorm",
          "recompute=selective_moe"});
   }
   if (p.recompute == Recompute::none) g.notes.push_back("recompute=none: no recomputation flags");

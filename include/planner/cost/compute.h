@@ -46,11 +46,18 @@ struct LayerCompute {
   double bwd_weight_s = 0;                        ///< the weight-gradient GEMMs within bwd_gemm_s
   double fwd_attn_s = 0, bwd_attn_s = 0;          ///< attention core: flash, or GEMMs + softmax
   double fwd_elementwise_s = 0, bwd_elementwise_s = 0;  ///< norms, activation, dropout, residual
-  double fwd_flops = 0, bwd_flops = 0;                  ///< executed FLOPs on this rank
-  double min_shard_dim = 0;                             ///< smallest m/n/k among the sharded GEMMs
+  double fwd_checkpointed_s = 0;        ///< the forward kernels' checkpointed_s (selective_moe)
+  double fwd_flops = 0, bwd_flops = 0;  ///< executed FLOPs on this rank
+  double min_shard_dim = 0;             ///< smallest m/n/k among the sharded GEMMs
   double fwd_s() const { return fwd_gemm_s + fwd_attn_s + fwd_elementwise_s; }
   double bwd_s() const { return bwd_gemm_s + bwd_attn_s + bwd_elementwise_s; }
 };
+
+/// The forward work recompute=selective_moe runs again in the backward: its checkpoints (the
+/// separate norms, the experts' activation) and latent attention's up-projections.
+inline double selective_moe_recompute_s(const LayerCompute& lc) {
+  return lc.fwd_checkpointed_s + lc.linear[kQUp].fwd_s + lc.linear[kKvUp].fwd_s;
+}
 
 /// One block, one micro-batch, one rank, with recompute and exposed TP communication.
 struct LayerTimes {
@@ -219,6 +226,10 @@ struct Kernel {
   double bytes = 0;  ///< element-wise: HBM traffic
   double flops = 0;
   double time_s = 0;  ///< predicted, sustained efficiency included
+  /// Of a forward kernel's time_s, the work recompute=selective_moe's checkpoints run again in
+  /// the backward (the separate norms and the experts' activation, Megatron-Core's
+  /// --recompute-modules layernorm moe_act).
+  double checkpointed_s = 0;
 };
 
 /// Every kernel of one block for one micro-batch on one rank, forward and backward (no
