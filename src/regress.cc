@@ -32,8 +32,7 @@ std::optional<Dtype> dtype_of(const std::string& precision) { return named<Dtype
 /// layers when that makes the division exact, else shortens the first and last stage
 /// (--decoder-first/last-pipeline-num-layers); DeepSpeed's pipeline balances the layers with both
 /// embeddings (partition_method type:transformer|embedding).
-int row_split(const RegressionCase& c, std::optional<Framework> fw) {
-  const std::optional<int> pp = c.knob(KnobId::pp);
+int row_split(const RegressionCase& c, std::optional<int> pp, std::optional<Framework> fw) {
   if (!pp || *pp <= 0 || c.model.layers % *pp == 0 || !c.model.encoders.empty()) return kUnset;
   if (fw && !is_megatron(*fw)) return int(PipelineSplit::embed_loss);
   Plan p;
@@ -42,10 +41,13 @@ int row_split(const RegressionCase& c, std::optional<Framework> fw) {
                                                             : int(PipelineSplit::short_ends);
 }
 
-KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl,
-                    std::optional<Framework> fw) {
+/// `tp_pp`: the pair to fix where the row gives only their product (model_parallel).
+KnobSpace knobs_for(const RegressionCase& c, const ClusterProfile& cl, std::optional<Framework> fw,
+                    std::optional<std::pair<int, int>> tp_pp = std::nullopt) {
   KnobSpace k = default_knobs(c.model, cl, c.num_gpus);
-  k[KnobId::split] = {row_split(c, fw)};
+  const std::optional<int> pp = tp_pp ? std::optional<int>(tp_pp->second) : c.knob(KnobId::pp);
+  k[KnobId::split] = {row_split(c, pp, fw)};
+  if (tp_pp) k[KnobId::tp] = {tp_pp->first}, k[KnobId::pp] = {tp_pp->second};
   // No published run names its rank order: Megatron-LM's and DeepSpeed's default.
   k[KnobId::order] = {kUnset};
   for (const KnobDef& d : knob_table())  // what the row fixes; the search chooses the rest
@@ -79,7 +81,30 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile,
   o.global_batch = c.gbs;
   o.top_k = 1;
   o.dtype = *dtype;
-  const SearchResult r = search(c.model, cl, knobs_for(c, cl, fw), o);
+  // A published model-parallel size alone (tp x pp): every pair with that product, the fastest.
+  std::vector<KnobSpace> spaces;
+  if (c.model_parallel) {
+    for (int tp = 1; tp <= *c.model_parallel; ++tp)
+      if (const int pp = *c.model_parallel / tp;
+          *c.model_parallel % tp == 0 && tp <= c.model.heads && pp <= c.model.layers)
+        spaces.push_back(knobs_for(c, cl, fw, std::pair(tp, pp)));
+  } else {
+    spaces.push_back(knobs_for(c, cl, fw));
+  }
+  SearchResult r;
+  for (const KnobSpace& k : spaces) {
+    SearchResult one = search(c.model, cl, k, o);
+    r.any_memory_rejection |= one.any_memory_rejection;
+    if (one.top.empty()) {
+      const double need = one.closest_infeasible.memory_bytes;
+      if (need > 0 &&
+          (r.closest_infeasible.memory_bytes <= 0 || need < r.closest_infeasible.memory_bytes))
+        r.closest_infeasible = one.closest_infeasible;
+      continue;
+    }
+    if (r.top.empty() || one.top.front().iteration_time_s < r.top.front().iteration_time_s)
+      r.top = {one.top.front()};
+  }
   if (r.top.empty()) {
     row.unsupported = "no plan fits under the model";
     if (r.any_memory_rejection)

@@ -222,8 +222,8 @@ TEST_CASE("optional columns: a model file in place of the shape columns, ep and 
   CHECK(error_at(header.substr(0, header.size() - 1) + ",notes\n" + dense) ==
         csv +
             ":1: unexpected extra column 'notes' (the optional columns: model, "
-            "published_tflops_per_gpu, framework, mtp_layers and any plan knob of --plan but "
-            "dtype)");
+            "published_tflops_per_gpu, framework, mtp_layers, model_parallel and any plan knob "
+            "of --plan but dtype)");
   // mtp_layers: the run's multi-token-prediction modules over the model file's (DeepSeek-V3's 1).
   const std::string mtp_header = header.substr(0, header.size() - 1) + ",mtp_layers\n";
   const std::string ds =
@@ -240,5 +240,30 @@ TEST_CASE("optional columns: a model file in place of the shape columns, ep and 
   std::string twice = header;
   twice.replace(twice.find(",etp,"), 5, ",ep,");
   CHECK(error_at(twice + dense).find("expected column 19 to be 'sp', found 'ep'") !=
+        std::string::npos);
+}
+
+TEST_CASE("model_parallel: a row that publishes only tp x pp searches the pairs with that product") {
+  // 64 GPUs of a 24-layer model with model-parallel size 8: tp x pp = 8, dp = 8.
+  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",model_parallel\n";
+  const std::string row =
+      "mp,x,dgx-a100-80gb,64,24,2304,24,,9216,0,51200,2048,,,8,,0,,1,512,0,full,fp16,,137,"
+      "megatron-hfu,8\n";
+  const auto cases = parse_cases(header + row, "c.csv");
+  REQUIRE(cases[0].model_parallel == 8);
+  const RegressionReport rep = run_regression(cases, PLANNER_SOURCE_DIR "/hw_profiles");
+  REQUIRE(!rep.rows[0].unsupported);
+  const Plan& p = rep.rows[0].estimate.plan;
+  CHECK(p.tp * p.pp == 8);
+  CHECK(p.dp == 8);
+  // Given with tp or pp it is refused: the row says one or the other.
+  std::string both = row;
+  both.replace(both.find(",,,8,,0,"), 8, ",2,,8,,0,");
+  CHECK(error_of(header + both) ==
+        "c.csv:2: column 'model_parallel': give tp and pp, or their product model_parallel, not "
+        "both");
+  std::string zero = row;
+  zero.replace(zero.rfind(",8\n"), 3, ",0\n");
+  CHECK(error_of(header + zero).find("column 'model_parallel': expected an integer from 1") !=
         std::string::npos);
 }

@@ -33,6 +33,9 @@ struct RegressionCase {
   /// on its execution stack. None: the loaded profile's default stack (Megatron-LM's, or a legacy
   /// software block's).
   std::optional<Framework> framework;
+  /// tp x pp where the source publishes only the model-parallel size (`model_parallel`; Narayanan
+  /// et al. 2021 Table 2): regress searches the tp, pp pairs whose product it is.
+  std::optional<int> model_parallel;
 };
 
 /// Reads the CSV; a malformed file throws InputError naming the line (row) and the column.

@@ -100,9 +100,10 @@ bool is_profile_name(const std::string& name) {
 /// own model TFLOP/s (informational); `mtp_layers`, the multi-token-prediction modules the run
 /// trained (in place of the model file's); `framework`, the framework version the run used, whose
 /// execution stack the row is predicted on (regress applies a framework's refusals only when
-/// given --framework); and any plan knob (ep, etp, ep_comm_overlap ...), read as --plan reads it.
+/// given --framework); `model_parallel`, tp x pp where the source gives only that product; and
+/// any plan knob (ep, etp, ep_comm_overlap ...), read as --plan reads it.
 const std::vector<std::string> kOptionalColumns = {"model", "published_tflops_per_gpu", "framework",
-                                                   "mtp_layers"};
+                                                   "mtp_layers", "model_parallel"};
 
 /// The shape columns a `model` file replaces.
 const std::vector<std::string> kShapeColumns = {"layers", "hidden", "heads", "kv_heads",
@@ -178,6 +179,12 @@ RegressionCase read_case(const Row& r, int line, LoadedModels& loaded) {
   for (KnobId k : {KnobId::ep, KnobId::etp})
     if (c.knob(k).value_or(1) > 1 && !m.moe.any())
       r.fail(knob(k).name, "needs a model with experts");
+  if (!r.empty("model_parallel")) {
+    const int mp = r.integer("model_parallel", 1);
+    if (c.knob(KnobId::tp) || c.knob(KnobId::pp))
+      r.fail("model_parallel", "give tp and pp, or their product model_parallel, not both");
+    c.model_parallel = mp;
+  }
   c.gbs = r.integer("gbs");
   c.precision = r.text("precision");
   if (!r.empty("measured_iter_time_s")) c.measured_iter_time_s = r.number("measured_iter_time_s");
@@ -231,7 +238,8 @@ std::vector<RegressionCase> parse_cases(const std::string& text, const std::stri
       throw InputError(file, 1, "",
                        "unexpected extra column '" + name +
                            "' (the optional columns: model, published_tflops_per_gpu, "
-                           "framework, mtp_layers and any plan knob of --plan but dtype)");
+                           "framework, mtp_layers, model_parallel and any plan knob of --plan "
+                           "but dtype)");
     }
   }
   if (next < kColumns.size())
