@@ -635,12 +635,20 @@ TEST_CASE("recompute=selective_moe: the experts' activation and the norms' outpu
   const BlockModel bm = block_model(l, cfg);
   const auto sel = static_cast<int>(Recompute::selective),
              moe_r = static_cast<int>(Recompute::selective_moe);
-  // The expert fc2's input (the activation's output) and QKV's input (the first norm's output)
-  // are dropped; the rest is selective's.
+  // The expert fc2's input (the activation's output) and QKV's input (the first norm's output, a
+  // norm of its own without Transformer Engine) are dropped; the rest is selective's.
   const double dropped = bm.linear(kExpertFc2)->stored[sel] + bm.linear(kQkv)->stored[sel];
   CHECK(bm.stored_bytes(Recompute::selective_moe) ==
         doctest::Approx(bm.stored_bytes(Recompute::selective) - dropped));
   CHECK(bm.linear(kExpertFc2)->stored[moe_r] == 0);
+  // With Transformer Engine's linears the first norm is inside QKV's LayerNormLinear, which keeps
+  // its output: only the experts' activation output goes.
+  cfg.norm_in_linear = true;
+  const BlockModel te = block_model(l, cfg);
+  CHECK(
+      te.stored_bytes(Recompute::selective_moe) ==
+      doctest::Approx(te.stored_bytes(Recompute::selective) - te.linear(kExpertFc2)->stored[sel]));
+  CHECK(te.linear(kQkv)->stored[moe_r] == te.linear(kQkv)->stored[sel]);
   const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
   const std::string base = "tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1";
   const Estimate s = estimate(m, c, parse_plan(base + ",recompute=selective", "--plan"));

@@ -109,6 +109,9 @@ struct BlockConfig {
   int ep = 1, etp = 1;  ///< expert parallelism (a block with experts)
   double capacity = 0;  ///< the experts' capacity factor (Plan::capacity_factor; 0: dropless)
   bool pad = false;     ///< every expert padded to its capacity (Plan::pad_to_capacity)
+  /// The linears are Transformer Engine's: a norm_fused linear's LayerNormLinear holds its norm
+  /// and keeps the norm's output, which selective_moe's layernorm checkpoint does not reach.
+  bool norm_in_linear = false;
 };
 
 /// Modules a block may have (fixed storage: the search builds a block model per plan).
