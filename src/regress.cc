@@ -83,6 +83,9 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile,
   o.dtype = *dtype;
   // A published model-parallel size alone (tp x pp): every pair with that product, the fastest.
   std::vector<KnobSpace> spaces;
+  if (c.model_parallel && c.num_gpus % *c.model_parallel != 0)
+    return void(row.unsupported = "model_parallel " + std::to_string(*c.model_parallel) +
+                                  " does not divide num_gpus " + std::to_string(c.num_gpus));
   if (c.model_parallel) {
     for (int tp = 1; tp <= *c.model_parallel; ++tp)
       if (const int pp = *c.model_parallel / tp;

@@ -243,7 +243,8 @@ TEST_CASE("optional columns: a model file in place of the shape columns, ep and 
         std::string::npos);
 }
 
-TEST_CASE("model_parallel: a row that publishes only tp x pp searches the pairs with that product") {
+TEST_CASE(
+    "model_parallel: a row that publishes only tp x pp searches the pairs with that product") {
   // 64 GPUs of a 24-layer model with model-parallel size 8: tp x pp = 8, dp = 8.
   const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",model_parallel\n";
   const std::string row =
@@ -256,6 +257,12 @@ TEST_CASE("model_parallel: a row that publishes only tp x pp searches the pairs 
   const Plan& p = rep.rows[0].estimate.plan;
   CHECK(p.tp * p.pp == 8);
   CHECK(p.dp == 8);
+  // A product that does not divide the GPUs leaves the row unmodelled, saying why.
+  std::string odd = row;
+  odd.replace(odd.rfind(",8\n"), 3, ",3\n");
+  const RegressionReport three =
+      run_regression(parse_cases(header + odd, "c.csv"), PLANNER_SOURCE_DIR "/hw_profiles");
+  CHECK(three.rows[0].unsupported == "model_parallel 3 does not divide num_gpus 64");
   // Given with tp or pp it is refused: the row says one or the other.
   std::string both = row;
   both.replace(both.find(",,,8,,0,"), 8, ",2,,8,,0,");
