@@ -269,10 +269,11 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   if (x.sandwich_norms) bm.add(norm("post_mlp_norm"));
   // selective_moe drops what its output-discarding checkpoints recompute: the experts'
   // activation output (fc2's input, moe_act) and the layer norms' outputs (the next linear's
-  // 16-bit input, layernorm; under FP8 Transformer Engine keeps its own FP8 copy of it). A norm
-  // inside Transformer Engine's LayerNormLinear is no module of its own: Megatron-Core does not
-  // recompute it (transformer_layer.py at core_v0.15.0: an IdentityOp input_layernorm), and the
-  // linear keeps its output.
+  // input, layernorm; under FP8 Megatron-Core makes that linear save the 16-bit input, which the
+  // checkpoint frees, in place of its FP8 copy: set_for_recompute_input_layernorm and
+  // set_save_original_input at core_v0.15.0). A norm inside Transformer Engine's LayerNormLinear
+  // is no module of its own: Megatron-Core does not recompute it (transformer_layer.py: an
+  // IdentityOp input_layernorm), and the linear keeps its output.
   for (int i = 0; i < bm.count; ++i) {
     Module& m = bm.storage[static_cast<size_t>(i)];
     const int r = static_cast<int>(Recompute::selective_moe);
@@ -281,7 +282,7 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
     // and the dense or shared MLP's fc1.
     const bool reads_norm = m.linear == kQkv || m.linear == kQDown || m.linear == kFc1 ||
                             (m.linear == kQUp && m.in == h);
-    if (reads_norm && li == e && !(cfg.norm_in_linear && m.norm_fused)) m.stored[r] = 0;
+    if (reads_norm && !(cfg.norm_in_linear && m.norm_fused)) m.stored[r] = 0;
   }
   return bm;
 }

@@ -193,6 +193,16 @@ bool refuses_megatron(Framework f, const ClusterProfile& c, const Plan& p, std::
           "ZeRO++ (zeropp=1) is DeepSpeed's ZeRO-3; Megatron FSDP has no quantized gathers; use "
           "zeropp=0 or --framework deepspeed");
     });
+  // TransformerConfig.__post_init__ at d98e8a64: "Delayed scaling does not support moe_act and
+  // layernorm recompute for fp8".
+  if (p.recompute == Recompute::selective_moe && p.dtype == Dtype::fp8 &&
+      p.fp8_recipe == Fp8Recipe::delayed)
+    return no(reason, [&] {
+      return fmt(
+          "Megatron-LM at {} refuses recompute=selective_moe (--recompute-modules moe_act "
+          "layernorm) under delayed-scaling FP8; use fp8_recipe=tensorwise or another recompute",
+          commit);
+    });
   // TransformerConfig.__post_init__ at d98e8a64: "Currently there is no support for Pipeline
   // parallelism with CPU offloading"; "CPU offloading does not work when activation
   // recomputation is enabled".

@@ -83,7 +83,7 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile,
   o.dtype = *dtype;
   // A published model-parallel size alone (tp x pp): every pair with that product, the fastest.
   std::vector<KnobSpace> spaces;
-  if (c.model_parallel && c.num_gpus % *c.model_parallel != 0)
+  if (c.model_parallel && (*c.model_parallel <= 0 || c.num_gpus % *c.model_parallel != 0))
     return void(row.unsupported = "model_parallel " + std::to_string(*c.model_parallel) +
                                   " does not divide num_gpus " + std::to_string(c.num_gpus));
   if (c.model_parallel) {
@@ -91,6 +91,9 @@ void run_row(const RegressionCase& c, const ClusterProfile& profile,
       if (const int pp = *c.model_parallel / tp;
           *c.model_parallel % tp == 0 && tp <= c.model.heads && pp <= c.model.layers)
         spaces.push_back(knobs_for(c, cl, fw, std::pair(tp, pp)));
+    if (spaces.empty())
+      return void(row.unsupported = "no tp x pp = " + std::to_string(*c.model_parallel) +
+                                    " has tp within the model's heads and pp within its layers");
   } else {
     spaces.push_back(knobs_for(c, cl, fw));
   }

@@ -540,7 +540,7 @@ TEST_CASE("suggest for a model with experts: ep, the overlap and the dispatcher 
   SearchOptions o;
   o.gpus = {32};
   o.global_batch = 256;
-  o.top_k = 400;
+  o.top_k = 400;  // deep enough to reach the first all-gather plan, which ranks low
   const SearchResult r = search(m, c, default_knobs(m, c, 32), o);
   REQUIRE(!r.top.empty());
   bool ep = false, overlap = false, flex = false, allgather = false;
@@ -668,6 +668,15 @@ TEST_CASE("recompute=selective_moe: the experts' activation and the norms' outpu
         doctest::Approx((bytes / c.gpu.hbm_achieved_Bps() + 2 * c.gpu.gemm.launch_s) /
                         c.gpu.sustained_efficiency));
   CHECK(selective_moe_recompute_s(lc) == doctest::Approx(lc.fwd_checkpointed_s));
+  // Megatron-LM refuses it under delayed-scaling FP8 (TransformerConfig at d98e8a64), not under
+  // current scaling.
+  const Plan delayed = parse_plan(base + ",recompute=selective_moe,dtype=fp8", "--plan");
+  const std::optional<std::string> no = why_not(Framework::megatron, m, c, delayed);
+  REQUIRE(no);
+  CHECK(no->find("refuses recompute=selective_moe") != std::string::npos);
+  CHECK(!why_not(
+      Framework::megatron, m, c,
+      parse_plan(base + ",recompute=selective_moe,dtype=fp8,fp8_recipe=tensorwise", "--plan")));
   // A dense model has no experts' activation to recompute.
   std::string why;
   Plan dense = parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=64,recompute=selective_moe", "--plan");

@@ -248,7 +248,7 @@ TEST_CASE(
   // 64 GPUs of a 24-layer model with model-parallel size 8: tp x pp = 8, dp = 8.
   const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",model_parallel\n";
   const std::string row =
-      "mp,x,dgx-a100-80gb,64,24,2304,24,,9216,0,51200,2048,,,8,,0,,1,512,0,full,fp16,,137,"
+      "mp,x,dgx-a100-80gb,64,24,2304,24,,9216,0,51200,2048,,,,,0,,1,512,0,full,fp16,,137,"
       "megatron-hfu,8\n";
   const auto cases = parse_cases(header + row, "c.csv");
   REQUIRE(cases[0].model_parallel == 8);
@@ -257,6 +257,22 @@ TEST_CASE(
   const Plan& p = rep.rows[0].estimate.plan;
   CHECK(p.tp * p.pp == 8);
   CHECK(p.dp == 8);
+  // The fastest of the pairs: each pair fixed as tp and pp columns predicts no faster.
+  for (int tp : {1, 2, 4, 8}) {
+    CAPTURE(tp);
+    std::string fixed = row;
+    fixed.replace(fixed.find(",2048,,,,,0,"), 12,
+                  ",2048," + std::to_string(tp) + "," + std::to_string(8 / tp) + ",,,0,");
+    fixed.replace(fixed.rfind(",8\n"), 3, ",\n");
+    const RegressionReport one =
+        run_regression(parse_cases(header + fixed, "c.csv"), PLANNER_SOURCE_DIR "/hw_profiles");
+    if (one.rows[0].unsupported) continue;
+    CHECK(one.rows[0].estimate.iteration_time_s >=
+          rep.rows[0].estimate.iteration_time_s * (1 - 1e-12));
+    if (one.rows[0].estimate.plan.tp == p.tp)
+      CHECK(one.rows[0].estimate.iteration_time_s ==
+            doctest::Approx(rep.rows[0].estimate.iteration_time_s));
+  }
   // A product that does not divide the GPUs leaves the row unmodelled, saying why.
   std::string odd = row;
   odd.replace(odd.rfind(",8\n"), 3, ",3\n");
@@ -265,7 +281,7 @@ TEST_CASE(
   CHECK(three.rows[0].unsupported == "model_parallel 3 does not divide num_gpus 64");
   // Given with tp or pp it is refused: the row says one or the other.
   std::string both = row;
-  both.replace(both.find(",,,8,,0,"), 8, ",2,,8,,0,");
+  both.replace(both.find(",2048,,,,,0,"), 12, ",2048,2,,,,0,");
   CHECK(error_of(header + both) ==
         "c.csv:2: column 'model_parallel': give tp and pp, or their product model_parallel, not "
         "both");

@@ -14,9 +14,10 @@ inline constexpr int kMaxGlobalBatch = 1 << 28;
 
 /// `selective_moe`, for a model with experts: the experts' activation and the layer norms that
 /// are modules of their own, and latent attention's up-projections (Megatron-LM
-/// --recompute-modules moe_act layernorm [mla_up_proj]: the modules Megatron-Bridge's MoE
-/// performance recipes at v0.2.0-v0.4.0 recompute, e.g. gpt-oss-120b's layernorm and moe_act;
-/// the core attention, whose fused kernel keeps little, is not among them).
+/// --recompute-modules moe_act layernorm [mla_up_proj]: the modules Megatron-Bridge's Qwen3,
+/// gpt-oss and DeepSeek performance recipes at v0.2.1-v0.4.0 recompute, e.g. gpt-oss-120b's
+/// layernorm and moe_act; the core attention, whose fused kernel keeps little, is not among
+/// them). Megatron-LM refuses it under delayed-scaling FP8.
 enum class Recompute { none, selective, full, selective_moe };
 enum class Schedule { gpipe, one_f_one_b, interleaved, zb_h1 };
 /// How the decoder layers are cut into pipeline stages (cost/stages.h split_partition):

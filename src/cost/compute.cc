@@ -231,7 +231,8 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   const double norm_fwd = norm - norm_fp8_saved;
   out.push_back(
       {"norm_residual", ew, Pass::forward, {}, norm_fwd, bias_flops, norm_fwd / bw + norm_launch});
-  if (l.moe.any()) out.back().checkpointed_s = checkpointed_norm / bw + checkpointed_norms * launch;
+  // (A model with experts' dense layers too: selective_moe recomputes their norms.)
+  out.back().checkpointed_s = checkpointed_norm / bw + checkpointed_norms * launch;
   // A mixture-of-experts layer without shared experts has no dense MLP activation.
   const bool dense_mlp = l.ffn > 0;
   if (dense_mlp) out.push_back({"activation", ew, Pass::forward, {}, act, 0, act / bw + launch});
