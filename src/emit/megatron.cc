@@ -80,10 +80,9 @@ ArgGroup memory_group(const Plan& p, bool mla) {
   }
   if (p.recompute == Recompute::selective_moe) {
     g.args.push_back({"--recompute-granularity", "selective", ""});
-    g.args.push_back(
-        {"--recompute-modules",
-         mla ? "moe_act layernorm mla_up_proj" : "moe_act layernorm",
-         "recompute=selective_moe"});
+    g.args.push_back({"--recompute-modules",
+                      mla ? "moe_act layernorm mla_up_proj" : "moe_act layernorm",
+                      "recompute=selective_moe"});
   }
   if (p.recompute == Recompute::none) g.notes.push_back("recompute=none: no recomputation flags");
   // Layer-level activation offload (Transformer Engine); arguments.py turns cpu_offloading on.
