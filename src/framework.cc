@@ -680,7 +680,7 @@ SoftwareStack execution_stack(Framework f, const ClusterProfile& c, std::string*
   s.interleaved_all_warmup = fw.stack.interleaved_all_warmup;
   s.deepspeed_pipeline_engine = fw.stack.deepspeed_pipeline_engine;
   s.fp8_weight_cache = fw.stack.fp8_weight_cache;
-  s.fp8_transformer_engine = fw.stack.fp8_transformer_engine;
+  s.transformer_engine = fw.stack.transformer_engine;
   std::string off;
   if (!fw.tp_comm_overlap && s.overlap_tp_comm) s.overlap_tp_comm = false, off = "overlap_tp_comm";
   if (!fw.param_gather_overlap && s.overlap_param_gather)

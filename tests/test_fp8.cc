@@ -162,8 +162,8 @@ TEST_CASE("fp8: torchtitan's float8 linears are torchao's dynamic per-tensor sca
   const ModelSpec& m = fixtures::model("llama3-8b");
   ClusterProfile te = h100(), ao = h100();
   ao.software = info(Framework::torchtitan).stack;
-  CHECK(te.software.fp8_transformer_engine);
-  CHECK_FALSE(ao.software.fp8_transformer_engine);
+  CHECK(te.software.transformer_engine);
+  CHECK_FALSE(ao.software.transformer_engine);
   CHECK(fp8_current_scaling(Fp8Recipe::delayed, ao.software));
   CHECK_FALSE(fp8_current_scaling(Fp8Recipe::delayed, te.software));
   LayerConfig cfg{1, 1, 1, false, Dtype::fp8, AttentionKernel::flash};

@@ -152,7 +152,7 @@ TEST_CASE("a profile's legacy software block: the default execution choices, ker
   // their weight cache).
   SoftwareStack megatron_block = block;
   megatron_block.fp8_weight_cache = true;
-  megatron_block.fp8_transformer_engine = true;
+  megatron_block.transformer_engine = true;
   CHECK(execution_stack(Framework::megatron, c) == megatron_block);
   CHECK(execution_stack(Framework::megatron_2021, c).interleaved_all_warmup);
   std::string note;

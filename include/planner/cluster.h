@@ -115,12 +115,15 @@ struct SoftwareStack {
   /// weight workspace, cost/memory.h kFp8WeightCacheBytesPerParam): Megatron-Core passes
   /// is_first_microbatch to TE's modules unless disable_parameter_transpose_cache is set.
   bool fp8_weight_cache = false;
-  /// Its FP8 linears are Transformer Engine's: a norm fused into the next linear
-  /// (Module::norm_fused) writes the FP8 input under delayed scaling, or computes its amax under
-  /// current scaling, and the plan's fp8_recipe picks between them. false: torchao's float8
-  /// linears under torch.compile (torchtitan), dynamic per-tensor scaling with the norm apart:
-  /// every input read for its amax, then cast (fp8_current_scaling), with TE's byte counts.
-  bool fp8_transformer_engine = false;
+  /// Its linears are Transformer Engine's: LayerNormLinear holds the norm before QKV and a dense
+  /// MLP's fc1 (Module::norm_fused; selective_moe's layernorm checkpoint does not reach it),
+  /// GroupedLinear runs the experts' GEMMs in rounds over its streams and quantizes them expert
+  /// by expert under current scaling, and under FP8 a fused norm writes the FP8 input (delayed
+  /// scaling) or computes its amax (current scaling), the plan's fp8_recipe picking between
+  /// them. false: torchao's float8 linears under torch.compile (torchtitan), dynamic per-tensor
+  /// scaling with the norm apart: every input read for its amax, then cast
+  /// (fp8_current_scaling), with TE's byte counts.
+  bool transformer_engine = false;
   bool operator==(const SoftwareStack& o) const {  // spelled out: nvcc's C++17 has no = default
     return attention == o.attention && overlap_grad_reduce == o.overlap_grad_reduce &&
            overlap_param_gather == o.overlap_param_gather && overlap_tp_comm == o.overlap_tp_comm &&
@@ -128,8 +131,7 @@ struct SoftwareStack {
            zero3_collective_nics == o.zero3_collective_nics && loss == o.loss &&
            interleaved_all_warmup == o.interleaved_all_warmup &&
            deepspeed_pipeline_engine == o.deepspeed_pipeline_engine &&
-           fp8_weight_cache == o.fp8_weight_cache &&
-           fp8_transformer_engine == o.fp8_transformer_engine;
+           fp8_weight_cache == o.fp8_weight_cache && transformer_engine == o.transformer_engine;
   }
 };
 

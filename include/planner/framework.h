@@ -37,7 +37,7 @@ inline constexpr std::array kCurrentFrameworks = {Framework::megatron, Framework
 /// Megatron-Core with Transformer Engine as the Megatron-LM README's 2024 H100 table ran it:
 /// fused (cuDNN flash) attention, --overlap-grad-reduce, --overlap-param-gather and
 /// --tp-comm-overlap ("Fine-grained overlapping with DP ..., TP (--tp-comm-overlap), and PP").
-/// Its FP8 linears are Transformer Engine's (SoftwareStack::fp8_transformer_engine), which keep
+/// Its linears are Transformer Engine's (SoftwareStack::transformer_engine), whose FP8 ones keep
 /// their quantized weights between micro-batches (SoftwareStack::fp8_weight_cache).
 inline constexpr SoftwareStack kMegatronStack{.attention = AttentionKernel::flash,
                                               .overlap_grad_reduce = true,
@@ -46,7 +46,7 @@ inline constexpr SoftwareStack kMegatronStack{.attention = AttentionKernel::flas
                                               .causal_attention_skip = true,
                                               .zero3_collective_nics = 8,
                                               .fp8_weight_cache = true,
-                                              .fp8_transformer_engine = true};
+                                              .transformer_engine = true};
 /// DeepSpeed (ZeRO's overlap_comm overlaps the gradient reduction) with Megatron-DeepSpeed's
 /// flash attention; no TP-communication overlap, parameters gathered inside the optimizer step.
 /// No ZeRO-3 measurement on H100 in the reference: NCCL's hierarchical rate (all NICs) assumed.

@@ -196,7 +196,7 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   // the layer's input and pre-MLP norms: not Qwen3's q/k norms, not sandwich norms.
   double checkpointed_norm = 0, checkpointed_act = 0;
   int checkpointed_norms = 0;
-  const bool te = c.software.fp8_transformer_engine;
+  const bool te = c.software.transformer_engine;
   for (const Module& m : bm) {
     bias_flops += kBiasFlopsPerElement * (m.tokens > 0 ? m.tokens * m.groups : bm.tokens) * m.bias;
     if (m.linear == kRouter) moe_bytes += kRouterBytesPerLogit * m.tokens * m.out, ++moe_kernels;
@@ -298,7 +298,7 @@ void add_expert_extras(const LayerShape& l, const BlockModel& bm, const ClusterP
 void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerConfig& cfg,
                    std::vector<Kernel>& out) {
   const bool mx = cfg.dtype == Dtype::mxfp8, any_layout = c.gpu.fp8_any_layout();
-  const bool te = c.software.fp8_transformer_engine;
+  const bool te = c.software.transformer_engine;
   const bool current = !mx && fp8_current_scaling(cfg.fp8_recipe, c.software);
   const bool gathers = cfg.sp && cfg.tp > 1;
   auto add = [&](const char* name, Pass pass, double bytes, int launches) {
@@ -370,7 +370,7 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   bc.ep = cfg.ep, bc.etp = cfg.etp, bc.capacity = cfg.capacity;
   bc.pad = cfg.pad;
   const BlockModel bm = block_model(l, bc);
-  add_gemms(c.gpu, cfg.dtype, bm, c.software.fp8_transformer_engine, k);
+  add_gemms(c.gpu, cfg.dtype, bm, c.software.transformer_engine, k);
   if (l.attention) add_attention(l, c, cfg, k);
   add_elementwise(l, s, bm, c, cfg, k);
   add_expert_extras(l, bm, c, k);

@@ -106,7 +106,7 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
   const BlockModel& bm = sc.model =
       block_model(l, {p.tp, p.cp, p.mbs, p.sp, attn, activation_element_bytes(p.dtype),
                       linear_input_bytes(p.dtype), p.ep, p.etp, p.capacity_factor,
-                      p.pad_to_capacity.value_or(false), c.software.fp8_transformer_engine});
+                      p.pad_to_capacity.value_or(false), c.software.transformer_engine});
   const double e = activation_element_bytes(p.dtype);  // fp32 under tf32, else 16-bit
   const double act = e * p.mbs * l.sequences * (double(l.seq) / cp) * l.hidden;
   sc.boundary_bytes = act;

@@ -179,9 +179,9 @@ struct LayerConfig {
 
 /// Whether an FP8 layer's casts scale each tensor by its own amax just before the cast: Transformer
 /// Engine under fp8_recipe=tensorwise, and torchao's float8 linears (SoftwareStack::
-/// fp8_transformer_engine false: torchtitan), whose default recipe is dynamic per-tensor scaling.
+/// transformer_engine false: torchtitan), whose default recipe is dynamic per-tensor scaling.
 inline bool fp8_current_scaling(Fp8Recipe r, const SoftwareStack& s) {
-  return r == Fp8Recipe::tensorwise || !s.fp8_transformer_engine;
+  return r == Fp8Recipe::tensorwise || !s.transformer_engine;
 }
 
 /// A mixture-of-experts layer's token permutation before the dispatch all-to-all and its inverse

@@ -48,7 +48,7 @@ struct BlockCost {
 /// gathers its scaled copies with their scales (one or both usages, by module): priced at the
 /// activation's own bytes, not modelled further.
 inline double tp_gather_bytes(double act, Dtype d, const SoftwareStack& s) {
-  return d == Dtype::fp8 && s.fp8_transformer_engine
+  return d == Dtype::fp8 && s.transformer_engine
              ? act / activation_element_bytes(d) * kFp8GatheredBytes
              : act;
 }
