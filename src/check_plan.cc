@@ -244,6 +244,10 @@ bool tp_in_domain(const ClusterProfile& c, const Plan& p) {
 
 }  // namespace
 
+Rejection check_expert_layout(const ModelSpec& m, const Plan& p) {
+  return check_experts(m, p, nullptr);
+}
+
 std::string dtype_unsupported_message(const Gpu& gpu, Dtype dtype) {
   return gpu.name + " has no " + to_string(dtype) + " tensor-core peak" +
          (dtype != Dtype::mxfp8 ? ""

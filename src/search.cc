@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <queue>
+#include <tuple>
 
 #include "planner/cost/communication.h"
 #include "planner/error.h"
@@ -497,7 +499,9 @@ class Searcher {
     }
     ++r_.evaluated;
     work_.check();
-    layer_costs(p);
+    // An expert layout check_plan refuses is not priced (a long ep or etp list would price each
+    // one); estimate rejects it, in check_plan's order, before it reads the costs.
+    if (check_expert_layout(m_, p) == Rejection::none) layer_costs(p);
     Estimate e = estimate(m_, c_, p, eo_, &cache_, &ws_);
     if (e.ok() || e.rejection == Rejection::out_of_memory) work_.estimate();
     ++r_.rejections[int(e.rejection)];
@@ -535,16 +539,11 @@ class Searcher {
     if (computed_ && key == cell_key_) return;
     // The expert and loss knobs turn inside the cell: each combination's costs are kept until it
     // ends.
-    for (auto& [k, costs] : inner_cells_)
-      if (k == key) {
-        std::swap(cache_.cell, costs);
-        std::swap(cell_key_, k);
-        computed_ = true;
-        return;
-      }
-    if (computed_) inner_cells_.push_back({cell_key_, std::move(cache_.cell)});
+    // (A map: a knob list of thousands of values must not make each lookup scan them all.)
+    auto kept = inner_cells_.extract(key);
+    if (computed_) inner_cells_.emplace(cell_key_, std::move(cache_.cell));
     computed_ = true, cell_key_ = key;
-    cache_.cell = cell_costs(m_, c_, p, cache_.layout);
+    cache_.cell = kept ? std::move(kept.mapped()) : cell_costs(m_, c_, p, cache_.layout);
   }
 
   const ModelSpec& m_;
@@ -575,13 +574,12 @@ class Searcher {
     bool pad = false;
     LossFusion loss = LossFusion::none;
     Fp8Recipe fp8_recipe = Fp8Recipe::delayed;
-    bool operator==(const InnerKey& o) const {
-      return ep == o.ep && etp == o.etp && dispatcher == o.dispatcher && capacity == o.capacity &&
-             pad == o.pad && loss == o.loss && fp8_recipe == o.fp8_recipe;
-    }
+    auto tied() const { return std::tie(ep, etp, dispatcher, capacity, pad, loss, fp8_recipe); }
+    bool operator==(const InnerKey& o) const { return tied() == o.tied(); }
+    bool operator<(const InnerKey& o) const { return tied() < o.tied(); }
   };
   InnerKey cell_key_;
-  std::vector<std::pair<InnerKey, CellCosts>> inner_cells_;
+  std::map<InnerKey, CellCosts> inner_cells_;
   /// The current run of offload values: how its plan without offload fared.
   Rejection twin_ = Rejection::none;
   bool twin_known_ = false;

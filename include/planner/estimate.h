@@ -119,6 +119,11 @@ struct EstimateOptions {
   double train_tokens = 0;
 };
 
+/// check_plan's expert checks alone (ep and etp against the experts and a stage's ranks, the
+/// dispatcher, the overlap): the search applies them before it prices a combination of the
+/// expert knobs.
+Rejection check_expert_layout(const ModelSpec& m, const Plan& p);
+
 /// The structural checks that do not depend on vpp, the schedule, ZeRO, recomputation or sp
 /// (precision, GPU count, tp against heads and the node, pp against the layers, cp against the
 /// sequence, the batch against mbs x dp; for a multimodal model only the first four): the search
