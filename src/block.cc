@@ -218,9 +218,10 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
   // A norm outside the TP region keeps its input (e bytes per element) for its backward.
   const Module outside_norm{"norm", K::norm, -1,    h / o, 0, norm_params, same(e * sbh / o),
                             false,  0,       false, 0};
-  auto norm = [&](const char* name) {
+  auto norm = [&](const char* name, bool layer_norm = false) {
     Module m = outside_norm;
     m.name = name;
+    m.layer_norm = layer_norm;
     return m;
   };
   // A column-parallel linear over the normed layer input (QKV, fc1), `out` wide before TP, its
@@ -241,7 +242,7 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
     return m;
   };
   // Full recompute keeps only the block's input, the first norm's.
-  Module norm1 = norm("norm1");
+  Module norm1 = norm("norm1", true);
   norm1.stored[static_cast<int>(Recompute::full)] = e * sbh / o;
   bm.add(norm1);
   if (l.mla.any()) {
@@ -257,7 +258,7 @@ BlockModel block_model(const LayerShape& l, const BlockConfig& cfg) {
             same(li * sb * qw / t + sbh / o), false, 1, true, x.proj_bias ? h / o : 0.0});
   }
   if (x.sandwich_norms) bm.add(norm("post_attention_norm"));
-  bm.add(norm("norm2"));
+  bm.add(norm("norm2", true));
   if (l.moe.any()) add_experts(l, cfg, bm);
   if (f > 0) {  // the dense MLP, or a mixture-of-experts layer's shared experts
     // A dense MLP's norm2 is inside its fc1; a MoE layer keeps its pre-MLP norm apart.

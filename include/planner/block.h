@@ -84,6 +84,9 @@ struct Module {
   /// projection without q_lora_rank (linear_q_proj is a plain column-parallel linear after a
   /// separate input norm).
   bool norm_fused = false;
+  /// One of the layer's own norms (its input and pre-MLP norm), which Megatron-Core's layernorm
+  /// recompute reaches when not held by the next linear; not q/k norms, not sandwich norms.
+  bool layer_norm = false;
 
   /// With sequence parallelism, a TP-sharded linear all-gathers its input over TP in the forward
   /// (a column-parallel one) and its output gradient in the backward (a row-parallel one); a

@@ -80,16 +80,15 @@ Shard shard_of(const LayerShape& l, const LayerConfig& cfg) {
   return s;
 }
 
-/// A memory-bound element-wise kernel group: `bytes` of HBM traffic at the achieved bandwidth and
-/// `kernels` launches.
+/// The time of memory-bound element-wise work: `bytes` of HBM traffic at the achieved bandwidth
+/// and `kernels` launches.
+double memory_bound_s(double bytes, int kernels, const Gpu& gpu) {
+  return bytes / gpu.hbm_achieved_Bps() + kernels * gpu.gemm.launch_s;
+}
+
+/// A memory-bound element-wise kernel group (memory_bound_s).
 Kernel memory_bound(const char* name, Pass pass, double bytes, int kernels, const Gpu& gpu) {
-  return {name,
-          KernelClass::elementwise,
-          pass,
-          {},
-          bytes,
-          0,
-          bytes / gpu.hbm_achieved_Bps() + kernels * gpu.gemm.launch_s};
+  return {name, KernelClass::elementwise, pass, {}, bytes, 0, memory_bound_s(bytes, kernels, gpu)};
 }
 
 /// The block model's linears, each as three GEMMs (forward, backward data, backward weight). A
@@ -212,9 +211,8 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     }
     if (m.kind != ModuleKind::norm) continue;
     norm += s.tokens * kNormBytesPerElement * m.in;
-    const bool layer_norm =
-        std::string_view(m.name) == "norm1" || std::string_view(m.name) == "norm2";
-    if (const Module* after = &m + 1; layer_norm && !(te && after != bm.end() && after->norm_fused))
+    if (const Module* after = &m + 1;
+        m.layer_norm && !(te && after != bm.end() && after->norm_fused))
       checkpointed_norm += s.tokens * kNormBytesPerElement * m.in, ++checkpointed_norms;
     // Delayed-scaling FP8: a norm fused into the next linear writes FP8, not 16 bits (its
     // backward reads the 16-bit input and gradient as before).
@@ -232,7 +230,7 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   out.push_back(
       {"norm_residual", ew, Pass::forward, {}, norm_fwd, bias_flops, norm_fwd / bw + norm_launch});
   // (A model with experts' dense layers too: selective_moe recomputes their norms.)
-  out.back().checkpointed_s = checkpointed_norm / bw + checkpointed_norms * launch;
+  out.back().checkpointed_s = memory_bound_s(checkpointed_norm, checkpointed_norms, c.gpu);
   // A mixture-of-experts layer without shared experts has no dense MLP activation.
   const bool dense_mlp = l.ffn > 0;
   if (dense_mlp) out.push_back({"activation", ew, Pass::forward, {}, act, 0, act / bw + launch});
@@ -248,7 +246,8 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     out.push_back({"activation", ew, Pass::backward_data, {}, f * act, 0, f * act / bw + launch});
   if (moe_kernels > 0) {
     out.push_back(memory_bound("moe_routing", Pass::forward, moe_bytes, moe_kernels, c.gpu));
-    if (checkpointed_act > 0) out.back().checkpointed_s = checkpointed_act / bw + launch;
+    if (checkpointed_act > 0)
+      out.back().checkpointed_s = memory_bound_s(checkpointed_act, 1, c.gpu);
     out.push_back(
         memory_bound("moe_routing", Pass::backward_data, f * moe_bytes, moe_kernels, c.gpu));
   }
@@ -280,8 +279,7 @@ void add_expert_extras(const LayerShape& l, const BlockModel& bm, const ClusterP
   // The clamps run inside moe_act's checkpoint (CheckpointWithoutOutput around the clamps and the
   // activation); the bias loop runs after it.
   if (clamp_fwd > 0)
-    out.back().checkpointed_s =
-        memory_bound("", Pass::forward, clamp_fwd, kClampedGluFwdKernels, c.gpu).time_s;
+    out.back().checkpointed_s = memory_bound_s(clamp_fwd, kClampedGluFwdKernels, c.gpu);
   out.push_back(memory_bound("expert_glu_bias", Pass::backward_data, bwd, bwd_kernels, c.gpu));
 }
 
@@ -375,8 +373,8 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   add_elementwise(l, s, bm, c, cfg, k);
   add_expert_extras(l, bm, c, k);
   if (is_fp8(cfg.dtype)) add_fp8_casts(bm, c, cfg, k);
-  for (Kernel& x : k) x.time_s /= c.gpu.sustained_efficiency;
-  for (Kernel& x : k) x.checkpointed_s /= c.gpu.sustained_efficiency;
+  for (Kernel& x : k)
+    x.time_s /= c.gpu.sustained_efficiency, x.checkpointed_s /= c.gpu.sustained_efficiency;
   return k;
 }
 
