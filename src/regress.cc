@@ -243,6 +243,15 @@ CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> f
     CvFold fold;
     fold.source = s;
     const auto train = select([&](const CvRow& r) { return r.source != s; });
+    if (train.empty()) {  // a lone source: a fit on no rows would be any grid point
+      fold.fitted = false;
+      double in = 0;
+      for (const CvRow& r : rows)
+        if (r.source == s) ++fold.rows, in += std::fabs(r.row->error_pct);
+      fold.in_sample_mean_pct = in / fold.rows;
+      out.folds.push_back(fold);
+      continue;
+    }
     const int pooled = fit_sustained(train);
     std::map<std::string, int> point;  // per cluster, the grid point fitted without `s`
     for (const std::string& cl : clusters) {
@@ -264,6 +273,7 @@ CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> f
     out.folds.push_back(fold);
   }
   out.mean_abs_error_pct = n ? sum / n : 0;
+  out.rows = n;
   // Bands: each row's from the other sources' rows (its own source left out, as its error was).
   std::map<std::string, AccuracyBands> without;  // per source
   for (const std::string& s : sources) without[s] = accuracy_bands(rep, s);

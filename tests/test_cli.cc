@@ -230,6 +230,21 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   CHECK(jc["cv"]["folds"].size() == 4);
   CHECK(jc["cv"]["mean_abs_error_pct"].get<double>() >= 0);
   CHECK(planner("regress " + cases + " --cv source --cv-tolerance 0.01").rc == 1);
+  // One source alone: nothing to refit on without it, so no cross-validated figure (a fit on no
+  // rows once gave the grid's lowest efficiency and a 179% "cross-validated" error), and a
+  // --cv-tolerance gate fails rather than pass on nothing.
+  const std::string lone = "--cases tests/data/bridge-bf16-dense-check.csv --cv source";
+  const Run one = planner("regress " + lone + " --format json");
+  REQUIRE(one.rc == 0);
+  const auto j1 = nlohmann::json::parse(one.out);
+  CHECK(j1["cv"]["rows_cross_validated"] == 0);
+  CHECK(j1["cv"]["mean_abs_error_pct"].is_null());
+  CHECK(j1["cv"]["folds"][0]["fitted"] == false);
+  CHECK_FALSE(j1["rows"][0].contains("cv_error_pct"));
+  CHECK(planner("regress " + lone).out.find("none: no other source to refit on") !=
+        std::string::npos);
+  CHECK(planner("regress " + lone + " --cv-tolerance 50").rc == 1);
+  CHECK(jc["cv"]["rows_cross_validated"] == 49);
   // The committed bands are the current model's (cmake --build build --target update_bands).
   const std::string bands = (std::filesystem::temp_directory_path() /
                              ("planner_cli_bands_" + std::to_string(::getpid()) + ".csv"))

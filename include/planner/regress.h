@@ -80,6 +80,9 @@ struct CvFold {
   int rows = 0;
   double in_sample_mean_pct = 0, cv_mean_pct = 0, cv_max_pct = 0;
   std::map<std::string, double> sustained;  ///< per cluster, as refitted without this source
+  /// False where no other source has a modelled row: nothing to refit on, so its rows get no
+  /// cross-validated error (and count in no cross-validated figure).
+  bool fitted = true;
 };
 struct CrossValidation {
   std::vector<CvFold> folds;
@@ -87,6 +90,7 @@ struct CrossValidation {
   int banded = 0, inside = 0;  ///< rows with a band from the other sources, and inside it
   std::map<std::string, double> in_sample_fit;  ///< per cluster, fitted on every row
   double mean_abs_error_pct = 0, max_abs_error_pct = 0;
+  int rows = 0;  ///< rows with a cross-validated error (0: every source alone, nothing held out)
 };
 /// The bands of the rows' cross-validated errors, every class with at least one row, leaving out
 /// the rows of `exclude_source` (empty: none).

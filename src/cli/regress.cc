@@ -63,6 +63,11 @@ void print_cv(const CrossValidation& cv) {
   fmt::print("# {:<58} {:>4} {:>9} {:>8} {:>8}  refitted\n", "source", "rows", "in-sample",
              "cv_mean", "cv_max");
   for (const CvFold& f : cv.folds) {
+    if (!f.fitted) {
+      fmt::print("  {:<58} {:>4} {:>8.2f}% {:>8} {:>8}  none: no other source to refit on\n",
+                 f.source.substr(0, 58), f.rows, f.in_sample_mean_pct, "-", "-");
+      continue;
+    }
     std::string fit;
     for (const auto& [cluster, eta] : f.sustained)
       fit += fmt("{}{} {:.4f}", fit.empty() ? "" : ", ", cluster, eta);
@@ -72,10 +77,16 @@ void print_cv(const CrossValidation& cv) {
   std::string fit;
   for (const auto& [cluster, eta] : cv.in_sample_fit)
     fit += fmt("{}{} {:.4f}", fit.empty() ? "" : ", ", cluster, eta);
-  fmt::print(
-      "# cross-validated: mean absolute error {:.2f}%, max {:.2f}% (in-sample refit on every "
-      "row: {})\n",
-      cv.mean_abs_error_pct, cv.max_abs_error_pct, fit);
+  if (cv.rows == 0)
+    fmt::print(
+        "# cross-validated: no row (the cases have one source: leaving it out leaves nothing to "
+        "refit on; in-sample refit on every row: {})\n",
+        fit);
+  else
+    fmt::print(
+        "# cross-validated: mean absolute error {:.2f}%, max {:.2f}% over {} rows (in-sample "
+        "refit on every row: {})\n",
+        cv.mean_abs_error_pct, cv.max_abs_error_pct, cv.rows, fit);
   fmt::print(
       "# bands: {} of {} measured times inside their {:.0f}% bands (each band from the other "
       "sources' comparable rows)\n",
@@ -84,20 +95,24 @@ void print_cv(const CrossValidation& cv) {
 
 nlohmann::json cv_json(const CrossValidation& cv) {
   nlohmann::json folds = nlohmann::json::array();
+  // A figure over no row is null, not 0.
+  auto figure = [](bool any, double v) { return any ? nlohmann::json(v) : nlohmann::json(); };
   for (const CvFold& f : cv.folds)
     folds.push_back({{"source", f.source},
                      {"rows", f.rows},
+                     {"fitted", f.fitted},
                      {"in_sample_mean_abs_error_pct", f.in_sample_mean_pct},
-                     {"cv_mean_abs_error_pct", f.cv_mean_pct},
-                     {"cv_max_abs_error_pct", f.cv_max_pct},
+                     {"cv_mean_abs_error_pct", figure(f.fitted, f.cv_mean_pct)},
+                     {"cv_max_abs_error_pct", figure(f.fitted, f.cv_max_pct)},
                      {"sustained_efficiency", f.sustained}});
   return {{"by", "source"},
           {"folds", folds},
           {"band_rows", cv.banded},
           {"band_inside", cv.inside},
           {"in_sample_sustained_efficiency", cv.in_sample_fit},
-          {"mean_abs_error_pct", cv.mean_abs_error_pct},
-          {"max_abs_error_pct", cv.max_abs_error_pct}};
+          {"rows_cross_validated", cv.rows},
+          {"mean_abs_error_pct", figure(cv.rows > 0, cv.mean_abs_error_pct)},
+          {"max_abs_error_pct", figure(cv.rows > 0, cv.max_abs_error_pct)}};
 }
 
 nlohmann::json to_json(const RegressionReport& rep) {
@@ -198,6 +213,11 @@ int run_regress(const RegressArgs& a) {
   if (a.tolerance >= 0 && !(rep.mean_abs_error_pct <= a.tolerance)) {  // NaN fails too
     std::cerr << fmt("planner: mean absolute error {:.2f}% exceeds the tolerance {:.2f}%\n",
                      rep.mean_abs_error_pct, a.tolerance);
+    return 1;
+  }
+  if (cv && a.cv_tolerance >= 0 && cv->rows == 0) {
+    std::cerr << "planner: --cv-tolerance: no row was cross-validated (the cases have one "
+                 "source, and leaving it out leaves nothing to refit on)\n";
     return 1;
   }
   if (cv && a.cv_tolerance >= 0 && !(cv->mean_abs_error_pct <= a.cv_tolerance)) {
