@@ -105,7 +105,8 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   std::vector<Kernel> all = layer_kernels(w.shape, c, w.config);
   // The runner has no FP8 cast-transpose kernel: an fp8 workload leaves them out (README).
   std::erase_if(all, [](const Kernel& k) {
-    return std::string_view(k.name) == "fp8_cast" || std::string_view(k.name) == "fp8_transpose";
+    return std::string_view(k.name) == "fp8_cast" || std::string_view(k.name) == "fp8_transpose" ||
+           std::string_view(k.name) == "fp8_padding";
   });
   for (Kernel& k : all) k.time_s *= c.gpu.sustained_efficiency;
   for (const Kernel& k : all)

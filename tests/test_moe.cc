@@ -337,6 +337,55 @@ TEST_CASE("gpt-oss's experts: the clamped gated unit and the fc2 bias added expe
     CHECK(std::string(k.name) != "expert_glu_bias");
 }
 
+TEST_CASE("FP8 grouped experts: every expert's rows padded to 16 and unpadded, a copy a pass") {
+  LayerShape l = moe("Qwen3-30B-A3B").moe_shape();  // hidden 2048, 128 experts, top 8
+  l.seq = 4096;
+  ClusterProfile c = fixtures::cluster("dgx-h100-80gb");
+  c.software = info(Framework::megatron).stack;
+  auto padding = [&](const ClusterProfile& cl, LayerConfig cfg) {
+    std::array<double, 2> bytes{}, time{};  // forward, backward
+    for (const Kernel& k : layer_kernels(l, cl, cfg))
+      if (std::string(k.name) == "fp8_padding") {
+        const int i = k.pass == Pass::forward ? 0 : 1;
+        bytes[size_t(i)] += k.bytes, time[size_t(i)] += k.time_s * cl.gpu.sustained_efficiency;
+      }
+    return std::pair{bytes, time};
+  };
+  LayerConfig fp8{1, 1, 1, false, Dtype::fp8, AttentionKernel::flash, 8, 1};
+  // 4096 x 8 token copies on each of 8 ranks: the permuted tokens padded and fc2's output
+  // unpadded (2048 wide each, 16-bit, read and written), the probabilities padded (4 bytes, read
+  // and written); the same bytes back in the backward; 3 kernels a pass.
+  const double rows = 4096.0 * 8;
+  const double bytes = rows * (4 * (2048 + 2048) + 8);
+  const auto [b, t] = padding(c, fp8);
+  CHECK(b[0] == doctest::Approx(bytes));
+  CHECK(b[1] == doctest::Approx(bytes));
+  CHECK(t[0] == doctest::Approx(bytes / c.gpu.hbm_achieved_Bps() + 3 * c.gpu.gemm.launch_s));
+  // The same bytes at any ep (every rank pads its own token copies); MXFP8 pads as well.
+  fp8.ep = 32;
+  CHECK(padding(c, fp8).first[0] == doctest::Approx(bytes));
+  LayerConfig mx = fp8;
+  mx.dtype = Dtype::mxfp8;
+  CHECK(padding(c, mx).first[0] == doctest::Approx(bytes));
+  // None in bf16, none without Transformer Engine's grouped linear (torchtitan's stack), none
+  // where each expert is padded to a capacity whose rows are a multiple of 16: at ep = 8 the
+  // capacity from each rank is 4096 x 8 / 128 x 1.25 = 320, 2,560 rows from the 8; at 1.3,
+  // ceil(332.8) = 333, 2,664 rows, padded again; at ep = 32 any capacity makes a multiple of 32.
+  LayerConfig bf16 = fp8;
+  bf16.dtype = Dtype::bf16;
+  CHECK(padding(c, bf16).first[0] == 0);
+  ClusterProfile ao = c;
+  ao.software = info(Framework::torchtitan).stack;
+  CHECK(padding(ao, fp8).first[0] == 0);
+  LayerConfig capped = fp8;
+  capped.capacity = 1.25, capped.pad = true, capped.ep = 8;
+  CHECK(padding(c, capped).first[0] == 0);
+  capped.capacity = 1.3;
+  CHECK(padding(c, capped).first[0] > 0);
+  capped.ep = 32;
+  CHECK(padding(c, capped).first[0] == 0);
+}
+
 TEST_CASE("the 25.11 Qwen3-30B FP8 run's layout fits on 80 GB H100s, as the run did") {
   // Megatron-Bridge 25.11: 16 H100s, tp 1, pp 2 x vpp 24, ep 8, mbs 2, FP8 current scaling, the
   // optimizer on the GPU (published-moe-runs.csv); 49 one-layer chunks in flight on stage 0.

@@ -351,6 +351,25 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
   }
 }
 
+/// FP8 grouped experts' row padding and unpadding (kFp8PadAlignRows): none where every expert's
+/// rows are aligned by construction. Padded to capacity, an expert receives the capacity from
+/// each rank of its ep x etp group (token_dispatcher.py at core_v0.15.0: capacity x tp_size x
+/// ep_size rows, the capacity get_capacity's ceil(tokens x topk / experts x factor)).
+void add_fp8_padding(const BlockModel& bm, const ClusterProfile& c, const LayerConfig& cfg,
+                     std::vector<Kernel>& out) {
+  const Module* fc1 = bm.linear(kExpertFc1);
+  const Module* fc2 = bm.linear(kExpertFc2);
+  if (!c.software.transformer_engine || !fc1 || !fc2) return;
+  const double align = cfg.dtype == Dtype::mxfp8 ? kMxfp8PadAlignRows : kFp8PadAlignRows;
+  const double group = double(cfg.ep) * cfg.etp;
+  if (cfg.pad && std::fmod(std::ceil(fc1->tokens / group - 1e-9) * group, align) == 0) return;
+  const double rows = fc1->tokens * fc1->groups;  // this rank's token copies
+  const double bytes =
+      rows * (kFp8PaddingBytesPerElement * (fc1->in + fc2->out) + kFp8PaddedProbBytes);
+  for (const Pass pass : {Pass::forward, Pass::backward_data})
+    out.push_back(memory_bound("fp8_padding", pass, bytes, kFp8PaddingKernelsPerPass, c.gpu));
+}
+
 LinearIndex linear_index(const char* name) {
   for (int i = 0; i < kNumLinears; ++i)
     if (std::strcmp(name, kLinearNames[i]) == 0) return static_cast<LinearIndex>(i);
@@ -372,7 +391,7 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   if (l.attention) add_attention(l, c, cfg, k);
   add_elementwise(l, s, bm, c, cfg, k);
   add_expert_extras(l, bm, c, k);
-  if (is_fp8(cfg.dtype)) add_fp8_casts(bm, c, cfg, k);
+  if (is_fp8(cfg.dtype)) add_fp8_casts(bm, c, cfg, k), add_fp8_padding(bm, c, cfg, k);
   for (Kernel& x : k)
     x.time_s /= c.gpu.sustained_efficiency, x.checkpointed_s /= c.gpu.sustained_efficiency;
   return k;

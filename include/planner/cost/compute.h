@@ -184,6 +184,22 @@ inline bool fp8_current_scaling(Fp8Recipe r, const SoftwareStack& s) {
   return r == Fp8Recipe::tensorwise || !s.transformer_engine;
 }
 
+/// Megatron-Core's grouped experts under FP8 pad each local expert's rows to a multiple of
+/// kFp8PadAlignRows (kMxfp8PadAlignRows under MXFP8) for the FP8 grouped GEMM and unpad the
+/// output after (TEGroupedMLP, experts.py at core_v0.15.0: Fp8Padding / Fp8Unpadding whenever
+/// config.fp8, unless --moe-router-padding-for-fp8, which Megatron-Bridge's MoE recipes set off).
+/// Transformer Engine copies every row then (fp8_padding.py and fp8_unpadding.py at v2.9:
+/// fused_multi_row_padding / _unpadding, skipped only where every split is already aligned),
+/// which Megatron's routing leaves to chance: forced balancing draws random logits (router.py
+/// apply_random_logits), so an expert's count is a multiple of 16 one time in 16. Forward: the
+/// permuted tokens padded (16-bit, read and written: kFp8PaddingBytesPerElement), their routing
+/// probabilities padded (kFp8PaddedProbBytes a row: a 4-byte probability read and written), the
+/// fc2 output unpadded; backward: each one's gradient the other way. A kernel each.
+inline constexpr int kFp8PadAlignRows = 16, kMxfp8PadAlignRows = 32;
+inline constexpr double kFp8PaddingBytesPerElement = 4;
+inline constexpr double kFp8PaddedProbBytes = 8;
+inline constexpr int kFp8PaddingKernelsPerPass = 3;
+
 /// A mixture-of-experts layer's token permutation before the dispatch all-to-all and its inverse
 /// after the combine (Megatron-Core moe_utils permute / unpermute: a gather and a weighted
 /// scatter-add of 16-bit token rows), read and written once each per token copy and hidden
