@@ -192,6 +192,10 @@ void validate_model(const ModelSpec& m, const std::string& file) {
     check_count(m.arch.sliding_window, "sliding_window", limits::kSeqLen, file);
   if (!(m.arch.local_layers >= 0 && m.arch.local_layers <= 1))
     throw InputError(file, 0, "sliding_window", "the share of local layers must be in [0, 1]");
+  if (!(m.arch.rope_mscale > 0 && m.arch.rope_mscale <= kMaxRopeMscale))
+    throw InputError(
+        file, 0, "rope_mscale",
+        fmt("must be above 0 and at most {:g}, got {:g}", kMaxRopeMscale, m.arch.rope_mscale));
   if (m.heads % m.kv_heads != 0)
     throw InputError(file, 0, "kv_heads",
                      "heads " + std::to_string(m.heads) + " is not divisible by kv_heads " +

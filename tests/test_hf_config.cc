@@ -287,6 +287,32 @@ TEST_CASE("bad configs name file, line and key") {
         "config.json:83: key 'swiglu_limit': must be a number from 0 (no clamp)");
   CHECK(hf_error(replace(oss, "\"swiglu_limit\": 7.0", "\"swiglu_limit\": \"7\"")) ==
         "config.json:83: key 'swiglu_limit': expected a number, got \"7\"");
+  // YaRN's attention factor (rope_scaling): 0.1 ln(32) + 1 for gpt-oss; a bad value names the key.
+  CHECK(io::parse_hf_config(oss, "config.json").arch.rope_mscale ==
+        doctest::Approx(0.1 * std::log(32.0) + 1));
+  CHECK(
+      hf_error(replace(oss, "\"factor\": 32.0", "\"factor\": \"32\"")) ==
+      "config.json:72: key 'rope_scaling': factor: expected a number from 0 to 1e+06, got \"32\"");
+  CHECK(hf_error(replace(oss, "\"factor\": 32.0", "\"factor\": 1e300"))
+            .rfind("config.json:72: key 'rope_scaling': factor: expected a number", 0) == 0);
+  CHECK(hf_error(replace(oss, "\"rope_type\": \"yarn\"", "\"rope_type\": 5")) ==
+        "config.json:72: key 'rope_scaling': rope_type: expected a string, got 5");
+  CHECK(hf_error(replace(oss,
+                         "\"rope_scaling\": {\n    \"beta_fast\": 32.0,\n    \"beta_slow\": 1.0,\n"
+                         "    \"factor\": 32.0,\n    \"original_max_position_embeddings\": 4096,\n"
+                         "    \"rope_type\": \"yarn\",\n    \"truncate\": false\n  }",
+                         "\"rope_scaling\": [1]")) ==
+        "config.json:72: key 'rope_scaling': expected an object, got [1]");
+  // Another scaling (Llama 3's) or none leaves it 1; so does DeepSeek-V3's mscale = mscale_all_dim.
+  CHECK(hf_error(replace(oss, "\"rope_type\": \"yarn\"", "\"rope_type\": \"llama3\"")) ==
+        "no error");
+  CHECK(io::parse_hf_config(replace(oss, "\"rope_type\": \"yarn\"", "\"rope_type\": \"llama3\""),
+                            "config.json")
+            .arch.rope_mscale == 1);
+  CHECK(io::load_model(PLANNER_SOURCE_DIR "/tests/data/hf/DeepSeek-V3/config.json")
+            .arch.rope_mscale == 1);
+  CHECK(io::load_model(PLANNER_SOURCE_DIR "/tests/data/hf/Qwen3-30B-A3B/config.json")
+            .arch.rope_mscale == 1);
   CHECK_THROWS_WITH_AS(io::load_model("/no/such/config.json"),
                        "/no/such/config.json: cannot open file: No such file or directory",
                        InputError);

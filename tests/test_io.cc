@@ -55,6 +55,9 @@ TEST_CASE("a valid model parses") {
   CHECK(m.rope_theta == kDefaultRopeTheta);  // rope_theta absent: RoFormer's 10000
   CHECK(io::parse_model(std::string(kGood) + "rope_theta: 500000\n", "m.yaml").rope_theta ==
         500000);
+  CHECK(m.arch.rope_mscale == 1);  // plain RoPE
+  CHECK(io::parse_model(std::string(kGood) + "rope_mscale: 1.35\n", "m.yaml").arch.rope_mscale ==
+        1.35);
 }
 
 TEST_CASE("bad model files name file, line and key") {
@@ -74,6 +77,8 @@ TEST_CASE("bad model files name file, line and key") {
         "m.yaml:5: key 'kv_heads': heads 4 is not divisible by kv_heads 3");
   CHECK(model_error(std::string(kGood) + "rope_theta: 1\n") ==
         "m.yaml:11: key 'rope_theta': must be a number from 2 to 2147483647, got 1");
+  CHECK(model_error(std::string(kGood) + "rope_mscale: 0\n") ==
+        "m.yaml:11: key 'rope_mscale': must be above 0 and at most 1e+07, got 0");
   CHECK(model_error(std::string(kGood) + "rope_theta: high\n") ==
         "m.yaml:11: key 'rope_theta': expected a number, got 'high'");
   CHECK(model_error("name: m\nlayers: [4\n") ==

@@ -386,6 +386,40 @@ TEST_CASE("FP8 grouped experts: every expert's rows padded to 16 and unpadded, a
   CHECK(padding(c, capped).first[0] == 0);
 }
 
+TEST_CASE(
+    "YaRN's attention factor: gpt-oss's rotary embedding runs unfused, Qwen3's is not priced") {
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  auto rope = [&](const ModelSpec& m, int tp) {
+    LayerShape l = m.moe_shape();
+    l.seq = 4096;
+    std::array<double, 4> out{};  // forward, backward bytes; forward, backward time
+    for (const Kernel& k :
+         layer_kernels(l, c, {tp, 1, 1, tp > 1, Dtype::bf16, AttentionKernel::flash, 8, 1}))
+      if (std::string(k.name) == "rope") {
+        const bool fwd = k.pass == Pass::forward;
+        out[fwd ? 0 : 1] += k.bytes;
+        out[fwd ? 2 : 3] += k.time_s * c.gpu.sustained_efficiency;
+      }
+    return out;
+  };
+  // gpt-oss-120b: 64 query and 8 key heads of 64 on 4096 tokens; 24 bytes an element forward in
+  // 12 kernels on each of the two, 26 backward in 7.
+  const ModelSpec oss = moe("gpt-oss-120b");
+  REQUIRE(oss.arch.rope_mscale > 1);
+  const double elems = 4096.0 * (64 + 8) * 64;
+  const auto r = rope(oss, 1);
+  CHECK(r[0] == doctest::Approx(24 * elems));
+  CHECK(r[1] == doctest::Approx(26 * elems));
+  CHECK(r[2] == doctest::Approx(24 * elems / c.gpu.hbm_achieved_Bps() + 24 * c.gpu.gemm.launch_s));
+  CHECK(r[3] == doctest::Approx(26 * elems / c.gpu.hbm_achieved_Bps() + 14 * c.gpu.gemm.launch_s));
+  CHECK(rope(oss, 8)[0] == doctest::Approx(24 * elems / 8));  // heads over tp
+  // Plain RoPE (Transformer Engine's fused kernel) and latent attention's are not priced.
+  CHECK(rope(moe("Qwen3-30B-A3B"), 1)[0] == 0);
+  ModelSpec mla = moe("DeepSeek-V3");
+  mla.arch.rope_mscale = 1.5;
+  CHECK(rope(mla, 1)[0] == 0);
+}
+
 TEST_CASE("the 25.11 Qwen3-30B FP8 run's layout fits on 80 GB H100s, as the run did") {
   // Megatron-Bridge 25.11: 16 H100s, tp 1, pp 2 x vpp 24, ep 8, mbs 2, FP8 current scaling, the
   // optimizer on the GPU (published-moe-runs.csv); 49 one-layer chunks in flight on stage 0.

@@ -22,7 +22,15 @@ struct LayerArch {
   /// others local (Gemma 2: 2, layers 1, 3, 5 ... local). 0: every layer local when local_layers
   /// is 1, else a pattern that does not repeat (Qwen2's layers from max_window_layers on).
   int global_every = 0;
+  /// YaRN's attention factor, by which its rotary embedding scales the sines and cosines
+  /// (Megatron-Core yarn_rotary_pos_embedding.py _yarn_get_concentration_factor at d98e8a64:
+  /// 0.1 mscale ln(factor) + 1 over the same with mscale_all_dim, or with mscale 1 alone where
+  /// either is unset; gpt-oss 1.35, DeepSeek-V3 1). 1: plain RoPE, or none.
+  double rope_mscale = 1;
 };
+/// The largest attention factor a model may give (YaRN's 0.1 mscale ln(factor) + 1 is 1.35 for
+/// gpt-oss's factor 32); bounds the HF reader's ratio and the YAML key.
+inline constexpr double kMaxRopeMscale = 1e7;
 
 /// A mixture-of-experts decoder's MLPs (Fedus et al. 2022; Jiang et al. 2024, Mixtral): in an MoE
 /// layer a router (a hidden x experts linear) sends each token to `topk` of `experts` routed

@@ -116,6 +116,18 @@ void add_gemms(const Gpu& gpu, Dtype dt, const BlockModel& bm, bool te, std::vec
   }
 }
 
+/// YaRN's unfused rotary embedding on this rank's query and key heads (kUnfusedRope*); latent
+/// attention's rotary part (qk_rope_head_dim of each head) is left out.
+void add_unfused_rope(const LayerShape& l, const Shard& s, const ClusterProfile& c,
+                      const LayerConfig& cfg, std::vector<Kernel>& out) {
+  if (!l.attention || l.mla.any() || l.arch.rope_mscale == 1.0) return;
+  const double elems = s.tokens * double(l.heads + l.kv_heads) / cfg.tp * l.head_dim();
+  out.push_back(memory_bound("rope", Pass::forward, kUnfusedRopeFwdBytes * elems,
+                             2 * kUnfusedRopeFwdKernels, c.gpu));
+  out.push_back(memory_bound("rope", Pass::backward_data, kUnfusedRopeBwdBytes * elems,
+                             2 * kUnfusedRopeBwdKernels, c.gpu));
+}
+
 void add_attention(const LayerShape& l, const ClusterProfile& c, const LayerConfig& cfg,
                    std::vector<Kernel>& out) {
   const Gpu& gpu = c.gpu;
@@ -389,6 +401,7 @@ std::vector<Kernel> layer_kernels(const LayerShape& l, const ClusterProfile& c,
   const BlockModel bm = block_model(l, bc);
   add_gemms(c.gpu, cfg.dtype, bm, c.software.transformer_engine, k);
   if (l.attention) add_attention(l, c, cfg, k);
+  add_unfused_rope(l, s, c, cfg, k);
   add_elementwise(l, s, bm, c, cfg, k);
   add_expert_extras(l, bm, c, k);
   if (is_fp8(cfg.dtype)) add_fp8_casts(bm, c, cfg, k), add_fp8_padding(bm, c, cfg, k);

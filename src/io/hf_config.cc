@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "planner/error.h"
 #include "planner/format.h"
@@ -309,6 +311,36 @@ void read_window(const Config& c, const Architecture& arch, ModelSpec& m) {
   m.arch.local_layers = local;
 }
 
+/// YaRN's attention factor from `rope_scaling` (rope_type or, in older configs, type "yarn"),
+/// as Megatron-Core computes it (LayerArch::rope_mscale); other scalings leave it 1.
+void read_rope_scaling(const Config& c, ModelSpec& m) {
+  const std::string k = c.find({"rope_scaling"});
+  if (k.empty()) return;
+  const json& rs = c.doc()[k];
+  if (!rs.is_object()) c.fail(k, "expected an object, got " + json_excerpt(rs));
+  auto field = [&](const char* name) -> const json* {
+    const auto it = rs.find(name);
+    return it == rs.end() || it->is_null() ? nullptr : &*it;
+  };
+  const json* type = field("rope_type") ? field("rope_type") : field("type");
+  if (type && !type->is_string())
+    c.fail(k, "rope_type: expected a string, got " + json_excerpt(*type));
+  if (!type || type->get<std::string>() != "yarn") return;
+  auto number = [&](const char* name) -> std::optional<double> {
+    const json* v = field(name);
+    if (!v) return std::nullopt;
+    if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < 0 ||
+        v->get<double>() > kMaxYarnValue)
+      c.fail(k, fmt("{}: expected a number from 0 to {:g}, got {}", name, kMaxYarnValue,
+                    json_excerpt(*v)));
+    return v->get<double>();
+  };
+  const double factor = number("factor").value_or(1);
+  const std::optional<double> mscale = number("mscale"), all = number("mscale_all_dim");
+  auto get_mscale = [&](double ms) { return factor <= 1 ? 1.0 : 0.1 * ms * std::log(factor) + 1; };
+  m.arch.rope_mscale = mscale && all ? get_mscale(*mscale) / get_mscale(*all) : get_mscale(1.0);
+}
+
 /// head_dim, biases, norms and window: what a layer has beyond its sizes.
 void read_layer_arch(const Config& c, const Architecture& arch, ModelSpec& m) {
   const std::string hd = c.find({"head_dim"});
@@ -321,6 +353,7 @@ void read_layer_arch(const Config& c, const Architecture& arch, ModelSpec& m) {
   m.arch.sandwich_norms = arch.sandwich_norms;
   m.arch.qk_norm = arch.qk_norm;
   read_window(c, arch, m);
+  if (arch.family != Family::gpt2) read_rope_scaling(c, m);  // GPT-2 has no rotary embedding
 }
 
 /// The experts and latent attention of an MoE architecture (Experts), from its config's keys.

@@ -11,7 +11,7 @@ namespace {
 
 const std::vector<std::string> kModelKeys = {
     "name", "layers", "hidden", "heads", "kv_heads", "ffn", "swiglu", "vocab", "seq_len",
-    "tied_embeddings", "head_dim", "rope_theta",
+    "tied_embeddings", "head_dim", "rope_theta", "rope_mscale",
     // mixture of experts (MoeSpec) and latent attention (MlaSpec)
     "experts", "experts_per_token", "expert_ffn", "shared_expert_ffn", "first_dense_layers",
     "moe_every", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
@@ -75,6 +75,7 @@ ModelSpec read_decoder(const YamlReader& r, bool in_list) {
   m.tied_embeddings = r.has("tied_embeddings") ? r.get_bool("tied_embeddings") : true;
   if (r.has("head_dim")) m.arch.head_dim = positive_int(r, "head_dim");  // default hidden / heads
   if (r.has("rope_theta")) m.rope_theta = r.get_double("rope_theta");
+  if (r.has("rope_mscale")) m.arch.rope_mscale = r.get_double("rope_mscale");  // validate_model
   if (r.has("mtp_layers")) m.mtp_layers = r.get_int("mtp_layers");  // validate_model bounds it
   read_experts(r, m);
   try {

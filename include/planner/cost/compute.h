@@ -200,6 +200,22 @@ inline constexpr double kFp8PaddingBytesPerElement = 4;
 inline constexpr double kFp8PaddedProbBytes = 8;
 inline constexpr int kFp8PaddingKernelsPerPass = 3;
 
+/// Rotary embedding with YaRN's attention factor (LayerArch::rope_mscale other than 1) as
+/// Megatron-Core runs it: Transformer Engine's fused RoPE takes no such factor, so
+/// apply_rotary_pos_emb falls back to _apply_rotary_pos_emb_bshd (rope_utils.py at d98e8a64:
+/// "mscale ... is not supported by TE's fused RoPE"; Megatron-Bridge also turns the fusion off
+/// for any position embedding but plain RoPE, fusions.py validate_rope_fusion_compatibility),
+/// once on the queries and once on the keys. Per 16-bit element of them, forward: t x cos (read
+/// 2, write 2), the rotated half's negation (1 + 1) and concatenation (2 + 2), x sin (2 + 2),
+/// the sum (4 + 2), the concatenation with the empty pass-through part (2 + 2): 24 bytes in 6
+/// kernels, and 6 more on the frequencies (cos and sin, each scaled and cast). Backward
+/// (autograd of the same): the gradient x sin (2 + 2), its half negated (1 + 1), the halves
+/// joined (2 + 2), x cos (2 + 2), the two paths summed (4 + 2), the slice's gradient (a zero
+/// fill, 2, and the copy, 2 + 2): 26 bytes in 7 kernels. Plain RoPE is Transformer Engine's
+/// fused kernel (read and write once each pass) and is not priced (well under 1% of a layer).
+inline constexpr double kUnfusedRopeFwdBytes = 24, kUnfusedRopeBwdBytes = 26;
+inline constexpr int kUnfusedRopeFwdKernels = 12, kUnfusedRopeBwdKernels = 7;
+
 /// A mixture-of-experts layer's token permutation before the dispatch all-to-all and its inverse
 /// after the combine (Megatron-Core moe_utils permute / unpermute: a gather and a weighted
 /// scatter-add of 16-bit token rows), read and written once each per token copy and hidden

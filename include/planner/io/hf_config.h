@@ -14,6 +14,9 @@ const std::vector<std::string>& hf_architectures();
 /// it is usually trained at; seq_len takes it up to this many tokens (the longest pre-training
 /// context of the supported families: Mistral 7B's 8,192) and --seq-len chooses another.
 inline constexpr int kHfMaxDefaultSeqLen = 8192;
+/// The largest YaRN factor or mscale a config may give (published configs: factor 16-40, mscale
+/// 0.707-1): far beyond any, and keeps the attention factor finite.
+inline constexpr double kMaxYarnValue = 1e6;
 
 /// True when `text`, read from `file`, is a Hugging Face config: the name ends in ".json", or the
 /// text is a JSON object (a YAML flow mapping that is not valid JSON stays YAML).
