@@ -185,7 +185,9 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
   if (p.dispatcher != Dispatcher::alltoall && 1LL * p.ep * p.etp == 1)
     return no([&] {
       return fmt("dispatcher={} needs ep x etp > 1",
-                 p.dispatcher == Dispatcher::flex ? "flex (DeepEP)" : "allgather");
+                 p.dispatcher == Dispatcher::flex       ? "flex (DeepEP)"
+                 : p.dispatcher == Dispatcher::hybridep ? "hybridep (HybridEP)"
+                                                        : "allgather");
     });
   // TransformerConfig.__post_init__ at d98e8a64: "moe_expert_capacity_factor must be set to use
   // moe_pad_expert_input_to_capacity"; the padding is modelled for the all-to-all dispatcher's

@@ -215,9 +215,11 @@ std::array<KnobDef, kNumKnobs> make_table() {
        bits, 0, 0, true, true, "epo", 3, [](const Plan& p) { return tri(p.ep_comm_overlap); },
        [](Plan& p, int v) { p.ep_comm_overlap = untri(v); }},
       {K::dispatcher, "dispatcher",
-       "the experts' token dispatcher alltoall, flex (DeepEP: once per node over the network) or "
-       "allgather (every token over the etp x ep group), default alltoall; the search tries flex "
-       "where the ep group spans nodes, allgather where the etp x ep group is inside one",
+       "the experts' token dispatcher alltoall, flex (DeepEP: once per node over the network), "
+       "hybridep (the flex dispatcher's HybridEP backend: the same, padding FP8 rows as it "
+       "dispatches) or allgather (every token over the etp x ep group), default alltoall; the "
+       "search tries flex where the ep group spans nodes, allgather where the etp x ep group is "
+       "inside one, hybridep only when asked",
        words_of<Dispatcher>(), 0, 0, true, true, "disp", -9,
        [](const Plan& p) {
          return p.dispatcher == Dispatcher::alltoall ? kUnset : int(p.dispatcher);

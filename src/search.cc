@@ -479,8 +479,7 @@ class Searcher {
         (1LL * p.ep * p.etp == 1 && p.dispatcher != Dispatcher::alltoall &&
          tries_unset(KnobId::dispatcher)))
       return;
-    if (p.dispatcher == Dispatcher::flex && tries_unset(KnobId::dispatcher) &&
-        ep_group(p, c_).nodes <= 1)
+    if (is_flex(p.dispatcher) && tries_unset(KnobId::dispatcher) && ep_group(p, c_).nodes <= 1)
       return;
     // The all-gather dispatcher moves every token to every rank of its group: tried where that
     // group stays on NVLink.

@@ -11,6 +11,8 @@
 #include "planner/block.h"
 #include "planner/cost/memory.h"
 #include "planner/error.h"
+#include "planner/format.h"
+#include "planner/names.h"
 #include "planner/units.h"
 
 namespace planner {
@@ -72,12 +74,13 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
     throw InputError("", 0, "--plan",
                      "validate's runner has no MXFP8 GEMM (cuBLASLt's block-scaled FP8 with E8M0 "
                      "scales, Blackwell only); validate the plan with dtype=fp8 or bf16");
-  if (m.moe.any() && p.dispatcher == Dispatcher::flex)
+  if (m.moe.any() && is_flex(p.dispatcher))
     throw InputError(
         "", 0, "--plan",
-        "validate dispatches tokens with NCCL's all-to-all; DeepEP's node-deduplicated "
-        "dispatch (dispatcher=flex) is not in its runner: validate the plan with "
-        "dispatcher=alltoall");
+        fmt("validate dispatches tokens with NCCL's all-to-all; {}'s "
+            "node-deduplicated dispatch (dispatcher={}) is not in its runner: "
+            "validate the plan with dispatcher=alltoall",
+            p.dispatcher == Dispatcher::flex ? "DeepEP" : "HybridEP", name_of(p.dispatcher)));
   if (m.moe.any() && p.ep_comm_overlap.value_or(false))
     throw InputError("", 0, "--plan",
                      "validate times the expert dispatcher's collectives alone; the overlap of "
@@ -97,6 +100,7 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   w.config.ep = p.ep, w.config.etp = p.etp, w.config.capacity = p.capacity_factor;
   w.config.pad = p.pad_to_capacity.value_or(false);
   w.config.fp8_recipe = p.fp8_recipe;
+  w.config.dispatch_pads = p.dispatcher == Dispatcher::hybridep;
   w.stage = e.critical_stage;
   w.stage_layers = e.partition[size_t(w.stage)];
   w.layers = layers > 0 ? layers : w.stage_layers;

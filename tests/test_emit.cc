@@ -115,6 +115,9 @@ const HfEmitCase kMoeEmitCases[] = {
     {"moe-qwen3-padded", "tests/data/hf/Qwen3-30B-A3B/config.json",
      "tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1,recompute=full,capacity_factor=1.0,"
      "pad_to_capacity=1"},
+    {"moe-qwen3-hybridep", "tests/data/hf/Qwen3-30B-A3B/config.json",
+     "tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,recompute=full,dtype=fp8,"
+     "fp8_recipe=tensorwise,dispatcher=hybridep"},
 };
 
 /// Megatron-DeepSpeed refuses sequence parallelism: the same plan without it.
@@ -418,7 +421,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
     }
   }
   // Two scripts per Megatron case, one launcher per DeepSpeed and torchtitan case.
-  CHECK(n == 2 * 25 + 18 + 1);
+  CHECK(n == 2 * 26 + 18 + 1);
   fs::remove_all(dir);
 }
 
@@ -998,6 +1001,12 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
     CHECK(capped.find(std::string("\n  ") + flag) != std::string::npos);
   }
   CHECK(capped.find("--moe-pad-expert-input-to-capacity") == std::string::npos);
+  const std::string hybrid = script(kMoeEmitCases[8]);
+  for (const char* flag :
+       {"--moe-token-dispatcher-type flex ", "--moe-flex-dispatcher-backend hybridep "}) {
+    CAPTURE(flag);
+    CHECK(hybrid.find(std::string("\n  ") + flag) != std::string::npos);
+  }
   CHECK(script(kMoeEmitCases[7]).find("\n  --moe-pad-expert-input-to-capacity ") !=
         std::string::npos);
   // Llama 4 Maverick: layers 2, 4, 6 ... (counting from 1) have experts, beside a shared expert.

@@ -384,6 +384,35 @@ TEST_CASE("FP8 grouped experts: every expert's rows padded to 16 and unpadded, a
   CHECK(padding(c, capped).first[0] > 0);
   capped.ep = 32;
   CHECK(padding(c, capped).first[0] == 0);
+  // HybridEP pads each expert's rows as it dispatches: nothing left to copy.
+  LayerConfig hybrid = fp8;
+  hybrid.dispatch_pads = true;
+  CHECK(padding(c, hybrid).first[0] == 0);
+}
+
+TEST_CASE("dispatcher=hybridep: the flex dispatcher's HybridEP backend, priced as DeepEP's") {
+  ModelSpec m = moe("Qwen3-30B-A3B");
+  m.seq_len = 4096;
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const BlockLayout layout = block_layout(m);
+  const std::string base = "tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1";
+  const Plan flex = parse_plan(base + ",dispatcher=flex", "--plan"),
+             hybrid = parse_plan(base + ",dispatcher=hybridep", "--plan");
+  // The same network crossings (the ep group spans 2 nodes) and, in bf16, the same compute.
+  const CellCosts f = cell_costs(m, c, flex, layout), h = cell_costs(m, c, hybrid, layout);
+  CHECK(h.shape[0].ep_per_pass_s == doctest::Approx(f.shape[0].ep_per_pass_s));
+  CHECK(h.shape[0].compute.fwd_s() == doctest::Approx(f.shape[0].compute.fwd_s()));
+  // Under FP8 HybridEP leaves the experts' padding nothing to copy: a faster layer.
+  const std::string fp8 = ",dtype=fp8,fp8_recipe=tensorwise";
+  const CellCosts f8 = cell_costs(m, c, parse_plan(base + fp8 + ",dispatcher=flex", "--plan"),
+                                  layout),
+                  h8 = cell_costs(m, c, parse_plan(base + fp8 + ",dispatcher=hybridep", "--plan"),
+                                  layout);
+  CHECK(h8.shape[0].compute.fwd_s() < f8.shape[0].compute.fwd_s());
+  std::string why;
+  CHECK(check_plan(m, c, parse_plan(base + ",ep=1,dp=16,dispatcher=hybridep", "--plan"), {},
+                   &why) == Rejection::experts_invalid);
+  CHECK(why.find("hybridep (HybridEP) needs ep x etp > 1") != std::string::npos);
 }
 
 TEST_CASE(

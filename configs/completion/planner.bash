@@ -42,7 +42,7 @@ _planner() {
         --overlap-param-gather) _planner_words '0 1'; return ;;
         --tp-comm-overlap) _planner_words '0 1'; return ;;
         --ep-comm-overlap) _planner_words '0 1'; return ;;
-        --dispatcher) _planner_words 'alltoall flex allgather'; return ;;
+        --dispatcher) _planner_words 'alltoall flex allgather hybridep'; return ;;
         --capacity-factor) _planner_words '1.0 1.25 1.5 2.0 4.0'; return ;;
         --pad-to-capacity) _planner_words '0 1'; return ;;
         --grad-compression) _planner_words 'none onebit_adam zero_one_adam onebit_lamb'; return ;;

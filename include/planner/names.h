@@ -44,10 +44,11 @@ inline constexpr std::array<EnumName<PipelineSplit>, 4> kSplitNames = {
 inline constexpr std::array<EnumName<RankOrder>, 2> kRankOrderNames = {
     {{RankOrder::tp_cp_dp_pp, "tp-cp-dp-pp"}, {RankOrder::tp_pp_dp, "tp-pp-dp"}}};
 
-inline constexpr std::array<EnumName<Dispatcher>, 3> kDispatcherNames = {
+inline constexpr std::array<EnumName<Dispatcher>, 4> kDispatcherNames = {
     {{Dispatcher::alltoall, "alltoall"},
      {Dispatcher::flex, "flex"},
-     {Dispatcher::allgather, "allgather"}}};
+     {Dispatcher::allgather, "allgather"},
+     {Dispatcher::hybridep, "hybridep"}}};
 
 inline constexpr std::array<EnumName<OffloadDevice>, 3> kOffloadNames = {
     {{OffloadDevice::none, "none"}, {OffloadDevice::cpu, "cpu"}, {OffloadDevice::nvme, "nvme"}}};

@@ -70,7 +70,12 @@ enum class Fp8Recipe { delayed, tensorwise };
 /// routing probabilities all-gathered
 /// over the etp x ep group, each rank keeping those routed to its experts, and the combine a
 /// reduce-scatter back.
-enum class Dispatcher { alltoall, flex, allgather };
+/// The flex dispatcher's two backends: DeepEP (`flex`) and HybridEP (`hybridep`), priced alike
+/// (a token over the network once per node) but that HybridEP pads each expert's rows to the
+/// FP8 alignment in its dispatch (token_dispatcher.py _HybridEPManager at d98e8a64 and
+/// core_v0.16-0.18: pad_multiple under fp8), so the experts' own padding copies nothing.
+enum class Dispatcher { alltoall, flex, allgather, hybridep };
+inline bool is_flex(Dispatcher d) { return d == Dispatcher::flex || d == Dispatcher::hybridep; }
 /// The capacity factors a plan may name (the knob's words): Switch Transformer's 1.0, 1.25, 1.5,
 /// 2.0 (Fedus et al. 2022, section 2.2 and Table 1) and 4.0.
 inline constexpr double kCapacityFactors[] = {1.0, 1.25, 1.5, 2.0, 4.0};

@@ -364,14 +364,15 @@ void add_fp8_casts(const BlockModel& bm, const ClusterProfile& c, const LayerCon
 }
 
 /// FP8 grouped experts' row padding and unpadding (kFp8PadAlignRows): none where every expert's
-/// rows are aligned by construction. Padded to capacity, an expert receives the capacity from
-/// each rank of its ep x etp group (token_dispatcher.py at core_v0.15.0: capacity x tp_size x
-/// ep_size rows, the capacity get_capacity's ceil(tokens x topk / experts x factor)).
+/// rows are aligned by construction, or where the dispatcher padded them (HybridEP). Padded to
+/// capacity, an expert receives the capacity from each rank of its ep x etp group
+/// (token_dispatcher.py at core_v0.15.0: capacity x tp_size x ep_size rows, the capacity
+/// get_capacity's ceil(tokens x topk / experts x factor)).
 void add_fp8_padding(const BlockModel& bm, const ClusterProfile& c, const LayerConfig& cfg,
                      std::vector<Kernel>& out) {
   const Module* fc1 = bm.linear(kExpertFc1);
   const Module* fc2 = bm.linear(kExpertFc2);
-  if (!c.software.transformer_engine || !fc1 || !fc2) return;
+  if (!c.software.transformer_engine || !fc1 || !fc2 || cfg.dispatch_pads) return;
   const double align = cfg.dtype == Dtype::mxfp8 ? kMxfp8PadAlignRows : kFp8PadAlignRows;
   const double group = double(cfg.ep) * cfg.etp;
   if (cfg.pad && std::fmod(std::ceil(fc1->tokens / group - 1e-9) * group, align) == 0) return;

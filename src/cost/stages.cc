@@ -83,9 +83,8 @@ double expert_dispatch_s(const ClusterProfile& c, const Plan& p, const BlockMode
   }
   const double bytes = d.copies;
   const GroupLayout g = ep_group(p, c);
-  double t =
-      2.0 * (p.dispatcher == Dispatcher::flex ? node_dedup_dispatch_s(c, bytes, g, dispatch.out)
-                                              : alltoall_time_s(c, bytes, g));
+  double t = 2.0 * (is_flex(p.dispatcher) ? node_dedup_dispatch_s(c, bytes, g, dispatch.out)
+                                          : alltoall_time_s(c, bytes, g));
   if (p.etp > 1 && p.dispatcher == Dispatcher::alltoall) {  // flex dispatches over tp x ep at once
     const GroupLayout e = etp_group(p, c);
     t += collective_time_s(c, Collective::allgather, bytes * p.etp, e) +
@@ -313,7 +312,8 @@ CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                         p.capacity_factor,
                         p.pad_to_capacity.value_or(false),
                         loss_kernel(c.software.loss, p.loss_fusion),
-                        p.fp8_recipe};
+                        p.fp8_recipe,
+                        p.dispatcher == Dispatcher::hybridep};
   CellCosts cell;
   for (const LayerShape& l : layout.shapes)
     cell.shape.push_back(shape_cell(l, c, p, layer_compute(l, c, cfg), attn));

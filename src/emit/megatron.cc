@@ -275,6 +275,11 @@ void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
     g.args.push_back(
         {"--moe-flex-dispatcher-backend", "deepep",
          "DeepEP: a token crosses the network once per node (needs DeepEP installed)"});
+  } else if (p.dispatcher == Dispatcher::hybridep) {
+    g.args.push_back({"--moe-token-dispatcher-type", "flex", "the plan's dispatcher=hybridep"});
+    g.args.push_back({"--moe-flex-dispatcher-backend", "hybridep",
+                      "HybridEP: a token crosses the network once per node (needs DeepEP's "
+                      "hybrid-ep branch installed)"});
   } else if (p.dispatcher == Dispatcher::allgather) {
     g.args.push_back({"--moe-token-dispatcher-type", "allgather",
                       "every token all-gathered over the etp x ep group"});

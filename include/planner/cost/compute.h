@@ -175,6 +175,8 @@ struct LayerConfig {
   bool pad = false;     ///< padded to capacity
   LossKernel loss = LossKernel::vocab_parallel_in_place;  ///< the output layer's loss
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;              ///< a dtype=fp8 layer's scaling
+  /// The dispatcher pads each expert's rows to the FP8 alignment (Dispatcher::hybridep).
+  bool dispatch_pads = false;
 };
 
 /// Whether an FP8 layer's casts scale each tensor by its own amax just before the cast: Transformer
