@@ -1001,6 +1001,17 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
     CHECK(capped.find(std::string("\n  ") + flag) != std::string::npos);
   }
   CHECK(capped.find("--moe-pad-expert-input-to-capacity") == std::string::npos);
+  // gpt-oss's YaRN (rope_scaling: factor 32, 4096 original positions, truncate false).
+  const std::string oss = script(kMoeEmitCases[1]);
+  for (const char* flag :
+       {"--position-embedding-type yarn ", "--rotary-scaling-factor 32 ",
+        "--yarn-original-max-position-embeddings 4096\n", "--yarn-beta-fast 32\n",
+        "--yarn-beta-slow 1\n", "--no-yarn-correction-range-round-to-int "}) {
+    CAPTURE(flag);
+    CHECK(oss.find(std::string("\n  ") + flag) != std::string::npos);
+  }
+  CHECK(oss.find("--mscale ") == std::string::npos);  // Megatron's defaults give its 1.35
+  CHECK(qwen.find("\n  --position-embedding-type rope ") != std::string::npos);
   const std::string hybrid = script(kMoeEmitCases[8]);
   for (const char* flag :
        {"--moe-token-dispatcher-type flex ", "--moe-flex-dispatcher-backend hybridep "}) {

@@ -290,6 +290,11 @@ TEST_CASE("bad configs name file, line and key") {
   // YaRN's attention factor (rope_scaling): 0.1 ln(32) + 1 for gpt-oss; a bad value names the key.
   CHECK(io::parse_hf_config(oss, "config.json").arch.rope_mscale ==
         doctest::Approx(0.1 * std::log(32.0) + 1));
+  const YarnSpec y = io::parse_hf_config(oss, "config.json").yarn;
+  CHECK((y.factor == 32 && y.original_positions == 4096 && y.beta_fast == 32 && y.beta_slow == 1 &&
+         !y.round_to_int && !y.mscale && !y.mscale_all_dim));
+  CHECK(hf_error(replace(oss, "\"truncate\": false", "\"truncate\": 0")) ==
+        "config.json:72: key 'rope_scaling': truncate: expected true or false, got 0");
   CHECK(
       hf_error(replace(oss, "\"factor\": 32.0", "\"factor\": \"32\"")) ==
       "config.json:72: key 'rope_scaling': factor: expected a number from 0 to 1e+06, got \"32\"");

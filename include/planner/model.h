@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,18 @@ struct Component {
   LayerShape shape;
 };
 
+/// YaRN's rotary scaling as a Hugging Face config's rope_scaling gives it (type yarn), for the
+/// launch files (Megatron-LM's --position-embedding-type yarn and its --rotary-scaling-factor,
+/// --yarn-* and --mscale* flags); the cost reads only LayerArch::rope_mscale, derived from it.
+struct YarnSpec {
+  double factor = 0;  ///< 0: no YaRN
+  int original_positions = 0;
+  double beta_fast = 32, beta_slow = 1;
+  std::optional<double> mscale, mscale_all_dim;
+  bool round_to_int = true;  ///< the correction range rounded to integers (HF: not `truncate`)
+  bool any() const { return factor > 0; }
+};
+
 /// RoPE's base when a model does not name one: Su et al. 2021 (RoFormer) Eq. 15's 10000, the
 /// default rope_theta of Hugging Face's LlamaConfig and of Megatron-LM's --rotary-base.
 inline constexpr double kDefaultRopeTheta = 10000;
@@ -134,6 +147,7 @@ struct ModelSpec {
   LayerArch arch;             ///< the decoder layers' head width, biases, norms, window
   /// RoPE base (Hugging Face rope_theta; Llama 3: 500000). Launch files only: no cost term.
   double rope_theta = kDefaultRopeTheta;
+  YarnSpec yarn;  ///< YaRN's rotary scaling (launch files; the cost reads arch.rope_mscale)
   std::vector<Component> encoders;  ///< vision encoder, projector: before the decoder, in order
   MoeSpec moe;                      ///< routed experts; none for a dense model
   MlaSpec mla;                      ///< latent attention in place of Q, K and V projections

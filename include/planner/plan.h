@@ -71,9 +71,12 @@ enum class Fp8Recipe { delayed, tensorwise };
 /// over the etp x ep group, each rank keeping those routed to its experts, and the combine a
 /// reduce-scatter back.
 /// The flex dispatcher's two backends: DeepEP (`flex`) and HybridEP (`hybridep`), priced alike
-/// (a token over the network once per node) but that HybridEP pads each expert's rows to the
-/// FP8 alignment in its dispatch (token_dispatcher.py _HybridEPManager at d98e8a64 and
-/// core_v0.16-0.18: pad_multiple under fp8), so the experts' own padding copies nothing.
+/// (a token over the network once per node) but that HybridEP writes the tokens in expert order
+/// as it dispatches, each expert's rows padded to the FP8 alignment under FP8 (token_dispatcher.py
+/// _HybridEPManager at d98e8a64 and core_v0.16-0.18: pad_multiple, and its permutation steps
+/// returning their input): the experts' padding copies nothing, and the permutation's traffic
+/// (each copy written in expert order, a token's copies summed back) moves into its kernels,
+/// priced as Megatron's permutation's.
 enum class Dispatcher { alltoall, flex, allgather, hybridep };
 inline bool is_flex(Dispatcher d) { return d == Dispatcher::flex || d == Dispatcher::hybridep; }
 /// The capacity factors a plan may name (the knob's words): Switch Transformer's 1.0, 1.25, 1.5,

@@ -211,6 +211,10 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   for (const Module& m : bm) {
     bias_flops += kBiasFlopsPerElement * (m.tokens > 0 ? m.tokens * m.groups : bm.tokens) * m.bias;
     if (m.linear == kRouter) moe_bytes += kRouterBytesPerLogit * m.tokens * m.out, ++moe_kernels;
+    // HybridEP permutes inside its dispatch and combine kernels (_HybridEPManager's
+    // get_permuted_hidden_states_by_experts returns its input at d98e8a64 and core_v0.16.0):
+    // they write each copy in expert order and sum a token's copies back, the same HBM traffic,
+    // priced alike.
     if (m.kind == ModuleKind::dispatch)
       moe_bytes += kMoePermuteBytesPerElement * (cfg.dtype == Dtype::tf32 ? 2.0 : 1.0) * m.tokens *
                    m.groups * m.in,
@@ -372,7 +376,7 @@ void add_fp8_padding(const BlockModel& bm, const ClusterProfile& c, const LayerC
                      std::vector<Kernel>& out) {
   const Module* fc1 = bm.linear(kExpertFc1);
   const Module* fc2 = bm.linear(kExpertFc2);
-  if (!c.software.transformer_engine || !fc1 || !fc2 || cfg.dispatch_pads) return;
+  if (!c.software.transformer_engine || !fc1 || !fc2 || cfg.dispatch_permutes) return;
   const double align = cfg.dtype == Dtype::mxfp8 ? kMxfp8PadAlignRows : kFp8PadAlignRows;
   const double group = double(cfg.ep) * cfg.etp;
   if (cfg.pad && std::fmod(std::ceil(fc1->tokens / group - 1e-9) * group, align) == 0) return;

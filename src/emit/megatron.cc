@@ -335,8 +335,32 @@ ArgGroup model_group(const EmitRequest& r) {
   if (m.swiglu) g.args.push_back({"--swiglu", "", ""});
   g.args.push_back({"--seq-length", std::to_string(m.seq_len), ""});
   g.args.push_back({"--max-position-embeddings", std::to_string(m.seq_len), ""});
-  g.args.push_back({"--position-embedding-type", llama ? "rope" : "learned_absolute",
-                    llama ? "Llama-style (SwiGLU/GQA) model" : ""});
+  // YaRN on a model without latent attention (Megatron-LM's _apply_yarn_config_from_args at
+  // d98e8a64 maps these flags onto the config's yarn_* fields; latent attention takes its own).
+  const bool yarn = llama && m.yarn.any() && !m.mla.any();
+  g.args.push_back({"--position-embedding-type",
+                    yarn    ? "yarn"
+                    : llama ? "rope"
+                            : "learned_absolute",
+                    yarn    ? "the config's rope_scaling (YaRN)"
+                    : llama ? "Llama-style (SwiGLU/GQA) model"
+                            : ""});
+  if (yarn) {
+    const YarnSpec& y = m.yarn;
+    g.args.push_back({"--rotary-scaling-factor", fmt("{:g}", y.factor), "rope_scaling.factor"});
+    if (y.original_positions > 0)
+      g.args.push_back(
+          {"--yarn-original-max-position-embeddings", std::to_string(y.original_positions), ""});
+    g.args.push_back({"--yarn-beta-fast", fmt("{:g}", y.beta_fast), ""});
+    g.args.push_back({"--yarn-beta-slow", fmt("{:g}", y.beta_slow), ""});
+    if (y.mscale && y.mscale_all_dim) {  // else Megatron's 1 and 0: mscale(factor) alone
+      g.args.push_back({"--mscale", fmt("{:g}", *y.mscale), ""});
+      g.args.push_back({"--mscale-all-dim", fmt("{:g}", *y.mscale_all_dim), ""});
+    }
+    if (!y.round_to_int)
+      g.args.push_back(
+          {"--no-yarn-correction-range-round-to-int", "", "rope_scaling.truncate false"});
+  }
   if (llama) {
     g.args.push_back(
         {"--rotary-base",

@@ -339,6 +339,20 @@ void read_rope_scaling(const Config& c, ModelSpec& m) {
   const std::optional<double> mscale = number("mscale"), all = number("mscale_all_dim");
   auto get_mscale = [&](double ms) { return factor <= 1 ? 1.0 : 0.1 * ms * std::log(factor) + 1; };
   m.arch.rope_mscale = mscale && all ? get_mscale(*mscale) / get_mscale(*all) : get_mscale(1.0);
+  YarnSpec& y = m.yarn;
+  y.factor = factor, y.mscale = mscale, y.mscale_all_dim = all;
+  if (const json* v = field("original_max_position_embeddings")) {
+    if (!v->is_number_integer() || v->get<long long>() <= 0 || v->get<long long>() > 1LL << 30)
+      c.fail(k, "original_max_position_embeddings: expected a positive integer, got " +
+                    json_excerpt(*v));
+    y.original_positions = static_cast<int>(v->get<long long>());
+  }
+  y.beta_fast = number("beta_fast").value_or(y.beta_fast);
+  y.beta_slow = number("beta_slow").value_or(y.beta_slow);
+  if (const json* v = field("truncate")) {  // transformers' YaRN: false keeps the range unrounded
+    if (!v->is_boolean()) c.fail(k, "truncate: expected true or false, got " + json_excerpt(*v));
+    y.round_to_int = v->get<bool>();
+  }
 }
 
 /// head_dim, biases, norms and window: what a layer has beyond its sizes.

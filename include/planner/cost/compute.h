@@ -175,8 +175,10 @@ struct LayerConfig {
   bool pad = false;     ///< padded to capacity
   LossKernel loss = LossKernel::vocab_parallel_in_place;  ///< the output layer's loss
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;              ///< a dtype=fp8 layer's scaling
-  /// The dispatcher pads each expert's rows to the FP8 alignment (Dispatcher::hybridep).
-  bool dispatch_pads = false;
+  /// The dispatcher writes the received tokens in expert order itself, each expert's rows padded
+  /// to the FP8 alignment under FP8 (Dispatcher::hybridep): no padding copies in the experts (the
+  /// permutation's traffic is its kernels' now, priced as before).
+  bool dispatch_permutes = false;
 };
 
 /// Whether an FP8 layer's casts scale each tensor by its own amax just before the cast: Transformer
@@ -212,10 +214,12 @@ inline constexpr int kFp8PaddingKernelsPerPass = 3;
 /// the sum (4 + 2), the concatenation with the empty pass-through part (2 + 2): 24 bytes in 6
 /// kernels, and 6 more on the frequencies (cos and sin, each scaled and cast). Backward
 /// (autograd of the same): the gradient x sin (2 + 2), its half negated (1 + 1), the halves
-/// joined (2 + 2), x cos (2 + 2), the two paths summed (4 + 2), the slice's gradient (a zero
-/// fill, 2, and the copy, 2 + 2): 26 bytes in 7 kernels. Plain RoPE is Transformer Engine's
-/// fused kernel (read and write once each pass) and is not priced (well under 1% of a layer).
-inline constexpr double kUnfusedRopeFwdBytes = 24, kUnfusedRopeBwdBytes = 26;
+/// joined (2 + 2), x cos (2 + 2), the empty pass-through slice's gradient a full-size zero
+/// tensor (slice_backward, 2; the full-width slice records none), and the three contributions
+/// to t's gradient accumulated in two sums (4 + 2 each): 28 bytes in 7 kernels. Plain RoPE is
+/// Transformer Engine's fused kernel (read and write once each pass), not priced (well under 1%
+/// of a layer).
+inline constexpr double kUnfusedRopeFwdBytes = 24, kUnfusedRopeBwdBytes = 28;
 inline constexpr int kUnfusedRopeFwdKernels = 12, kUnfusedRopeBwdKernels = 7;
 
 /// A mixture-of-experts layer's token permutation before the dispatch all-to-all and its inverse
