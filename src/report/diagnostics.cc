@@ -71,7 +71,7 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
   if (m.moe.any())
     d.push_back({"experts_accuracy", "warning",
                  "a model with experts: all seven public MoE runs took longer than predicted, "
-                 "the predictions 9-58% short (README, Measured accuracy), and the dense runs' "
+                 "the predictions 7-55% short (README, Measured accuracy), and the dense runs' "
                  "accuracy bands do not apply",
                  "read the time as likely optimistic; compare plans of the same model by it"});
   (void)c;
