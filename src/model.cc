@@ -1,5 +1,6 @@
 #include "planner/model.h"
 
+#include <cmath>
 #include <string_view>
 
 #include "planner/block.h"
@@ -29,6 +30,12 @@ double LayerShape::flops_per_sample() const {
   const double matmul = 6.0 * params() * tokens_per_sample();
   const double attn = attention ? 3.0 * 4.0 * double(seq) * seq * q_width() * sequences : 0.0;
   return matmul + attn;
+}
+
+double YarnSpec::attention_factor() const {
+  auto get_mscale = [&](double ms) { return factor <= 1 ? 1.0 : 0.1 * ms * std::log(factor) + 1; };
+  return mscale && mscale_all_dim ? get_mscale(*mscale) / get_mscale(*mscale_all_dim)
+                                  : get_mscale(1.0);
 }
 
 LayerShape ModelSpec::decoder_shape() const {

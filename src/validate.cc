@@ -100,7 +100,6 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   w.config.ep = p.ep, w.config.etp = p.etp, w.config.capacity = p.capacity_factor;
   w.config.pad = p.pad_to_capacity.value_or(false);
   w.config.fp8_recipe = p.fp8_recipe;
-  w.config.dispatch_permutes = p.dispatcher == Dispatcher::hybridep;
   w.stage = e.critical_stage;
   w.stage_layers = e.partition[size_t(w.stage)];
   w.layers = layers > 0 ? layers : w.stage_layers;

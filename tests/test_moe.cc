@@ -386,7 +386,7 @@ TEST_CASE("FP8 grouped experts: every expert's rows padded to 16 and unpadded, a
   CHECK(padding(c, capped).first[0] == 0);
   // HybridEP pads each expert's rows as it dispatches: nothing left to copy.
   LayerConfig hybrid = fp8;
-  hybrid.dispatch_permutes = true;
+  hybrid.dispatch_pads = true;
   CHECK(padding(c, hybrid).first[0] == 0);
 }
 

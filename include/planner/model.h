@@ -124,6 +124,9 @@ struct YarnSpec {
   std::optional<double> mscale, mscale_all_dim;
   bool round_to_int = true;  ///< the correction range rounded to integers (HF: not `truncate`)
   bool any() const { return factor > 0; }
+  /// The attention factor (LayerArch::rope_mscale), as Megatron-Core's
+  /// _yarn_get_concentration_factor computes it.
+  double attention_factor() const;
 };
 
 /// RoPE's base when a model does not name one: Su et al. 2021 (RoFormer) Eq. 15's 10000, the

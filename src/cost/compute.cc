@@ -376,7 +376,7 @@ void add_fp8_padding(const BlockModel& bm, const ClusterProfile& c, const LayerC
                      std::vector<Kernel>& out) {
   const Module* fc1 = bm.linear(kExpertFc1);
   const Module* fc2 = bm.linear(kExpertFc2);
-  if (!c.software.transformer_engine || !fc1 || !fc2 || cfg.dispatch_permutes) return;
+  if (!c.software.transformer_engine || !fc1 || !fc2 || cfg.dispatch_pads) return;
   const double align = cfg.dtype == Dtype::mxfp8 ? kMxfp8PadAlignRows : kFp8PadAlignRows;
   const double group = double(cfg.ep) * cfg.etp;
   if (cfg.pad && std::fmod(std::ceil(fc1->tokens / group - 1e-9) * group, align) == 0) return;

@@ -335,12 +335,10 @@ void read_rope_scaling(const Config& c, ModelSpec& m) {
                     json_excerpt(*v)));
     return v->get<double>();
   };
-  const double factor = number("factor").value_or(1);
-  const std::optional<double> mscale = number("mscale"), all = number("mscale_all_dim");
-  auto get_mscale = [&](double ms) { return factor <= 1 ? 1.0 : 0.1 * ms * std::log(factor) + 1; };
-  m.arch.rope_mscale = mscale && all ? get_mscale(*mscale) / get_mscale(*all) : get_mscale(1.0);
   YarnSpec& y = m.yarn;
-  y.factor = factor, y.mscale = mscale, y.mscale_all_dim = all;
+  y.factor = number("factor").value_or(1);
+  y.mscale = number("mscale"), y.mscale_all_dim = number("mscale_all_dim");
+  m.arch.rope_mscale = y.attention_factor();
   if (const json* v = field("original_max_position_embeddings")) {
     if (!v->is_number_integer() || v->get<long long>() <= 0 || v->get<long long>() > 1LL << 30)
       c.fail(k, "original_max_position_embeddings: expected a positive integer, got " +

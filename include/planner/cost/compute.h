@@ -175,10 +175,9 @@ struct LayerConfig {
   bool pad = false;     ///< padded to capacity
   LossKernel loss = LossKernel::vocab_parallel_in_place;  ///< the output layer's loss
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;              ///< a dtype=fp8 layer's scaling
-  /// The dispatcher writes the received tokens in expert order itself, each expert's rows padded
-  /// to the FP8 alignment under FP8 (Dispatcher::hybridep): no padding copies in the experts (the
-  /// permutation's traffic is its kernels' now, priced as before).
-  bool dispatch_permutes = false;
+  /// The dispatcher pads each expert's rows to the FP8 alignment as it dispatches
+  /// (Dispatcher::hybridep): no padding copies in the experts.
+  bool dispatch_pads = false;
 };
 
 /// Whether an FP8 layer's casts scale each tensor by its own amax just before the cast: Transformer
