@@ -200,9 +200,63 @@ int fit_sustained(const std::vector<const CvRow*>& rows) {
   return best;
 }
 
+/// Each row's band from the other sources' rows of `sources` (its own left out, as its error
+/// was), whether its measured time fell inside, and the bands of every row (what suggest reads).
+void add_bands(RegressionReport& rep, const std::vector<std::string>& sources,
+               CrossValidation& out) {
+  std::map<std::string, AccuracyBands> without;  // per source
+  for (const std::string& s : sources) without[s] = accuracy_bands(rep, s);
+  for (RegressionRow& r : rep.rows) {
+    if (!r.cv_error_pct) continue;
+    const AccuracyBand* b =
+        band_for(without.at(source_key(*r.c)), r.cluster.gpu.name, r.c->precision);
+    if (!b) continue;
+    r.band = *b;
+    std::tie(r.predicted_low_s, r.predicted_high_s) = band_times(r.estimate.iteration_time_s, *b);
+    r.inside_band =
+        r.measured_iter_time_s >= r.predicted_low_s && r.measured_iter_time_s <= r.predicted_high_s;
+    ++out.banded, out.inside += r.inside_band;
+  }
+  out.bands = accuracy_bands(rep);
+}
+
+/// CvMode::shipped: every row keeps its error with the profiles as shipped.
+CrossValidation as_shipped(RegressionReport& rep) {
+  CrossValidation out;
+  out.refit = false;
+  std::vector<std::string> sources;
+  double sum = 0;
+  for (RegressionRow& r : rep.rows) {
+    if (r.unsupported) continue;
+    const std::string s = source_key(*r.c);
+    auto f = std::find_if(out.folds.begin(), out.folds.end(),
+                          [&](const CvFold& x) { return x.source == s; });
+    if (f == out.folds.end()) {
+      sources.push_back(s);
+      out.folds.push_back({});
+      f = out.folds.end() - 1;
+      f->source = s;
+    }
+    const double e = std::fabs(r.error_pct);
+    r.cv_error_pct = r.error_pct;
+    f->sustained[r.c->cluster] = r.cluster.gpu.sustained_efficiency;
+    out.in_sample_fit[r.c->cluster] = r.cluster.gpu.sustained_efficiency;
+    // Running means: in sample and "left out" are one figure here.
+    f->in_sample_mean_pct += (e - f->in_sample_mean_pct) / ++f->rows;
+    f->cv_mean_pct = f->in_sample_mean_pct, f->cv_max_pct = std::max(f->cv_max_pct, e);
+    out.max_abs_error_pct = std::max(out.max_abs_error_pct, e);
+    sum += e, ++out.rows;
+  }
+  out.mean_abs_error_pct = out.rows ? sum / out.rows : 0;
+  add_bands(rep, sources, out);
+  return out;
+}
+
 }  // namespace
 
-CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> framework) {
+CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> framework,
+                               CvMode mode) {
+  if (mode == CvMode::shipped) return as_shipped(rep);
   std::vector<CvRow> rows;
   EstimateOptions options;
   options.framework = framework;
@@ -274,21 +328,7 @@ CrossValidation cross_validate(RegressionReport& rep, std::optional<Framework> f
   }
   out.mean_abs_error_pct = n ? sum / n : 0;
   out.rows = n;
-  // Bands: each row's from the other sources' rows (its own source left out, as its error was).
-  std::map<std::string, AccuracyBands> without;  // per source
-  for (const std::string& s : sources) without[s] = accuracy_bands(rep, s);
-  for (RegressionRow& r : rep.rows) {
-    if (!r.cv_error_pct) continue;
-    const AccuracyBand* b =
-        band_for(without.at(source_key(*r.c)), r.cluster.gpu.name, r.c->precision);
-    if (!b) continue;
-    r.band = *b;
-    std::tie(r.predicted_low_s, r.predicted_high_s) = band_times(r.estimate.iteration_time_s, *b);
-    r.inside_band =
-        r.measured_iter_time_s >= r.predicted_low_s && r.measured_iter_time_s <= r.predicted_high_s;
-    ++out.banded, out.inside += r.inside_band;
-  }
-  out.bands = accuracy_bands(rep);
+  add_bands(rep, sources, out);
   return out;
 }
 

@@ -146,9 +146,12 @@ TEST_CASE("mixture-of-experts configs are planned with expert parallelism, laten
                         " --plan \"tp=4,pp=2,dp=2,ep=8,sp=1,mbs=1,gbs=64,zero=1\"");
   REQUIRE(e.rc == 0);
   CHECK(e.out.find("EP communication") != std::string::npos);
-  // No accuracy band (the dense runs' residuals), and the warning that says why.
+  // The MoE runs' band (configs/accuracy/moe-bands.csv), not the dense runs', and the warning.
   CHECK(e.out.find("cross-validated") == std::string::npos);
-  CHECK(e.out.find("the dense runs' accuracy bands do not apply") != std::string::npos);
+  CHECK(e.out.find("runs with experts, never fitted to; any GPU bf16") != std::string::npos);
+  CHECK(e.out.find("the band beside the time is the MoE runs'") != std::string::npos);
+  const auto sj = nlohmann::json::parse(s.out);
+  CHECK(sj["plans"][0]["accuracy_band"]["rows"] >= 5);
   check_error("estimate --model " + moe + " " + kCluster +
                   " --plan \"tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=64,zero=1\"",
               "option --plan: ep=16 does not divide the 8 experts (model " + moe +
@@ -253,7 +256,31 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   CHECK(cli_run::slurp(bands) == cli_run::slurp(PLANNER_SOURCE_DIR "/configs/accuracy/bands.csv"));
   std::filesystem::remove(bands);
   check_error("regress " + cases + " --write-bands " + bands,
-              "option --write-bands: needs --cv source (the bands are its errors)");
+              "option --write-bands: needs --cv source or --cv shipped (the bands are its errors)");
+  // A model with experts: the MoE runs and checks together (two files), nothing refitted, each
+  // source's band from the others; the committed moe-bands.csv is theirs.
+  const std::string moe_cases =
+      "--cases tests/data/published-moe-runs.csv tests/data/moe-bf16-checks.csv --cv shipped";
+  REQUIRE(planner("regress " + moe_cases + " --write-bands " + bands).rc == 0);
+  CHECK(cli_run::slurp(bands) ==
+        cli_run::slurp(PLANNER_SOURCE_DIR "/configs/accuracy/moe-bands.csv"));
+  std::filesystem::remove(bands);
+  const Run moe_run = planner("regress " + moe_cases + " --format json");
+  REQUIRE(moe_run.rc == 0);
+  const auto jm = nlohmann::json::parse(moe_run.out);
+  CHECK(jm["rows"].size() == 14);
+  CHECK(jm["cv"]["by"] == "shipped");
+  CHECK(jm["cv"]["rows_cross_validated"] == 14);
+  CHECK(jm["cv"]["mean_abs_error_pct"].get<double>() ==
+        doctest::Approx(jm["mean_abs_error_pct"].get<double>()));
+  for (const auto& row : jm["rows"]) CHECK(row["cv_error_pct"] == row["error_pct"]);
+  CHECK(planner("regress " + moe_cases).out.find("# as shipped: no constant refitted") !=
+        std::string::npos);
+  // The same file twice: its first id again, named with both files.
+  check_error("regress --cases tests/data/moe-bf16-checks.csv tests/data/moe-bf16-checks.csv",
+              "tests/data/moe-bf16-checks.csv:2: key 'id': duplicate id "
+              "'mbskill-qwen3-30b-hybridep-overlap' "
+              "(first in tests/data/moe-bf16-checks.csv)");
   // Each banded row: its range, whether the measurement fell inside; the count in the table.
   for (const auto& row : jc["rows"])
     if (row.contains("predicted_low_s")) {

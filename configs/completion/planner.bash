@@ -100,7 +100,7 @@ _planner() {
         --profiles) _planner_dirs; return ;;
         --tolerance) :; return ;;
         --format) _planner_words 'table json'; return ;;
-        --cv) _planner_words 'source'; return ;;
+        --cv) _planner_words 'source shipped'; return ;;
         --cv-tolerance) :; return ;;
         --write-bands) _planner_files 'csv'; return ;;
         --explain) :; return ;;

@@ -85,6 +85,8 @@ struct CvFold {
   bool fitted = true;
 };
 struct CrossValidation {
+  /// False under CvMode::shipped: nothing refitted, each row's "cross-validated" error its error.
+  bool refit = true;
   std::vector<CvFold> folds;
   AccuracyBands bands;         ///< from every row's cross-validated error (what suggest reads)
   int banded = 0, inside = 0;  ///< rows with a band from the other sources, and inside it
@@ -96,10 +98,18 @@ struct CrossValidation {
 /// the rows of `exclude_source` (empty: none).
 AccuracyBands accuracy_bands(const RegressionReport& rep, const std::string& exclude_source = "");
 
+/// How cross_validate holds each source out. `source`: sustained_efficiency refitted without it.
+/// `shipped`: nothing refitted, for rows no constant was fitted to (the MoE runs and the
+/// independent checks: the one fitted constant is fitted on the dense public set), whose errors
+/// with the profiles as shipped are already out of sample; their bands still come from the other
+/// sources' rows.
+enum class CvMode { source, shipped };
+
 /// Fills each modelled row's cv_error_pct, and its band from the other sources' rows (and whether
 /// the measured time fell inside it). `framework` as given to run_regression.
 CrossValidation cross_validate(RegressionReport& rep,
-                               std::optional<Framework> framework = std::nullopt);
+                               std::optional<Framework> framework = std::nullopt,
+                               CvMode mode = CvMode::source);
 
 /// FLOPs of one iteration counted with a named formula ("megatron-hfu", "megatron-mfu").
 std::optional<double> formula_flops(const std::string& formula, const ModelSpec& m, double gbs);

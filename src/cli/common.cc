@@ -42,16 +42,25 @@ constexpr size_t kNearestNames = 3;
 
 }  // namespace
 
-const AccuracyBands* shipped_bands() {
+namespace {
+std::optional<AccuracyBands> load_shipped_bands(const char* name) {
   namespace fs = std::filesystem;
-  static const std::optional<AccuracyBands> bands = []() -> std::optional<AccuracyBands> {
-    for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)}) {
-      const fs::path file = root / "configs/accuracy/bands.csv";
-      std::error_code ec;
-      if (fs::is_regular_file(file, ec)) return io::load_bands(file.string());
-    }
-    return std::nullopt;
-  }();
+  for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)}) {
+    const fs::path file = root / "configs/accuracy" / name;
+    std::error_code ec;
+    if (fs::is_regular_file(file, ec)) return io::load_bands(file.string());
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+const AccuracyBands* shipped_bands() {
+  static const std::optional<AccuracyBands> bands = load_shipped_bands("bands.csv");
+  return bands ? &*bands : nullptr;
+}
+
+const AccuracyBands* shipped_moe_bands() {
+  static const std::optional<AccuracyBands> bands = load_shipped_bands("moe-bands.csv");
   return bands ? &*bands : nullptr;
 }
 

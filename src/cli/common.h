@@ -34,6 +34,8 @@ std::string resolve_input(const std::string& text, const std::string& folder,
 /// The accuracy bands suggest and estimate print (configs/accuracy/bands.csv under the working
 /// directory, else the source tree); nullptr when there is none. Read once.
 const AccuracyBands* shipped_bands();
+/// The same for models with experts (configs/accuracy/moe-bands.csv: the MoE runs' errors).
+const AccuracyBands* shipped_moe_bands();
 
 /// The stems of the shipped files in `folder` (configs/models, hw_profiles), under the working
 /// directory and the source tree: "llama3-8b", "dgx-h100-80gb".

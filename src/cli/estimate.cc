@@ -142,6 +142,7 @@ int run_estimate(const EstimateArgs& a) {
                                      ? 0
                                      : io::parse_count(a.train_tokens, "--train-tokens")};
   ctx.bands = shipped_bands();
+  ctx.moe_bands = shipped_moe_bands();
   if (!over) {
     ctx.extra = compression_advice(in.model, hardware, e, o);
     for (Diagnostic& d : zeropp_advice(in.model, hardware, e, o)) ctx.extra.push_back(d);

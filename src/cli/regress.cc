@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 #include "planner/error.h"
@@ -19,7 +20,8 @@ namespace planner::cli {
 namespace {
 
 struct RegressArgs {
-  std::string cases, profiles = "hw_profiles", format = "table", explain, framework, cv;
+  std::vector<std::string> cases;
+  std::string profiles = "hw_profiles", format = "table", explain, framework, cv;
   std::string write_bands;
   double tolerance = -1, cv_tolerance = -1;
   bool allow_unsupported = false;
@@ -57,9 +59,14 @@ void print_table(const RegressionReport& rep) {
 }
 
 void print_cv(const CrossValidation& cv) {
-  fmt::print(
-      "# leave one source out: each source predicted with sustained_efficiency refitted "
-      "on the others\n");
+  if (cv.refit)
+    fmt::print(
+        "# leave one source out: each source predicted with sustained_efficiency refitted "
+        "on the others\n");
+  else
+    fmt::print(
+        "# as shipped: no constant refitted (these rows were never fitted to); each source's "
+        "bands from the other sources' rows\n");
   fmt::print("# {:<58} {:>4} {:>9} {:>8} {:>8}  refitted\n", "source", "rows", "in-sample",
              "cv_mean", "cv_max");
   for (const CvFold& f : cv.folds) {
@@ -68,9 +75,9 @@ void print_cv(const CrossValidation& cv) {
                  f.source.substr(0, 58), f.rows, f.in_sample_mean_pct, "-", "-");
       continue;
     }
-    std::string fit;
+    std::string fit = cv.refit ? "" : "none: ";
     for (const auto& [cluster, eta] : f.sustained)
-      fit += fmt("{}{} {:.4f}", fit.empty() ? "" : ", ", cluster, eta);
+      fit += fmt("{}{} {:.4f}", fit.empty() || fit == "none: " ? "" : ", ", cluster, eta);
     fmt::print("  {:<58} {:>4} {:>8.2f}% {:>7.2f}% {:>7.2f}%  {}\n", f.source.substr(0, 58), f.rows,
                f.in_sample_mean_pct, f.cv_mean_pct, f.cv_max_pct, fit);
   }
@@ -82,11 +89,14 @@ void print_cv(const CrossValidation& cv) {
         "# cross-validated: no row (the cases have one source: leaving it out leaves nothing to "
         "refit on; in-sample refit on every row: {})\n",
         fit);
-  else
+  else if (cv.refit)
     fmt::print(
         "# cross-validated: mean absolute error {:.2f}%, max {:.2f}% over {} rows (in-sample "
         "refit on every row: {})\n",
         cv.mean_abs_error_pct, cv.max_abs_error_pct, cv.rows, fit);
+  else
+    fmt::print("# as shipped: mean absolute error {:.2f}%, max {:.2f}% over {} rows ({})\n",
+               cv.mean_abs_error_pct, cv.max_abs_error_pct, cv.rows, fit);
   fmt::print(
       "# bands: {} of {} measured times inside their {:.0f}% bands (each band from the other "
       "sources' comparable rows)\n",
@@ -105,7 +115,7 @@ nlohmann::json cv_json(const CrossValidation& cv) {
                      {"cv_mean_abs_error_pct", figure(f.fitted, f.cv_mean_pct)},
                      {"cv_max_abs_error_pct", figure(f.fitted, f.cv_max_pct)},
                      {"sustained_efficiency", f.sustained}});
-  return {{"by", "source"},
+  return {{"by", cv.refit ? "source" : "shipped"},
           {"folds", folds},
           {"band_rows", cv.banded},
           {"band_inside", cv.inside},
@@ -174,18 +184,34 @@ int explain(const RegressionReport& rep, const std::string& id, const std::strin
   throw InputError("", 0, "--explain", "no row with id '" + id + "'");
 }
 
+/// Every file's rows, in order; an id given twice is an error naming the second.
+std::vector<RegressionCase> load_all(const std::vector<std::string>& files) {
+  std::vector<RegressionCase> all;
+  std::map<std::string, std::string> seen;  // id -> its file
+  for (const std::string& f : files)
+    for (RegressionCase& c : load_cases(f)) {
+      if (const auto [at, fresh] = seen.emplace(c.id, f); !fresh)
+        throw InputError(f, c.line, "id",
+                         "duplicate id '" + c.id + "' (first in " + at->second + ")");
+      all.push_back(std::move(c));
+    }
+  return all;
+}
+
 int run_regress(const RegressArgs& a) {
-  const std::vector<RegressionCase> cases = load_cases(a.cases);
+  const std::vector<RegressionCase> cases = load_all(a.cases);
   const std::optional<Framework> framework =
       a.framework.empty() ? std::nullopt
                           : std::optional<Framework>(parse_framework(a.framework, "--framework"));
   RegressionReport rep = run_regression(cases, a.profiles, framework);
   if (!a.explain.empty()) return explain(rep, a.explain, a.profiles);
   std::optional<CrossValidation> cv;
-  if (!a.cv.empty()) cv = cross_validate(rep, framework);
+  if (!a.cv.empty())
+    cv = cross_validate(rep, framework, a.cv == "shipped" ? CvMode::shipped : CvMode::source);
   if (!a.write_bands.empty()) {
     if (!cv)
-      throw InputError("", 0, "--write-bands", "needs --cv source (the bands are its errors)");
+      throw InputError("", 0, "--write-bands",
+                       "needs --cv source or --cv shipped (the bands are its errors)");
     io::write_file_atomically(a.write_bands, io::bands_csv(cv->bands));
   }
   if (a.format == "json") {
@@ -234,8 +260,11 @@ int run_regress(const RegressArgs& a) {
 void add_regress(CLI::App& app, int* rc) {
   auto a = std::make_shared<RegressArgs>();
   CLI::App* s = app.add_subcommand("regress", "check the cost model against measured runs");
-  s->add_option("--cases", a->cases, "regression cases CSV (the format of published-runs.csv)")
-      ->required();
+  s->add_option("--cases", a->cases,
+                "regression cases CSV (the format of published-runs.csv); several: their rows "
+                "together")
+      ->required()
+      ->take_all();
   s->add_option("--profiles", a->profiles, "folder of cluster profiles (default hw_profiles)");
   s->add_option("--tolerance", a->tolerance, "exit 1 when the mean absolute error (%) exceeds this")
       ->check(number_in(0, 1000));
@@ -243,14 +272,16 @@ void add_regress(CLI::App& app, int* rc) {
               "pass although some rows cannot be modelled (by default they fail the run)");
   s->add_option("--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   s->add_option("--cv", a->cv,
-                "source: leave one source out, refitting sustained_efficiency on the others")
-      ->check(CLI::IsMember({"source"}));
+                "source: leave one source out, refitting sustained_efficiency on the others; "
+                "shipped: refit nothing (rows never fitted to), each source's bands from the "
+                "others")
+      ->check(CLI::IsMember({"source", "shipped"}));
   s->add_option("--cv-tolerance", a->cv_tolerance,
                 "with --cv, exit 1 when the cross-validated mean absolute error (%) exceeds this")
       ->check(number_in(0, 1000));
   s->add_option("--write-bands", a->write_bands,
                 "with --cv, write the accuracy bands suggest and estimate print "
-                "(configs/accuracy/bands.csv)");
+                "(configs/accuracy/bands.csv; moe-bands.csv for models with experts)");
   s->add_option("--explain", a->explain, "one row's full breakdown next to its measurement");
   s->add_option(
       "--framework", a->framework,

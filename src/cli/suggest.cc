@@ -248,6 +248,7 @@ int run_suggest(const SuggestArgs& a) {
           a.train_tokens.empty() ? 0 : io::parse_count(a.train_tokens, "--train-tokens")};
   if (a.distinct) ctx.distinct_left_out = collapsed;
   ctx.bands = shipped_bands();
+  ctx.moe_bands = shipped_moe_bands();
   if (a.format == "json")
     std::cout << io::dump_json(suggest_json(ctx, r), 2) << "\n";
   else if (a.format == "csv")

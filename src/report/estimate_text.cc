@@ -76,9 +76,10 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
     const auto [lo, hi] = band_times(t, *band);
     line(out,
          "                        {:.4g}-{:.4g} s ({}: where {:.0f}% of {} comparable published "
-         "runs from {} sources fell, cross-validated; {} {})\n",
+         "runs from {} sources fell, {}; {} {})\n",
          lo, hi, band_text(*band), 100 * (kBandHighQuantile - kBandLowQuantile), band->rows,
-         band->sources, band->gpu == "*" ? "any GPU" : band->gpu,
+         band->sources, m.moe.any() ? "runs with experts, never fitted to" : "cross-validated",
+         band->gpu == "*" ? "any GPU" : band->gpu,
          band->precision == "*" ? "any precision" : band->precision);
   }
   line(out, "throughput              {:>10.0f} tokens/s\n", e.tokens_per_s);

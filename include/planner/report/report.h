@@ -30,6 +30,9 @@ struct RunContext {
   /// The accuracy bands (configs/accuracy/bands.csv) the reports print beside each time; none:
   /// no band is printed.
   const AccuracyBands* bands = nullptr;
+  /// The bands of a model with experts (configs/accuracy/moe-bands.csv, from the MoE runs: the
+  /// dense runs' residuals are of another sign).
+  const AccuracyBands* moe_bands = nullptr;
   /// Findings the command adds to diagnose()'s (estimate: whether compression would pay).
   std::vector<Diagnostic> extra{};
   /// diagnose()'s findings for `e`, then `extra`.
@@ -38,11 +41,11 @@ struct RunContext {
     d.insert(d.end(), extra.begin(), extra.end());
     return d;
   }
-  /// The band of a plan on this cluster in its precision, or nullptr. None for a model with
-  /// experts: the bands are the dense runs' residuals, and the MoE runs' are of another sign.
+  /// The band of a plan on this cluster in its precision, or nullptr: from moe_bands for a
+  /// model with experts, else from bands.
   const AccuracyBand* band(const Plan& p) const {
-    if (model && model->moe.any()) return nullptr;
-    return bands && cluster ? band_for(*bands, cluster->gpu.name, to_string(p.dtype)) : nullptr;
+    const AccuracyBands* b = model && model->moe.any() ? moe_bands : bands;
+    return b && cluster ? band_for(*b, cluster->gpu.name, to_string(p.dtype)) : nullptr;
   }
   /// "6144 GPUs" or "GPUs: 64-512" (several counts searched).
   std::string gpus_text() const {
