@@ -184,10 +184,9 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
   // dispatcher without an etp x ep group moves nothing (it is the all-to-all's plan).
   if (p.dispatcher != Dispatcher::alltoall && 1LL * p.ep * p.etp == 1)
     return no([&] {
-      return fmt("dispatcher={} needs ep x etp > 1",
-                 p.dispatcher == Dispatcher::flex       ? "flex (DeepEP)"
-                 : p.dispatcher == Dispatcher::hybridep ? "hybridep (HybridEP)"
-                                                        : "allgather");
+      return is_flex(p.dispatcher) ? fmt("dispatcher={} ({}) needs ep x etp > 1",
+                                         name_of(p.dispatcher), flex_backend_name(p.dispatcher))
+                                   : fmt("dispatcher={} needs ep x etp > 1", name_of(p.dispatcher));
     });
   // TransformerConfig.__post_init__ at d98e8a64: "moe_expert_capacity_factor must be set to use
   // moe_pad_expert_input_to_capacity"; the padding is modelled for the all-to-all dispatcher's

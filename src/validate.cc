@@ -75,12 +75,11 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
                      "validate's runner has no MXFP8 GEMM (cuBLASLt's block-scaled FP8 with E8M0 "
                      "scales, Blackwell only); validate the plan with dtype=fp8 or bf16");
   if (m.moe.any() && is_flex(p.dispatcher))
-    throw InputError(
-        "", 0, "--plan",
-        fmt("validate dispatches tokens with NCCL's all-to-all; {}'s "
-            "node-deduplicated dispatch (dispatcher={}) is not in its runner: "
-            "validate the plan with dispatcher=alltoall",
-            p.dispatcher == Dispatcher::flex ? "DeepEP" : "HybridEP", name_of(p.dispatcher)));
+    throw InputError("", 0, "--plan",
+                     fmt("validate dispatches tokens with NCCL's all-to-all; {}'s "
+                         "node-deduplicated dispatch (dispatcher={}) is not in its runner: "
+                         "validate the plan with dispatcher=alltoall",
+                         flex_backend_name(p.dispatcher), name_of(p.dispatcher)));
   if (m.moe.any() && p.ep_comm_overlap.value_or(false))
     throw InputError("", 0, "--plan",
                      "validate times the expert dispatcher's collectives alone; the overlap of "

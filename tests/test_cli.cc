@@ -149,7 +149,7 @@ TEST_CASE("mixture-of-experts configs are planned with expert parallelism, laten
   // The MoE runs' band (configs/accuracy/moe-bands.csv), not the dense runs', and the warning.
   CHECK(e.out.find("cross-validated") == std::string::npos);
   CHECK(e.out.find("runs with experts, never fitted to; any GPU bf16") != std::string::npos);
-  CHECK(e.out.find("the band beside the time is the MoE runs'") != std::string::npos);
+  CHECK(e.out.find("a band printed beside the time is the MoE runs'") != std::string::npos);
   const auto sj = nlohmann::json::parse(s.out);
   CHECK(sj["plans"][0]["accuracy_band"]["rows"] >= 5);
   check_error("estimate --model " + moe + " " + kCluster +
@@ -270,12 +270,16 @@ TEST_CASE("regress: table, json, explain, tolerance and malformed files") {
   const auto jm = nlohmann::json::parse(moe_run.out);
   CHECK(jm["rows"].size() == 14);
   CHECK(jm["cv"]["by"] == "shipped");
+  CHECK(jm["cv"]["refit"] == false);
   CHECK(jm["cv"]["rows_cross_validated"] == 14);
   CHECK(jm["cv"]["mean_abs_error_pct"].get<double>() ==
         doctest::Approx(jm["mean_abs_error_pct"].get<double>()));
   for (const auto& row : jm["rows"]) CHECK(row["cv_error_pct"] == row["error_pct"]);
-  CHECK(planner("regress " + moe_cases).out.find("# as shipped: no constant refitted") !=
+  CHECK(planner("regress " + moe_cases).out.find("# as shipped: nothing refitted") !=
         std::string::npos);
+  // A failing run writes no bands (a file of nothing would replace the shipped one).
+  CHECK(planner("regress " + moe_cases + " --tolerance 1 --write-bands " + bands).rc == 1);
+  CHECK_FALSE(std::filesystem::exists(bands));
   // The same file twice: its first id again, named with both files.
   check_error("regress --cases tests/data/moe-bf16-checks.csv tests/data/moe-bf16-checks.csv",
               "tests/data/moe-bf16-checks.csv:2: key 'id': duplicate id "

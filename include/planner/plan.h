@@ -79,6 +79,10 @@ enum class Fp8Recipe { delayed, tensorwise };
 /// priced as Megatron's permutation's.
 enum class Dispatcher { alltoall, flex, allgather, hybridep };
 inline bool is_flex(Dispatcher d) { return d == Dispatcher::flex || d == Dispatcher::hybridep; }
+/// The flex dispatcher's backend as its authors name it ("DeepEP", "HybridEP"); "" for the others.
+inline const char* flex_backend_name(Dispatcher d) {
+  return d == Dispatcher::flex ? "DeepEP" : d == Dispatcher::hybridep ? "HybridEP" : "";
+}
 /// The capacity factors a plan may name (the knob's words): Switch Transformer's 1.0, 1.25, 1.5,
 /// 2.0 (Fedus et al. 2022, section 2.2 and Table 1) and 4.0.
 inline constexpr double kCapacityFactors[] = {1.0, 1.25, 1.5, 2.0, 4.0};

@@ -65,8 +65,8 @@ void print_cv(const CrossValidation& cv) {
         "on the others\n");
   else
     fmt::print(
-        "# as shipped: no constant refitted (these rows were never fitted to); each source's "
-        "bands from the other sources' rows\n");
+        "# as shipped: nothing refitted, each row's error as it stands (out of sample only for "
+        "rows no constant was fitted to); each source's bands from the other sources' rows\n");
   fmt::print("# {:<58} {:>4} {:>9} {:>8} {:>8}  refitted\n", "source", "rows", "in-sample",
              "cv_mean", "cv_max");
   for (const CvFold& f : cv.folds) {
@@ -84,7 +84,9 @@ void print_cv(const CrossValidation& cv) {
   std::string fit;
   for (const auto& [cluster, eta] : cv.in_sample_fit)
     fit += fmt("{}{} {:.4f}", fit.empty() ? "" : ", ", cluster, eta);
-  if (cv.rows == 0)
+  if (cv.rows == 0 && !cv.refit)
+    fmt::print("# as shipped: no row modelled\n");
+  else if (cv.rows == 0)
     fmt::print(
         "# cross-validated: no row (the cases have one source: leaving it out leaves nothing to "
         "refit on; in-sample refit on every row: {})\n",
@@ -116,6 +118,7 @@ nlohmann::json cv_json(const CrossValidation& cv) {
                      {"cv_max_abs_error_pct", figure(f.fitted, f.cv_max_pct)},
                      {"sustained_efficiency", f.sustained}});
   return {{"by", cv.refit ? "source" : "shipped"},
+          {"refit", cv.refit},
           {"folds", folds},
           {"band_rows", cv.banded},
           {"band_inside", cv.inside},
@@ -208,12 +211,9 @@ int run_regress(const RegressArgs& a) {
   std::optional<CrossValidation> cv;
   if (!a.cv.empty())
     cv = cross_validate(rep, framework, a.cv == "shipped" ? CvMode::shipped : CvMode::source);
-  if (!a.write_bands.empty()) {
-    if (!cv)
-      throw InputError("", 0, "--write-bands",
-                       "needs --cv source or --cv shipped (the bands are its errors)");
-    io::write_file_atomically(a.write_bands, io::bands_csv(cv->bands));
-  }
+  if (!a.write_bands.empty() && !cv)
+    throw InputError("", 0, "--write-bands",
+                     "needs --cv source or --cv shipped (the bands are its errors)");
   if (a.format == "json") {
     nlohmann::json j = to_json(rep);
     if (cv) j["cv"] = cv_json(*cv);
@@ -223,36 +223,42 @@ int run_regress(const RegressArgs& a) {
     if (cv) print_cv(*cv);
   }
   // The gate: a check that modelled nothing, or skipped rows unasked, has not checked the model.
-  const int rows = static_cast<int>(rep.rows.size());
-  if (rep.supported == 0) {
-    std::cerr << fmt(
-        "planner: regress modelled none of the {} rows (each says why in the output)\n", rows);
-    return 1;
-  }
-  if (rep.supported < rows && !a.allow_unsupported) {
-    std::cerr << fmt(
-        "planner: regress modelled {} of {} rows; {} unsupported (listed in the "
-        "output; --allow-unsupported accepts that)\n",
-        rep.supported, rows, rows - rep.supported);
-    return 1;
-  }
-  if (a.tolerance >= 0 && !(rep.mean_abs_error_pct <= a.tolerance)) {  // NaN fails too
-    std::cerr << fmt("planner: mean absolute error {:.2f}% exceeds the tolerance {:.2f}%\n",
-                     rep.mean_abs_error_pct, a.tolerance);
-    return 1;
-  }
-  if (cv && a.cv_tolerance >= 0 && cv->rows == 0) {
-    std::cerr << "planner: --cv-tolerance: no row was cross-validated (the cases have one "
-                 "source, and leaving it out leaves nothing to refit on)\n";
-    return 1;
-  }
-  if (cv && a.cv_tolerance >= 0 && !(cv->mean_abs_error_pct <= a.cv_tolerance)) {
-    std::cerr << fmt(
-        "planner: cross-validated mean absolute error {:.2f}% exceeds the tolerance {:.2f}%\n",
-        cv->mean_abs_error_pct, a.cv_tolerance);
-    return 1;
-  }
-  return 0;
+  const int rc = [&] {
+    const int rows = static_cast<int>(rep.rows.size());
+    if (rep.supported == 0) {
+      std::cerr << fmt(
+          "planner: regress modelled none of the {} rows (each says why in the output)\n", rows);
+      return 1;
+    }
+    if (rep.supported < rows && !a.allow_unsupported) {
+      std::cerr << fmt(
+          "planner: regress modelled {} of {} rows; {} unsupported (listed in the "
+          "output; --allow-unsupported accepts that)\n",
+          rep.supported, rows, rows - rep.supported);
+      return 1;
+    }
+    if (a.tolerance >= 0 && !(rep.mean_abs_error_pct <= a.tolerance)) {  // NaN fails too
+      std::cerr << fmt("planner: mean absolute error {:.2f}% exceeds the tolerance {:.2f}%\n",
+                       rep.mean_abs_error_pct, a.tolerance);
+      return 1;
+    }
+    if (cv && a.cv_tolerance >= 0 && cv->rows == 0) {
+      std::cerr << "planner: --cv-tolerance: no row was cross-validated (the cases have one "
+                   "source, and leaving it out leaves nothing to refit on)\n";
+      return 1;
+    }
+    if (cv && a.cv_tolerance >= 0 && !(cv->mean_abs_error_pct <= a.cv_tolerance)) {
+      std::cerr << fmt("planner: {} mean absolute error {:.2f}% exceeds the tolerance {:.2f}%\n",
+                       cv->refit ? "cross-validated" : "as-shipped", cv->mean_abs_error_pct,
+                       a.cv_tolerance);
+      return 1;
+    }
+    return 0;
+  }();
+  // The bands only from a run that passed: a file of nothing would replace the shipped one.
+  if (rc == 0 && !a.write_bands.empty())
+    io::write_file_atomically(a.write_bands, io::bands_csv(cv->bands));
+  return rc;
 }
 
 }  // namespace

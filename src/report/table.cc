@@ -172,7 +172,7 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
   if (gpus_column) out << "   gpus";
   for (const KnobDef* k : columns) out << knob_cell(*k, k->column);
   out << "   iter_s";
-  const bool bands = ctx.bands != nullptr;
+  const bool bands = ctx.model_bands() != nullptr;
   if (bands) out << "    band%";
   out << " TFLOP/s   MFU%   mem_GiB bubble% comm% layers/stage";
   if (ctx.train_tokens > 0) out << "    days GPU-hours";

@@ -43,8 +43,10 @@ struct RunContext {
   }
   /// The band of a plan on this cluster in its precision, or nullptr: from moe_bands for a
   /// model with experts, else from bands.
+  /// The bands this model's plans take (moe_bands for a model with experts), or nullptr.
+  const AccuracyBands* model_bands() const { return model && model->moe.any() ? moe_bands : bands; }
   const AccuracyBand* band(const Plan& p) const {
-    const AccuracyBands* b = model && model->moe.any() ? moe_bands : bands;
+    const AccuracyBands* b = model_bands();
     return b && cluster ? band_for(*b, cluster->gpu.name, to_string(p.dtype)) : nullptr;
   }
   /// "6144 GPUs" or "GPUs: 64-512" (several counts searched).
