@@ -36,6 +36,21 @@ ModelSpec moe(const std::string& folder) {
 
 double off_pct(double x, double published) { return 100.0 * (x / published - 1.0); }
 
+/// The bytes and the kernel-level times (the sustained efficiency taken out) of a layer's kernel
+/// groups named `name`, forward and backward.
+std::pair<std::array<double, 2>, std::array<double, 2>> named_kernels(const LayerShape& l,
+                                                                      const ClusterProfile& c,
+                                                                      const LayerConfig& cfg,
+                                                                      const std::string& name) {
+  std::array<double, 2> bytes{}, time{};
+  for (const Kernel& k : layer_kernels(l, c, cfg))
+    if (name == k.name) {
+      const size_t i = k.pass == Pass::forward ? 0 : 1;
+      bytes[i] += k.bytes, time[i] += k.time_s * c.gpu.sustained_efficiency;
+    }
+  return {bytes, time};
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -342,14 +357,8 @@ TEST_CASE("FP8 grouped experts: every expert's rows padded to 16 and unpadded, a
   l.seq = 4096;
   ClusterProfile c = fixtures::cluster("dgx-h100-80gb");
   c.software = info(Framework::megatron).stack;
-  auto padding = [&](const ClusterProfile& cl, LayerConfig cfg) {
-    std::array<double, 2> bytes{}, time{};  // forward, backward
-    for (const Kernel& k : layer_kernels(l, cl, cfg))
-      if (std::string(k.name) == "fp8_padding") {
-        const int i = k.pass == Pass::forward ? 0 : 1;
-        bytes[size_t(i)] += k.bytes, time[size_t(i)] += k.time_s * cl.gpu.sustained_efficiency;
-      }
-    return std::pair{bytes, time};
+  auto padding = [&](const ClusterProfile& cl, const LayerConfig& cfg) {
+    return named_kernels(l, cl, cfg, "fp8_padding");
   };
   LayerConfig fp8{1, 1, 1, false, Dtype::fp8, AttentionKernel::flash, 8, 1};
   // 4096 x 8 token copies on each of 8 ranks: the permuted tokens padded and fc2's output
@@ -386,8 +395,39 @@ TEST_CASE("FP8 grouped experts: every expert's rows padded to 16 and unpadded, a
   CHECK(padding(c, capped).first[0] == 0);
   // HybridEP pads each expert's rows as it dispatches: nothing left to copy.
   LayerConfig hybrid = fp8;
-  hybrid.dispatch_pads = true;
+  hybrid.dispatcher = Dispatcher::hybridep;
   CHECK(padding(c, hybrid).first[0] == 0);
+}
+
+TEST_CASE("the all-to-all dispatcher sorts the received rows by local expert and back") {
+  LayerShape l = moe("Qwen3-30B-A3B").moe_shape();  // hidden 2048, 128 experts, top 8
+  l.seq = 4096;
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  auto sort = [&](const LayerConfig& cfg) { return named_kernels(l, c, cfg, "moe_sort"); };
+  // ep 16: 8 experts a rank, 4096 x 8 rows received under balanced routing; forward the sort and
+  // the unsort (2048 16-bit elements a row, read and written, and the 4-byte probability read and
+  // written), the backward the same bytes; 2 kernels a pass.
+  LayerConfig cfg{1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, 16, 1};
+  const double rows = 4096.0 * 8, bytes = rows * (8 * 2048 + 8);
+  const auto [b, t] = sort(cfg);
+  CHECK(b[0] == doctest::Approx(bytes));
+  CHECK(b[1] == doctest::Approx(bytes));
+  CHECK(t[0] == doctest::Approx(bytes / c.gpu.hbm_achieved_Bps() + 2 * c.gpu.gemm.launch_s));
+  // ep 1 holds every expert: still sorted (Megatron-Core sorts whenever num_local_experts > 1).
+  cfg.ep = 1;
+  CHECK(sort(cfg).first[0] == doctest::Approx(bytes));
+  // One expert a rank: nothing to sort. fp32 rows under tf32: twice the element bytes.
+  cfg.ep = 128;
+  CHECK(sort(cfg).first[0] == 0);
+  cfg.ep = 16, cfg.dtype = Dtype::tf32;
+  CHECK(sort(cfg).first[0] == doctest::Approx(rows * (16 * 2048 + 8)));
+  // DeepEP and HybridEP hand each expert its rows in order; the all-gather dispatcher permutes
+  // once after its gather.
+  cfg.dtype = Dtype::bf16;
+  for (const Dispatcher d : {Dispatcher::flex, Dispatcher::hybridep, Dispatcher::allgather}) {
+    cfg.dispatcher = d;
+    CHECK(sort(cfg).first[0] == 0);
+  }
 }
 
 TEST_CASE("dispatcher=hybridep: the flex dispatcher's HybridEP backend, priced as DeepEP's") {
@@ -577,8 +617,17 @@ TEST_CASE(
   CHECK(with_ag.shape[0].ep_per_pass_s == doctest::Approx(want));
   CHECK(with_a2a.shape[0].ep_per_pass_s ==
         doctest::Approx(2 * alltoall_time_s(c, t * 8 * 2048 * 2, node)));
-  // The experts' work is the same: only the dispatcher's collectives differ.
-  CHECK(with_ag.shape[0].compute.fwd_s() == doctest::Approx(with_a2a.shape[0].compute.fwd_s()));
+  // The experts' work is the same; the all-to-all also sorts its received rows by local expert
+  // (the all-gather dispatcher permutes its gathered rows into that order once).
+  LayerShape l = m.moe_shape();
+  l.seq = 4096;
+  double sort_s = 0;
+  for (const Kernel& k :
+       layer_kernels(l, c, {1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, 8, 1}))
+    if (std::string(k.name) == "moe_sort" && k.pass == Pass::forward) sort_s += k.time_s;
+  CHECK(sort_s > 0);
+  CHECK(with_a2a.shape[0].compute.fwd_s() ==
+        doctest::Approx(with_ag.shape[0].compute.fwd_s() + sort_s));
   const Estimate e =
       estimate(m, c,
                parse_plan("tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1,dispatcher=allgather",

@@ -267,6 +267,19 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     out.push_back(
         memory_bound("moe_routing", Pass::backward_data, f * moe_bytes, moe_kernels, c.gpu));
   }
+  // The all-to-all dispatcher's sort of the received rows by local expert and back
+  // (kMoeSort*), the same bytes each pass.
+  const Module* dispatch = nullptr;
+  for (const Module& m : bm)
+    if (m.kind == ModuleKind::dispatch) dispatch = &m;
+  if (dispatch && cfg.dispatcher == Dispatcher::alltoall && l.moe.experts > cfg.ep) {
+    const double rows = dispatch->tokens * dispatch->groups;  // received: this rank's slots
+    const double bytes =
+        rows * (kMoeSortBytesPerElement * (cfg.dtype == Dtype::tf32 ? 2.0 : 1.0) * dispatch->in +
+                kMoeSortProbBytesPerRow);
+    for (const Pass pass : {Pass::forward, Pass::backward_data})
+      out.push_back(memory_bound("moe_sort", pass, bytes, kMoeSortKernels, c.gpu));
+  }
 }
 
 /// gpt-oss's experts as Megatron-Core's TEGroupedMLP runs them: the gated unit's clamp before the
@@ -376,7 +389,7 @@ void add_fp8_padding(const BlockModel& bm, const ClusterProfile& c, const LayerC
                      std::vector<Kernel>& out) {
   const Module* fc1 = bm.linear(kExpertFc1);
   const Module* fc2 = bm.linear(kExpertFc2);
-  if (!c.software.transformer_engine || !fc1 || !fc2 || cfg.dispatch_pads) return;
+  if (!c.software.transformer_engine || !fc1 || !fc2 || cfg.dispatch_pads()) return;
   const double align = cfg.dtype == Dtype::mxfp8 ? kMxfp8PadAlignRows : kFp8PadAlignRows;
   const double group = double(cfg.ep) * cfg.etp;
   if (cfg.pad && std::fmod(std::ceil(fc1->tokens / group - 1e-9) * group, align) == 0) return;

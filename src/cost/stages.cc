@@ -313,7 +313,7 @@ CellCosts cell_costs(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                         p.pad_to_capacity.value_or(false),
                         loss_kernel(c.software.loss, p.loss_fusion),
                         p.fp8_recipe,
-                        p.dispatcher == Dispatcher::hybridep};
+                        p.dispatcher};
   CellCosts cell;
   for (const LayerShape& l : layout.shapes)
     cell.shape.push_back(shape_cell(l, c, p, layer_compute(l, c, cfg), attn));

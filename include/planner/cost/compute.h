@@ -175,9 +175,11 @@ struct LayerConfig {
   bool pad = false;     ///< padded to capacity
   LossKernel loss = LossKernel::vocab_parallel_in_place;  ///< the output layer's loss
   Fp8Recipe fp8_recipe = Fp8Recipe::delayed;              ///< a dtype=fp8 layer's scaling
+  /// The token dispatcher of a layer with experts (the plan's).
+  Dispatcher dispatcher = Dispatcher::alltoall;
   /// The dispatcher pads each expert's rows to the FP8 alignment as it dispatches
   /// (Dispatcher::hybridep): no padding copies in the experts.
-  bool dispatch_pads = false;
+  bool dispatch_pads() const { return dispatcher == Dispatcher::hybridep; }
 };
 
 /// Whether an FP8 layer's casts scale each tensor by its own amax just before the cast: Transformer
@@ -226,6 +228,19 @@ inline constexpr int kUnfusedRopeFwdKernels = 12, kUnfusedRopeBwdKernels = 7;
 /// scatter-add of 16-bit token rows), read and written once each per token copy and hidden
 /// element, in each pass: 2 x (2 + 2) bytes.
 inline constexpr double kMoePermuteBytesPerElement = 8;
+/// The all-to-all dispatcher's second permutation, where a rank holds more than one expert
+/// (token_dispatcher.py MoEAlltoAllTokenDispatcher at core_v0.15.0 and d98e8a64: "Permutation 2:
+/// Sort tokens by local expert" in dispatch_postprocess, "Unpermutation 2" in combine_preprocess,
+/// whenever num_local_experts > 1, whatever ep): the received rows, in source-rank order, are
+/// copied into local-expert order after the dispatch and back before the combine (TE's
+/// fused_sort_chunks_by_index with moe_permute_fusion, torch.split and torch.cat without, a
+/// transpose's contiguous copy when padded to capacity). Per received row and hidden element:
+/// forward the sort and the unsort, each 16 bits read and written, 2 x (2 + 2) bytes in 2 kernels
+/// (the routing probabilities, 4 bytes a row read and written, sorted in the first); backward the
+/// gradients the other way, the same bytes (a permutation's gradient is its inverse). The DeepEP
+/// and HybridEP dispatchers hand each expert its rows in order (one permutation, priced above).
+inline constexpr double kMoeSortBytesPerElement = 8, kMoeSortProbBytesPerRow = 8;
+inline constexpr int kMoeSortKernels = 2;
 /// gpt-oss's clamped gated unit as Megatron-Core runs it ahead of its fused activation
 /// (fused_bias_geglu.py weighted_bias_quick_geglu_impl at core_v0.15.0 and core_v0.17.0: chunk,
 /// clamp each half, concatenate), per 16-bit element of the experts' fc1 output. Forward: each
