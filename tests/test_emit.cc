@@ -988,7 +988,8 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
   for (const char* flag :
        {"--num-experts 128 ", "--moe-router-topk 8 ", "--moe-ffn-hidden-size 768 ",
         "--expert-model-parallel-size 8 ", "--expert-tensor-parallel-size 1 ",
-        "--moe-grouped-gemm ", "--moe-token-dispatcher-type alltoall "}) {
+        "--moe-grouped-gemm ", "--moe-router-fusion ", "--moe-permute-fusion ",
+        "--moe-token-dispatcher-type alltoall "}) {
     CAPTURE(flag);
     CHECK(qwen.find(std::string("\n  ") + flag) != std::string::npos);
   }
@@ -1018,6 +1019,7 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
     CAPTURE(flag);
     CHECK(hybrid.find(std::string("\n  ") + flag) != std::string::npos);
   }
+  CHECK(hybrid.find("--moe-permute-fusion") == std::string::npos);  // HybridEP permutes itself
   CHECK(script(kMoeEmitCases[7]).find("\n  --moe-pad-expert-input-to-capacity ") !=
         std::string::npos);
   // Llama 4 Maverick: layers 2, 4, 6 ... (counting from 1) have experts, beside a shared expert.

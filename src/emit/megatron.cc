@@ -270,6 +270,13 @@ void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
     g.args.push_back({"--moe-layer-freq", moe_layer_freq(m),
                       fmt("{} of {} layers have experts", m.moe_layers(), m.layers)});
   g.args.push_back({"--moe-grouped-gemm", "", "the experts on a rank as one grouped GEMM"});
+  // Megatron-LM leaves both off by default; the cost model prices the fused kernels, as
+  // Megatron-Bridge's recipes run them (an unfused router is several kernels, an unfused sort of
+  // the all-to-all's rows a split and a cat after one more host sync).
+  g.args.push_back({"--moe-router-fusion", "", "the router's top-k and aux loss as fused kernels"});
+  if (p.dispatcher != Dispatcher::hybridep)  // HybridEP permutes inside its own kernels
+    g.args.push_back({"--moe-permute-fusion", "",
+                      "the token permutations as Transformer Engine's fused kernels"});
   if (p.dispatcher == Dispatcher::flex) {
     g.args.push_back({"--moe-token-dispatcher-type", "flex", "the plan's dispatcher=flex"});
     g.args.push_back(
