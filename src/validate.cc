@@ -99,6 +99,7 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   w.config.ep = p.ep, w.config.etp = p.etp, w.config.capacity = p.capacity_factor;
   w.config.pad = p.pad_to_capacity.value_or(false);
   w.config.fp8_recipe = p.fp8_recipe;
+  w.config.dispatcher = p.dispatcher;
   w.stage = e.critical_stage;
   w.stage_layers = e.partition[size_t(w.stage)];
   w.layers = layers > 0 ? layers : w.stage_layers;

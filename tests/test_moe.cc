@@ -405,14 +405,15 @@ TEST_CASE("the all-to-all dispatcher sorts the received rows by local expert and
   const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
   auto sort = [&](const LayerConfig& cfg) { return named_kernels(l, c, cfg, "moe_sort"); };
   // ep 16: 8 experts a rank, 4096 x 8 rows received under balanced routing; forward the sort and
-  // the unsort (2048 16-bit elements a row, read and written, and the 4-byte probability read and
-  // written), the backward the same bytes; 2 kernels a pass.
+  // the unsort (2048 16-bit elements a row, read and written, and the 16-bit probability read and
+  // written), 4 kernels (a map and a copy each); the backward the same bytes in 2.
   LayerConfig cfg{1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, 16, 1};
-  const double rows = 4096.0 * 8, bytes = rows * (8 * 2048 + 8);
+  const double rows = 4096.0 * 8, bytes = rows * (8 * 2048 + 4);
   const auto [b, t] = sort(cfg);
   CHECK(b[0] == doctest::Approx(bytes));
   CHECK(b[1] == doctest::Approx(bytes));
-  CHECK(t[0] == doctest::Approx(bytes / c.gpu.hbm_achieved_Bps() + 2 * c.gpu.gemm.launch_s));
+  CHECK(t[0] == doctest::Approx(bytes / c.gpu.hbm_achieved_Bps() + 4 * c.gpu.gemm.launch_s));
+  CHECK(t[1] == doctest::Approx(bytes / c.gpu.hbm_achieved_Bps() + 2 * c.gpu.gemm.launch_s));
   // ep 1 holds every expert: still sorted (Megatron-Core sorts whenever num_local_experts > 1).
   cfg.ep = 1;
   CHECK(sort(cfg).first[0] == doctest::Approx(bytes));
@@ -420,7 +421,14 @@ TEST_CASE("the all-to-all dispatcher sorts the received rows by local expert and
   cfg.ep = 128;
   CHECK(sort(cfg).first[0] == 0);
   cfg.ep = 16, cfg.dtype = Dtype::tf32;
-  CHECK(sort(cfg).first[0] == doctest::Approx(rows * (16 * 2048 + 8)));
+  CHECK(sort(cfg).first[0] == doctest::Approx(2 * bytes));
+  // Padded to capacity: the same copy (a transpose made contiguous), but on one rank, where the
+  // transpose is over a dimension of 1, none.
+  cfg.dtype = Dtype::bf16, cfg.capacity = 1, cfg.pad = true;
+  CHECK(sort(cfg).first[0] == doctest::Approx(bytes));
+  cfg.ep = 1;
+  CHECK(sort(cfg).first[0] == 0);
+  cfg.ep = 16, cfg.capacity = 0, cfg.pad = false;
   // DeepEP and HybridEP hand each expert its rows in order; the all-gather dispatcher permutes
   // once after its gather.
   cfg.dtype = Dtype::bf16;

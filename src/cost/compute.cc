@@ -272,13 +272,15 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
   const Module* dispatch = nullptr;
   for (const Module& m : bm)
     if (m.kind == ModuleKind::dispatch) dispatch = &m;
-  if (dispatch && cfg.dispatcher == Dispatcher::alltoall && l.moe.experts > cfg.ep) {
+  // Padded to capacity on one rank the transpose is over a dimension of 1: a view, no copy.
+  const bool one_rank_pad = cfg.pad && cfg.ep * cfg.etp == 1;
+  if (dispatch && cfg.dispatcher == Dispatcher::alltoall && l.moe.experts > cfg.ep &&
+      !one_rank_pad) {
     const double rows = dispatch->tokens * dispatch->groups;  // received: this rank's slots
-    const double bytes =
-        rows * (kMoeSortBytesPerElement * (cfg.dtype == Dtype::tf32 ? 2.0 : 1.0) * dispatch->in +
-                kMoeSortProbBytesPerRow);
-    for (const Pass pass : {Pass::forward, Pass::backward_data})
-      out.push_back(memory_bound("moe_sort", pass, bytes, kMoeSortKernels, c.gpu));
+    const double bytes = rows * (cfg.dtype == Dtype::tf32 ? 2.0 : 1.0) *
+                         (kMoeSortBytesPerElement * dispatch->in + kMoeSortProbBytesPerRow);
+    out.push_back(memory_bound("moe_sort", Pass::forward, bytes, kMoeSortFwdKernels, c.gpu));
+    out.push_back(memory_bound("moe_sort", Pass::backward_data, bytes, kMoeSortBwdKernels, c.gpu));
   }
 }
 

@@ -274,7 +274,9 @@ void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
   // Megatron-Bridge's recipes run them (an unfused router is several kernels, an unfused sort of
   // the all-to-all's rows a split and a cat after one more host sync).
   g.args.push_back({"--moe-router-fusion", "", "the router's top-k and aux loss as fused kernels"});
-  if (p.dispatcher != Dispatcher::hybridep)  // HybridEP permutes inside its own kernels
+  // HybridEP's dispatch returns its rows permuted (hybrid_ep_dispatch's own permute kernels, or
+  // fused into the dispatch under --moe-permute-fusion-into-hybridep, not written).
+  if (p.dispatcher != Dispatcher::hybridep)
     g.args.push_back({"--moe-permute-fusion", "",
                       "the token permutations as Transformer Engine's fused kernels"});
   if (p.dispatcher == Dispatcher::flex) {

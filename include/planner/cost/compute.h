@@ -234,13 +234,16 @@ inline constexpr double kMoePermuteBytesPerElement = 8;
 /// whenever num_local_experts > 1, whatever ep): the received rows, in source-rank order, are
 /// copied into local-expert order after the dispatch and back before the combine (TE's
 /// fused_sort_chunks_by_index with moe_permute_fusion, torch.split and torch.cat without, a
-/// transpose's contiguous copy when padded to capacity). Per received row and hidden element:
-/// forward the sort and the unsort, each 16 bits read and written, 2 x (2 + 2) bytes in 2 kernels
-/// (the routing probabilities, 4 bytes a row read and written, sorted in the first); backward the
-/// gradients the other way, the same bytes (a permutation's gradient is its inverse). The DeepEP
-/// and HybridEP dispatchers hand each expert its rows in order (one permutation, priced above).
-inline constexpr double kMoeSortBytesPerElement = 8, kMoeSortProbBytesPerRow = 8;
-inline constexpr int kMoeSortKernels = 2;
+/// transpose's contiguous copy when padded to capacity, none where that transpose is over one
+/// rank). Per received row and hidden element: forward the sort and the unsort, each 16 bits read
+/// and written, 2 x (2 + 2) bytes (the routing probabilities, in the logits' 16-bit type without
+/// --moe-router-dtype, read and written in the sort: 4 bytes a row), each sort a map kernel and a
+/// copy kernel (TE make_chunk_sort_map, sort_chunks_by_map); backward the gradients the other way,
+/// the same bytes, the saved maps reused: a kernel each (a permutation's gradient is its
+/// inverse). The DeepEP and HybridEP dispatchers hand each expert its rows in order (one
+/// permutation, priced above).
+inline constexpr double kMoeSortBytesPerElement = 8, kMoeSortProbBytesPerRow = 4;
+inline constexpr int kMoeSortFwdKernels = 4, kMoeSortBwdKernels = 2;
 /// gpt-oss's clamped gated unit as Megatron-Core runs it ahead of its fused activation
 /// (fused_bias_geglu.py weighted_bias_quick_geglu_impl at core_v0.15.0 and core_v0.17.0: chunk,
 /// clamp each half, concatenate), per 16-bit element of the experts' fc1 output. Forward: each
