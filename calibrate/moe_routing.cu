@@ -97,6 +97,14 @@ __global__ void permute_fwd_kernel(const T* __restrict__ x, const int* __restric
   }
 }
 
+/// One thread per 16-bit scalar (its type does not matter to a copy).
+__global__ void scatter_scalars_kernel(const uint16_t* __restrict__ in, const int* __restrict__ pos,
+                                       uint16_t* __restrict__ out, long n) {
+  for (long i = blockIdx.x * long(blockDim.x) + threadIdx.x; i < n;
+       i += long(gridDim.x) * blockDim.x)
+    out[pos[i]] = in[i];
+}
+
 /// One thread per 8 elements of an output row: the sum of its k copies' rows, each weighted by
 /// `w` (unpermute) or not (the permutation's gradient, w null).
 template <typename T>
@@ -170,6 +178,12 @@ void permute_forward(const void* x, const int* pos, void* out, long copies, int 
     permute_fwd_kernel<T><<<grid_for(vectors, 256), 256, 0, s>>>(
         static_cast<const T*>(x), pos, static_cast<T*>(out), vectors, k, h);
   });
+  CAL_CUDA(cudaGetLastError());
+}
+
+void scatter_scalars(const void* in, const int* pos, void* out, long n, cudaStream_t s) {
+  scatter_scalars_kernel<<<grid_for(size_t(n), 256), 256, 0, s>>>(
+      static_cast<const uint16_t*>(in), pos, static_cast<uint16_t*>(out), n);
   CAL_CUDA(cudaGetLastError());
 }
 

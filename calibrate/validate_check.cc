@@ -340,6 +340,25 @@ void check_moe(Bench& b, const KernelRun& run) {
   b.expect("unpermute bwd dw" + b.tag() + ")", b.download_as(DWc.get(), C, ElementType::f32), g.dw);
 }
 
+/// The sort by local expert: a permutation of rows (one copy each) and of 16-bit scalars.
+void check_moe_sort(Bench& b, long width) {
+  const long R = 1000, h = std::min(width, 256L);
+  std::vector<int> pos(static_cast<size_t>(R));  // i -> 389 i mod R, a permutation (R = 1000)
+  for (long i = 0; i < R; ++i) pos[size_t(i)] = int(i * 389 % R);
+  DeviceBuffer Pos(size_t(R) * 4);
+  CAL_CUDA(cudaMemcpy(Pos.get(), pos.data(), size_t(R) * 4, cudaMemcpyHostToDevice));
+  CAL_CUDA(cudaDeviceSynchronize());  // the non-blocking stream does not wait for the copy
+  const auto* dpos = static_cast<const int*>(Pos.get());
+  const Vec x = b.random(size_t(R) * h, 2.0f), p = b.random(size_t(R), 1.0f);
+  DeviceBuffer X = b.upload(x), P = b.upload(p), Out(size_t(R) * h * 2), Pout(size_t(R) * 2);
+  kernels::permute_forward(X.get(), dpos, Out.get(), R, 1, h, b.act, b.stream);
+  b.expect("moe sort rows" + b.tag() + ")", b.download(Out.get(), size_t(R) * h),
+           ref::permute_forward(x, pos, 1, int(h)));
+  kernels::scatter_scalars(P.get(), dpos, Pout.get(), R, b.stream);
+  b.expect("moe sort probabilities" + b.tag() + ")", b.download(Pout.get(), size_t(R)),
+           ref::permute_forward(p, pos, 1, 1));
+}
+
 }  // namespace
 
 std::vector<CheckResult> check_kernels(const RunnerWorkload& w, cublasLtHandle_t lt,
@@ -349,6 +368,8 @@ std::vector<CheckResult> check_kernels(const RunnerWorkload& w, cublasLtHandle_t
   Bench b(activation_dtype(w.dtype), stream, seed, results, report);
   std::set<std::tuple<int, char, char, bool>> gemms;
   bool flash = false, softmax = false, norm = false, activation = false, moe = false;
+  bool sort = false;
+  long sort_width = 0;
   KernelRun flash_run, moe_run;
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const KernelRun r = kernel_run(w, i);
@@ -376,6 +397,10 @@ std::vector<CheckResult> check_kernels(const RunnerWorkload& w, cublasLtHandle_t
       case RunKind::moe_backward:
         moe = true, moe_run = r, activation = true;  // the experts' activation is the dense one's
         break;
+      case RunKind::moe_sort_forward:
+      case RunKind::moe_sort_backward:
+        sort = true, sort_width = r.width;
+        break;
     }
   }
   for (const auto& [dt, ta, tb, batched] : gemms)
@@ -385,6 +410,7 @@ std::vector<CheckResult> check_kernels(const RunnerWorkload& w, cublasLtHandle_t
   if (norm) check_norm(b, w.layer.swiglu);
   if (activation) check_activation(b, w.layer.swiglu);
   if (moe) check_moe(b, moe_run);
+  if (sort) check_moe_sort(b, sort_width);
   return results;
 }
 

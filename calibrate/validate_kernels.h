@@ -92,6 +92,8 @@ void router_backward(const float* probs, const int* index, const float* dweight,
 /// out[pos[c]] = x[c / k] for copies c < copies (rows of h, 16-bit).
 void permute_forward(const void* x, const int* pos, void* out, long copies, int k, long h,
                      Dtype act, cudaStream_t s);
+/// out[pos[i]] = in[i] for i < n: 16-bit scalars (the sorted rows' routing probabilities).
+void scatter_scalars(const void* in, const int* pos, void* out, long n, cudaStream_t s);
 /// dx[u] = sum over j < k of dout[pos[u k + j]], for rows u < copies / k.
 void permute_backward(const void* dout, const int* pos, void* dx, long copies, int k, long h,
                       Dtype act, cudaStream_t s);

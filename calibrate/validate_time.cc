@@ -223,6 +223,30 @@ Op moe_op(const KernelRun& r, Buffers& b, const TimingSetup* s) {
   };
 }
 
+/// Forward: the received rows sorted by local expert with their probabilities, the experts'
+/// output rows sorted back. Backward: the two gradients the other way and the probabilities'.
+/// One shuffle stands for both permutations: the sort's order depends on the routing, the rows
+/// moved do not.
+Op moe_sort_op(const KernelRun& r, Buffers& b, const TimingSetup* s) {
+  const long R = r.rows, h = r.width;
+  const Dtype act = r.dtype;
+  const ElementType e = element(act);
+  const size_t rows = size_t(R) * h;
+  int* pos = b.zeros<int>(size_t(R) * 4);
+  void *in = b.random(rows, e), *mid = b.zeros(rows * 2), *out = b.zeros(rows * 2);
+  void *probs = b.random(size_t(R), e), *sorted_probs = b.zeros(size_t(R) * 2);
+  if (b.counting()) return {};
+  const std::vector<int> host = shuffled_positions(R, s->seed);
+  CAL_CUDA(cudaMemcpyAsync(pos, host.data(), host.size() * 4, cudaMemcpyHostToDevice, s->stream));
+  CAL_CUDA(cudaStreamSynchronize(s->stream));
+  const cudaStream_t st = s->stream;
+  return [=] {
+    kernels::permute_forward(in, pos, mid, R, 1, h, act, st);
+    kernels::scatter_scalars(probs, pos, sorted_probs, R, st);
+    kernels::permute_forward(mid, pos, out, R, 1, h, act, st);
+  };
+}
+
 Op prepare(const KernelRun& r, Buffers& b, const TimingSetup* s) {
   switch (r.kind) {
     case RunKind::gemm:
@@ -242,6 +266,9 @@ Op prepare(const KernelRun& r, Buffers& b, const TimingSetup* s) {
     case RunKind::moe_forward:
     case RunKind::moe_backward:
       return moe_op(r, b, s);
+    case RunKind::moe_sort_forward:
+    case RunKind::moe_sort_backward:
+      return moe_sort_op(r, b, s);
   }
   return {};
 }

@@ -310,6 +310,12 @@ KernelRun kernel_run(const RunnerWorkload& w, size_t index) {
     r.experts = l.experts, r.topk = l.topk, r.copies = l.copies, r.expert_width = l.expert_width;
     if (r.expert_width % 8) fail("the experts' activation needs a width of a multiple of 8");
     compare_bytes(k, run_bytes(r), r);
+  } else if (k.name == "moe_sort") {
+    if (l.experts < 2) fail("moe_sort needs the layer's experts (layer.moe)");
+    r.dtype = activation_dtype(w.dtype);
+    r.kind = k.pass == Pass::forward ? RunKind::moe_sort_forward : RunKind::moe_sort_backward;
+    r.rows = l.copies, r.width = l.hidden;
+    compare_bytes(k, run_bytes(r), r);
   } else {
     fail("unknown element-wise kernel '" + k.name + "'");
   }
@@ -349,6 +355,10 @@ std::string describe(const KernelRun& r) {
       return fmt("moe routing {} {} router {} x {} top-{}, {} copies x {}, {} {}",
                  r.kind == RunKind::moe_forward ? "fwd" : "bwd", dt, r.rows, r.experts, r.topk,
                  r.copies, r.width, r.swiglu ? "swiglu" : "bias-gelu", r.expert_width);
+    case RunKind::moe_sort_forward:
+    case RunKind::moe_sort_backward:
+      return fmt("moe sort by local expert {} {} {} rows x {}",
+                 r.kind == RunKind::moe_sort_forward ? "fwd" : "bwd", dt, r.rows, r.width);
   }
   return "";
 }
@@ -399,6 +409,12 @@ double run_bytes(const KernelRun& r) {
       const double activation = (fwd ? (r.swiglu ? 6 : 4) : (r.swiglu ? 10 : 6)) * act;
       return router + permute + combine + activation;
     }
+    // Each pass: two permutations of the rows (each row read and written) and one of their
+    // 16-bit probabilities (Megatron-Core's sort after the dispatch and unsort before the
+    // combine; backward the gradients the other way).
+    case RunKind::moe_sort_forward:
+    case RunKind::moe_sort_backward:
+      return double(r.rows) * (8.0 * r.width + 4);
   }
   return 0;
 }

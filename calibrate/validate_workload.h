@@ -81,6 +81,11 @@ enum class RunKind {
   activation_backward,
   moe_forward,   ///< router softmax and top-k, permutation, experts' activation, weighted combine
   moe_backward,  ///< the same backwards
+  /// the all-to-all dispatcher's sort of the received rows by local expert, with their 16-bit
+  /// routing probabilities, and the unsort before the combine: two row permutations and one of
+  /// the probabilities
+  moe_sort_forward,
+  moe_sort_backward,  ///< their gradients: the same rows and probabilities moved
 };
 
 /// What the runner executes for one workload kernel. Sizes in elements.
@@ -95,7 +100,7 @@ struct KernelRun {
   long rows = 0, width = 0;  ///< norms: tokens x hidden; activation: tokens x ffn shard
   bool rms = false, swiglu = false;
   /// moe: rows = the router's tokens, width = hidden; `copies` token copies of `topk` per row,
-  /// their activation `expert_width` wide.
+  /// their activation `expert_width` wide. moe_sort: rows = the received copies, width = hidden.
   long experts = 0, topk = 0, copies = 0, expert_width = 0;
   std::string note;  ///< a mismatch worth reporting (the entry's bytes against this run's)
 };

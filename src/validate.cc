@@ -106,12 +106,11 @@ Workload build_workload(const ModelSpec& m, const ClusterProfile& c, const Plan&
   // Kernels run one by one in isolation: compare them with the microbenchmark-level prediction,
   // without the training-sustained factor that whole iterations carry.
   std::vector<Kernel> all = layer_kernels(w.shape, c, w.config);
-  // The runner has no FP8 cast-transpose or row-padding kernel, no unfused RoPE and no sort of
-  // the dispatched rows by local expert: a workload leaves them out (README).
+  // The runner has no FP8 cast-transpose or row-padding kernel and no unfused RoPE: a workload
+  // leaves them out (README).
   std::erase_if(all, [](const Kernel& k) {
     return std::string_view(k.name) == "fp8_cast" || std::string_view(k.name) == "fp8_transpose" ||
-           std::string_view(k.name) == "fp8_padding" || std::string_view(k.name) == "rope" ||
-           std::string_view(k.name) == "moe_sort";
+           std::string_view(k.name) == "fp8_padding" || std::string_view(k.name) == "rope";
   });
   for (Kernel& k : all) k.time_s *= c.gpu.sustained_efficiency;
   for (const Kernel& k : all)

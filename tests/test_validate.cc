@@ -240,6 +240,18 @@ TEST_CASE("a mixture-of-experts layer: router, grouped expert GEMMs, routing, it
   CHECK(find(eight, "expert_fc1", Pass::forward)->gemm.batch == kTeGroupedGemmStreams);
   CHECK(rounds(eight, "expert_fc1", Pass::forward) == 16 / kTeGroupedGemmStreams);
   CHECK(find(eight, "expert_fc1", Pass::forward)->gemm.m == 2048);
+  // The all-to-all dispatcher's sort by local expert, in the runner since it has the kernels:
+  // the 8 x 4096 x 8 / 8 received rows of 2048, 8 bytes an element and 4 a row each pass.
+  for (Pass pass : {Pass::forward, Pass::backward_data}) {
+    const Kernel* sort = find(eight, "moe_sort", pass);
+    REQUIRE(sort);
+    CHECK(sort->bytes == doctest::Approx(4096.0 * 8 * (8 * 2048 + 4)));
+  }
+  CHECK(find(one, "moe_sort", Pass::forward));  // 128 experts on one rank are sorted too
+  CHECK_FALSE(find(build_workload(m, h200(),
+                                  plan("tp=1,pp=1,dp=8,ep=8,mbs=1,gbs=64,zero=1,"
+                                       "recompute=full,dispatcher=allgather")),
+                   "moe_sort", Pass::forward));  // one permutation: nothing to sort
   int fwd = 0, bwd = 0;
   for (const WorkCollective& c : eight.collectives) {
     REQUIRE(c.name == "ep_alltoall");

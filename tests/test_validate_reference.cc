@@ -307,9 +307,19 @@ TEST_CASE("the runner's view of a mixture-of-experts layer: router, grouped GEMM
   CHECK(w.layer.experts == 128);
   CHECK(w.layer.topk == 8);
   CHECK(w.layer.ffn == 0);
-  bool grouped = false, fwd = false, bwd = false;
+  bool grouped = false, fwd = false, bwd = false, sort_fwd = false, sort_bwd = false;
   for (size_t i = 0; i < w.kernels.size(); ++i) {
     const KernelRun r = kernel_run(w, i);
+    if (r.kind == RunKind::moe_sort_forward || r.kind == RunKind::moe_sort_backward) {
+      // The received rows (all 128 experts on this rank) sorted by expert and back: the
+      // runner's two row permutations and one of the probabilities move the planner's bytes.
+      (r.kind == RunKind::moe_sort_forward ? sort_fwd : sort_bwd) = true;
+      CHECK(r.rows == long(m.seq_len) * 8);
+      CHECK(r.width == 2048);
+      CHECK(r.note.empty());
+      CHECK(run_bytes(r) == doctest::Approx(w.kernels[i].bytes));
+      CHECK(describe(r).find("moe sort by local expert") == 0);
+    }
     if (w.kernels[i].name == "expert_fc1" && w.kernels[i].pass == Pass::forward) {
       grouped = true;
       // TE's rounds of 4 GEMMs, one per expert, each round strided-batched at the balanced count
@@ -328,6 +338,8 @@ TEST_CASE("the runner's view of a mixture-of-experts layer: router, grouped GEMM
   CHECK(grouped);
   CHECK(fwd);
   CHECK(bwd);
+  CHECK(sort_fwd);
+  CHECK(sort_bwd);
   const std::vector<std::string> lines = dry_run_lines(w, 1);
   CHECK(std::any_of(lines.begin(), lines.end(),
                     [](const std::string& l) { return l.find("# experts: 128 top-8") == 0; }));
