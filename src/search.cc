@@ -292,7 +292,8 @@ void check_space(const KnobSpace& k, const SearchOptions& o, int blocks) {
 /// Counts the plans the search checks one by one and those it estimates in full, and refuses
 /// (deterministically: by count, not by time) a search that goes past either limit.
 struct SearchWork {
-  long long checked = 0, estimated = 0;
+  long long checked = 0;
+  double estimated = 0;  ///< estimates in full; one refused for memory counts its share
   void check() {
     if (++checked > limits::kSearchChecked)
       throw InputError(
@@ -301,13 +302,13 @@ struct SearchWork {
               "--zero, --recompute or --schedule",
               double(limits::kSearchChecked)));
   }
-  void estimate() {
-    if (++estimated > limits::kSearchEstimates)
+  void estimate(double weight) {
+    if ((estimated += weight) > double(limits::kSearchEstimates))
       throw InputError(
           "", 0, "",
           fmt("more than {:.0e} plans are structurally valid and would be estimated in "
-              "full; narrow the knob ranges or --gpus",
-              double(limits::kSearchEstimates)));
+              "full (one refused for memory counting {:g}); narrow the knob ranges or --gpus",
+              double(limits::kSearchEstimates), limits::kOutOfMemoryEstimateWeight));
   }
 };
 
@@ -502,7 +503,8 @@ class Searcher {
     // one); estimate rejects it, in check_plan's order, before it reads the costs.
     if (check_expert_layout(m_, p) == Rejection::none) layer_costs(p);
     Estimate e = estimate(m_, c_, p, eo_, &cache_, &ws_);
-    if (e.ok() || e.rejection == Rejection::out_of_memory) work_.estimate();
+    if (e.ok()) work_.estimate(1);
+    if (e.rejection == Rejection::out_of_memory) work_.estimate(limits::kOutOfMemoryEstimateWeight);
     ++r_.rejections[int(e.rejection)];
     if (!p.offloads()) twin_ = e.rejection, twin_known_ = true;
     if (e.rejection == Rejection::out_of_memory) {

@@ -259,8 +259,21 @@ TEST_CASE("a search too wide to finish in about a second is refused before it st
               "the knob ranges give 8e+07 combinations of GPU count, tp, cp, mbs, sp and pp, over "
               "the limit of 5e+06; narrow --gpus, --tp, --cp, --mbs or --pp");
   check_error(s + "--gpus 8-2048 --global-batch 1536 --cp 1,2,4,8",
-              "more than 1e+05 plans are structurally valid and would be estimated in full; narrow "
-              "the knob ranges or --gpus");
+              "more than 1e+05 plans are structurally valid and would be estimated in full (one "
+              "refused for memory counting 0.6); narrow the knob ranges or --gpus");
+}
+
+TEST_CASE("a large mixture of experts' default search fits the bound on estimates") {
+  // Llama 4 Maverick (400B, 128 experts) on 256 H100s: 8,268 plans fit and 119,644 are refused
+  // for memory, each at about 0.6 of a full estimate's time (limits::kOutOfMemoryEstimateWeight).
+  // Counted as full estimates they passed the bound of 1e5 and the default search was refused.
+  const Run r = planner(
+      "suggest --model configs/models/llama4-maverick.json --cluster "
+      "hw_profiles/dgx-h100-80gb.yaml --gpus 256 --global-batch 1024 --top 1 --format json");
+  REQUIRE(r.rc == 0);
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["plans_ranked"].get<long>() > 1000);
+  CHECK(j["rejections"]["out of memory"].get<long>() > 100000);  // limits::kSearchEstimates
 }
 
 TEST_CASE("vpp values past the layers are counted, not tried one by one") {

@@ -82,6 +82,14 @@ inline constexpr double kSearchCells = 5e6;  ///< (GPU count, tp, cp, mbs, sp, p
 inline constexpr long long kSearchChecked = 5'000'000;  ///< plans checked one by one
 inline constexpr long long kSearchEstimates =
     100'000;  ///< structurally valid plans estimated in full
+/// What a plan refused for memory counts against kSearchEstimates: its estimate stops at the
+/// memory step (estimate.cc, step 4), before the pipeline times, the DP cost and the metrics.
+/// Measured on this 2-core machine (the search timing each estimate, 2026-12-07): 0.42-0.56 us
+/// against 0.60-1.33 us for an estimate in full, 0.47-0.65 of it (Llama 4 Maverick and Scout on
+/// 64-512 H100s, Qwen3-235B on 256, DeepSeek-V3 on 2,048 H800s, gpt-oss-20b on 64 A100s).
+/// Counted as one, Maverick's default search on 64-512 GPUs (98k-127k of them beside 1.4k-11k
+/// plans that fit, 0.34-0.52 s) was refused.
+inline constexpr double kOutOfMemoryEstimateWeight = 0.6;
 /// Tasks one search simulates in all when it re-ranks its best candidates (each on the even and
 /// the balanced partition): about 0.1 s. The candidates beyond it keep their closed-form time,
 /// which for the many micro-batches that exhaust it is within a fraction of a percent (the bubble
