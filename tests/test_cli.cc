@@ -657,6 +657,8 @@ TEST_CASE("suggest searches TP across nodes where nothing runs inside one NVLink
   CHECK(r.out.find("# TP across nodes searched too: no plan ran with TP inside one NVLink domain "
                    "of 8 GPUs\n") != std::string::npos);
   CHECK(r.out.find("--plan \"tp=16,pp=1,dp=1,") != std::string::npos);
+  // The plan's column runs as copied: estimate refuses tp=16 on 8-GPU nodes without the flag.
+  CHECK(r.out.find("\" --tp-across-nodes\n") != std::string::npos);
   const auto j = nlohmann::json::parse(planner(base + " --format json").out);
   CHECK(j["tp_across_nodes_searched"] == true);
   // A TP list the user gave is searched as given: nothing runs.

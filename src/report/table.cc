@@ -201,7 +201,10 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
                  seconds * p.gpus() / kSecondsPerHour);
     }
     if (several) out << fmt("  {:<9}", e.framework ? to_string(*e.framework) : "");
-    out << "  --plan \"" << to_plan_string(p) << "\"\n";
+    out << "  --plan \"" << to_plan_string(p) << "\"";
+    // estimate, emit and compare refuse such a plan without the flag: the line runs as copied.
+    if (r.tp_across_nodes_after > 0 && p.tp > r.tp_across_nodes_after) out << " --tp-across-nodes";
+    out << "\n";
   }
 }
 
