@@ -399,6 +399,26 @@ TEST_CASE("FP8 grouped experts: every expert's rows padded to 16 and unpadded, a
   CHECK(padding(c, hybrid).first[0] == 0);
 }
 
+TEST_CASE("the router's and the permutations' bytes are per pass, the experts' activation's not") {
+  LayerShape l = moe("Qwen3-30B-A3B").moe_shape();  // hidden 2048, 128 experts, top 8, width 768
+  l.seq = 4096;
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const LayerConfig cfg{1, 1, 1, false, Dtype::bf16, AttentionKernel::flash, 16, 1};
+  // fp32 logits read and written per token and expert; each of the 4096 x 8 copies' 2048
+  // elements gathered and scattered back (2 x (2 + 2) bytes); the SwiGLU reads 2 x 768 and
+  // writes 768 16-bit elements a copy. A permutation's gradient is the inverse permutation and the
+  // router's backward reads and writes as many logits: the same bytes; the activation's
+  // backward reads its input and the gradient and writes one (kBackwardElementwiseFactor).
+  const double copies = 4096.0 * 8;
+  const double per_pass =
+      kRouterBytesPerLogit * 4096 * 128 + kMoePermuteBytesPerElement * copies * 2048;
+  const double act = copies * 2 * (2 * 768 + 768);
+  const auto [b, t] = named_kernels(l, c, cfg, "moe_routing");
+  CHECK(b[0] == doctest::Approx(per_pass + act));
+  CHECK(b[1] == doctest::Approx(per_pass + 2 * act));  // kBackwardElementwiseFactor 2
+  CHECK(t[1] < 2 * t[0]);                              // the factor of 2 on the whole group is gone
+}
+
 TEST_CASE("the all-to-all dispatcher sorts the received rows by local expert and back") {
   LayerShape l = moe("Qwen3-30B-A3B").moe_shape();  // hidden 2048, 128 experts, top 8
   l.seq = 4096;

@@ -264,8 +264,11 @@ void add_elementwise(const LayerShape& l, const Shard& s, const BlockModel& bm,
     out.push_back(memory_bound("moe_routing", Pass::forward, moe_bytes, moe_kernels, c.gpu));
     if (checkpointed_act > 0)
       out.back().checkpointed_s = memory_bound_s(checkpointed_act, 1, c.gpu);
-    out.push_back(
-        memory_bound("moe_routing", Pass::backward_data, f * moe_bytes, moe_kernels, c.gpu));
+    // The router's and the permutations' bytes are per pass (a permutation's gradient is the
+    // inverse permutation, the same rows read and written); the experts' activation reads its
+    // input and the gradient and writes a gradient, as the dense one.
+    const double bwd = moe_bytes + (f - 1) * checkpointed_act;
+    out.push_back(memory_bound("moe_routing", Pass::backward_data, bwd, moe_kernels, c.gpu));
   }
   // The all-to-all dispatcher's sort of the received rows by local expert and back
   // (kMoeSort*), the same bytes each pass.

@@ -71,7 +71,7 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
   if (m.moe.any())
     d.push_back({"experts_accuracy", "warning",
                  "a model with experts: all seven public MoE runs took longer than predicted, "
-                 "the predictions 4-52% short (README, Measured accuracy); a band printed beside "
+                 "the predictions 6-54% short (README, Measured accuracy); a band printed beside "
                  "the time is the MoE runs' (configs/accuracy/moe-bands.csv), not the dense "
                  "runs'",
                  "read the time as likely optimistic; compare plans of the same model by it"});
