@@ -202,8 +202,10 @@ void print_suggest_table(std::ostream& out, const RunContext& ctx, const SearchR
     }
     if (several) out << fmt("  {:<9}", e.framework ? to_string(*e.framework) : "");
     out << "  --plan \"" << to_plan_string(p) << "\"";
-    // estimate, emit and compare refuse such a plan without the flag: the line runs as copied.
-    if (r.tp_across_nodes_after > 0 && p.tp > r.tp_across_nodes_after) out << " --tp-across-nodes";
+    // The search ran with TP across nodes allowed: estimate, emit and compare need the flag for
+    // a plan whose TP group leaves the NVLink domain or does not divide it (check_plan's
+    // tp_in_domain); every line carries it, so each runs as copied (as the emit line does).
+    if (r.tp_across_nodes_after > 0) out << " --tp-across-nodes";
     out << "\n";
   }
 }
