@@ -503,7 +503,8 @@ class Searcher {
     // one); estimate rejects it, in check_plan's order, before it reads the costs.
     if (check_expert_layout(m_, p) == Rejection::none) layer_costs(p);
     Estimate e = estimate(m_, c_, p, eo_, &cache_, &ws_);
-    if (e.ok()) work_.estimate(1);
+    // Refused for host memory (offload), an estimate has run nearly every step.
+    if (e.ok() || e.rejection == Rejection::host_out_of_memory) work_.estimate(1);
     if (e.rejection == Rejection::out_of_memory) work_.estimate(limits::kOutOfMemoryEstimateWeight);
     ++r_.rejections[int(e.rejection)];
     if (!p.offloads()) twin_ = e.rejection, twin_known_ = true;

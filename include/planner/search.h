@@ -33,7 +33,8 @@ struct KnobSpace {
 inline constexpr int kMaxDefaultMicroBatch = 64;
 /// Over a range of GPU counts, the default micro-batch sizes are the powers of two up to 16 that
 /// divide the local batch (the list before every divisor was searched): the search's bound on
-/// plans estimated in full (limits::kSearchEstimates) holds for --gpus 8-2048 with it.
+/// plans estimated in full (limits::kSearchEstimates) holds for --gpus 8-2048 with it for small
+/// models (GPT-3 1.3B), not for 70B and up (README, suggest).
 inline constexpr int kMaxRangeMicroBatch = 16;
 
 /// vpp values up to this are searched with uneven chunks allowed; larger ones only where every
