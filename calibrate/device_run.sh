@@ -5,7 +5,8 @@
 #
 #   calibrate/device_run.sh prepare     # on the development machine: build-device/
 #   run tool: command "calibrate/device_run.sh run", carry ["build-device"], timeout_s 570
-#   (or "calibrate/device_run.sh validate", timeout_s 360: the validations alone)
+#   (or "calibrate/device_run.sh validate", timeout_s 360: the validations alone;
+#    or "calibrate/device_run.sh moe", timeout_s 150: issue 18's mixture-of-experts layer alone)
 #
 # `run` writes under $OUT: nvidia-smi.txt, calibrate.log, h200-calibrated.yaml and its
 # .samples.json, estimate.txt (planner estimate of a few layer shapes on the new profile, to set
@@ -23,6 +24,11 @@
 # .workload.json, .measured.json (the runner's times, plus the attention reference that
 # calibrate/sdpa_reference.py adds: PyTorch's fused attention at the same shapes), .runner.log
 # (its checks and table) and .sdpa.log.
+#
+# `moe` runs issue 18's check: one Qwen3-30B-A3B layer at ep 1 (all 128 experts on the GPU: the
+# router, the grouped expert GEMMs in TE's rounds of 4, the routing kernels and the sort by local
+# expert), planned on 8 GPUs as tp 1 x pp 8 (6 layers a stage, so the estimate fits) and run as
+# one rank's layer: validation-h200-qwen3-30b-a3b.* under $OUT, as above (70 + 40 s at most).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,7 +42,9 @@ validate_one() {  # model, --gpus, plan, output folder, profile
   local model=$1 gpus=$2 plan=$3 out=$4 profile=$5
   local base="$out/validation-h200-$model"
   [ -n "$plan" ] || { echo "# validation: $model: planner suggest gave no plan"; return 1; }
-  local args=(--model "configs/models/$model.yaml" --cluster "$profile" --gpus "$gpus" --plan "$plan")
+  local file="configs/models/$model.yaml"
+  [ -f "$file" ] || file="configs/models/$model.json"  # Hugging Face configs (the MoE models)
+  local args=(--model "$file" --cluster "$profile" --gpus "$gpus" --plan "$plan")
   echo "# validation: $model on $profile, --plan \"$plan\""
   build-device/planner validate "${args[@]}" --workload-out "$base.workload.json" || return 1
   if ! timeout 70 build-device/calibrate/planner-validate --workload "$base.workload.json" \
@@ -113,8 +121,14 @@ case "${1:-}" in
     nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
     validate_all "$out"
     ;;
+  moe)
+    device_env
+    nvidia-smi > "$out/nvidia-smi.txt" 2>&1 || true
+    validate_one qwen3-30b-a3b 8 "tp=1,pp=8,dp=1,ep=1,mbs=1,gbs=64,zero=0,recompute=none" "$out" \
+        hw_profiles/dgx-h200.yaml
+    ;;
   *)
-    echo "usage: $0 prepare|run|validate" >&2
+    echo "usage: $0 prepare|run|validate|moe" >&2
     exit 2
     ;;
 esac
