@@ -139,8 +139,13 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
     const double kv_width = l.mla.any() ? double(l.heads) * (l.mla.qk_head_dim() + l.mla.v_head_dim)
                                         : 2.0 * l.kv_heads * l.head_dim();
     const double kv = e * p.mbs * (double(l.seq) / cp) * kv_width / p.tp;
-    const double ring = (cp - 1) * collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c));
-    sc.cp_fwd_s = std::max(0.0, ring - lc.fwd_attn_s);
+    const double step = collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c));
+    // Step by step (Transformer Engine's AttnFuncWithCPAndKVP2P): the exchange of the next K,V
+    // block runs beside this step's attention, which is 1/cp of the layer's (the load-balanced
+    // causal split gives every step the same pairs); the step waits for the slower. The backward
+    // sends the K,V block and its gradient each step beside 1/cp of the attention's backward.
+    sc.cp_fwd_s = (cp - 1) * std::max(0.0, step - lc.fwd_attn_s / cp);
+    sc.cp_bwd_s = (cp - 1) * std::max(0.0, 2 * step - lc.bwd_attn_s / cp);
   }
   for (const Module& m : bm)  // a mixture-of-experts layer's dispatch and combine
     if (m.kind == ModuleKind::dispatch) sc.ep_per_pass_s += expert_dispatch_s(c, p, bm, m);
@@ -194,7 +199,7 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
     }
   }
   fwd_tp += sc.amax_fwd_s, bwd_tp += sc.amax_bwd_s;
-  const double cp_fwd = sc.cp_fwd_s;
+  const double cp_fwd = sc.cp_fwd_s, cp_bwd = sc.cp_bwd_s;
   double fwd_ep = sc.ep_per_pass_s, bwd_ep = sc.ep_per_pass_s;
   if (p.ep_comm_overlap.value_or(false)) {
     // Megatron-Core's combined 1F1B: a layer's forward of one micro-batch runs beside the same
@@ -215,12 +220,12 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   b.times.fwd_compute_s = lc.fwd_s();
   b.times.bwd_compute_s = lc.bwd_s() + recompute;
   b.times.fwd_comm_s = fwd_tp + cp_fwd + fwd_ep;
-  b.times.bwd_comm_s = bwd_tp + 2 * cp_fwd + bwd_ep + recompute_comm;
+  b.times.bwd_comm_s = bwd_tp + cp_bwd + bwd_ep + recompute_comm;
   b.fwd_s = b.times.fwd_compute_s + b.times.fwd_comm_s;
   b.bwd_s = b.times.bwd_compute_s + b.times.bwd_comm_s;
   b.bwd_weight_s = lc.bwd_weight_s;
   b.compute_s = b.times.fwd_compute_s + b.times.bwd_compute_s;
-  b.cp_comm_s = 3 * cp_fwd + (p.recompute == Recompute::full ? cp_fwd : 0.0);
+  b.cp_comm_s = cp_fwd + cp_bwd + (p.recompute == Recompute::full ? cp_fwd : 0.0);
   b.ep_comm_s = fwd_ep + bwd_ep + (p.recompute == Recompute::full ? fwd_ep : 0.0);
   b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s - b.ep_comm_s;
   b.params = sc.params;

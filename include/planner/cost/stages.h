@@ -92,6 +92,7 @@ struct ShapeCell {
   /// the TP collectives of one pass, none overlapped.
   double tp_allgather_s = 0, tp_reduce_scatter_s = 0, tp_per_pass_s = 0;
   double cp_fwd_s = 0;       ///< the ring attention exchange's exposed part, per forward
+  double cp_bwd_s = 0;       ///< the same per backward (the K,V block and its gradient)
   double ep_per_pass_s = 0;  ///< the expert dispatcher's collectives per pass (exposed)
   /// Current-scaling FP8's amax all-reduces over TP in each pass (exposed: each precedes a cast).
   double amax_fwd_s = 0, amax_bwd_s = 0;
