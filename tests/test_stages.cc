@@ -546,21 +546,30 @@ TEST_CASE("context parallelism: ring attention's exchange beside each step's att
   // Transformer Engine's ring (AttnFuncWithCPAndKVP2P) runs cp steps, each over one K,V block,
   // and exchanges the next block beside the current step: cp - 1 exchanges, each exposed by what
   // it outlasts 1/cp of the attention (the load-balanced causal split gives every step the same
-  // pairs); the backward sends the block and its gradient beside 1/cp of the attention's backward.
+  // pairs). The backward's cp steps send the block alone, then the block and the gradient so far
+  // as one tensor (cp - 2 times), then the gradient alone, each beside 1/cp of its backward.
   static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama2-7b.yaml");
   const BlockLayout layout = block_layout(m);
-  // cp 16 over two 8-GPU nodes at 4,096 tokens: 256 a rank, so the exchange outlasts the step.
-  const Plan p = parse_plan("tp=1,pp=1,dp=1,cp=16,mbs=1,gbs=4,zero=0", "--plan");
+  // cp 8 inside one node at 4,096 tokens: 512 a rank, so each exchange outlasts its step.
+  const Plan p = parse_plan("tp=1,pp=1,dp=1,cp=8,mbs=1,gbs=4,zero=0", "--plan");
+  const GroupLayout g = cp_group(p, a100());
   const ShapeCell& sc = cell_costs(m, a100(), p, layout).shape[0];
-  const double kv = 2.0 * 1 * (4096.0 / 16) * 2 * m.kv_heads * (m.hidden / m.heads);
-  const double step = collective_time_s(a100(), Collective::sendrecv, kv, cp_group(p, a100()));
-  const double fwd = sc.compute.fwd_attn_s / 16, bwd = sc.compute.bwd_attn_s / 16;
+  const double kv = 2.0 * 1 * (4096.0 / 8) * 2 * m.kv_heads * (m.hidden / m.heads);
+  const double step = collective_time_s(a100(), Collective::sendrecv, kv, g);
+  const double pair = collective_time_s(a100(), Collective::sendrecv, 2 * kv, g);
+  const double fwd = sc.compute.fwd_attn_s / 8, bwd = sc.compute.bwd_attn_s / 8;
   REQUIRE(step > fwd);
-  CHECK(sc.cp_fwd_s == doctest::Approx(15 * (step - fwd)));
-  CHECK(sc.cp_bwd_s == doctest::Approx(15 * std::max(0.0, 2 * step - bwd)));
+  CHECK(sc.cp_fwd_s == doctest::Approx(7 * (step - fwd)));
+  CHECK(sc.cp_bwd_s ==
+        doctest::Approx(2 * std::max(0.0, step - bwd) + 6 * std::max(0.0, pair - bwd)));
+  CHECK(sc.cp_bwd_s > 0);
   // The whole ring against the whole attention hid more: the last step's attention has nothing
   // beside it.
-  CHECK(sc.cp_fwd_s > std::max(0.0, 15 * step - sc.compute.fwd_attn_s));
+  CHECK(sc.cp_fwd_s > std::max(0.0, 7 * step - sc.compute.fwd_attn_s));
+  // The core attention recomputed (selective) runs its ring again, as full recomputation does.
+  const Plan sel = parse_plan("tp=1,pp=1,dp=1,cp=8,mbs=1,gbs=4,zero=0,recompute=selective", "p");
+  const PlanCosts pc = plan_costs(m, a100(), sel, layout);
+  CHECK(pc.shape[0].cp_comm_s == doctest::Approx(2 * sc.cp_fwd_s + sc.cp_bwd_s));
   // At 128K tokens each step's attention outlasts its exchange: nothing exposed.
   ModelSpec longer = m;
   longer.seq_len = 131072;

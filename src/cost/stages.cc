@@ -143,9 +143,12 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
     // Step by step (Transformer Engine's AttnFuncWithCPAndKVP2P): the exchange of the next K,V
     // block runs beside this step's attention, which is 1/cp of the layer's (the load-balanced
     // causal split gives every step the same pairs); the step waits for the slower. The backward
-    // sends the K,V block and its gradient each step beside 1/cp of the attention's backward.
+    // (cp steps, each beside 1/cp of the attention's backward) sends the K,V block alone first,
+    // then K,V and the gradient gathered so far as one 16-bit tensor, and the gradient alone last.
+    const double bwd = lc.bwd_attn_s / cp;
+    const double pair = collective_time_s(c, Collective::sendrecv, 2 * kv, cp_group(p, c));
     sc.cp_fwd_s = (cp - 1) * std::max(0.0, step - lc.fwd_attn_s / cp);
-    sc.cp_bwd_s = (cp - 1) * std::max(0.0, 2 * step - lc.bwd_attn_s / cp);
+    sc.cp_bwd_s = 2 * std::max(0.0, step - bwd) + (cp - 2) * std::max(0.0, pair - bwd);
   }
   for (const Module& m : bm)  // a mixture-of-experts layer's dispatch and combine
     if (m.kind == ModuleKind::dispatch) sc.ep_per_pass_s += expert_dispatch_s(c, p, bm, m);
@@ -213,7 +216,8 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   double recompute = 0, recompute_comm = 0;
   if (p.recompute == Recompute::full)
     recompute = lc.fwd_s(), recompute_comm = fwd_tp + cp_fwd + fwd_ep;
-  if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s;
+  // The core attention recomputed runs its ring again (Transformer Engine's attention with CP).
+  if (p.recompute == Recompute::selective) recompute = lc.fwd_attn_s, recompute_comm = cp_fwd;
   if (p.recompute == Recompute::selective_moe) recompute = selective_moe_recompute_s(lc);
   BlockCost b;
   b.compute = lc;
@@ -225,7 +229,8 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   b.bwd_s = b.times.bwd_compute_s + b.times.bwd_comm_s;
   b.bwd_weight_s = lc.bwd_weight_s;
   b.compute_s = b.times.fwd_compute_s + b.times.bwd_compute_s;
-  b.cp_comm_s = cp_fwd + cp_bwd + (p.recompute == Recompute::full ? cp_fwd : 0.0);
+  const bool ring_again = p.recompute == Recompute::full || p.recompute == Recompute::selective;
+  b.cp_comm_s = cp_fwd + cp_bwd + (ring_again ? cp_fwd : 0.0);
   b.ep_comm_s = fwd_ep + bwd_ep + (p.recompute == Recompute::full ? fwd_ep : 0.0);
   b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s - b.ep_comm_s;
   b.params = sc.params;
