@@ -553,7 +553,8 @@ TEST_CASE("context parallelism: ring attention's exchange beside each step's att
   // cp 8 inside one node at 4,096 tokens: 512 a rank, so each exchange outlasts its step.
   const Plan p = parse_plan("tp=1,pp=1,dp=1,cp=8,mbs=1,gbs=4,zero=0", "--plan");
   const GroupLayout g = cp_group(p, a100());
-  const ShapeCell& sc = cell_costs(m, a100(), p, layout).shape[0];
+  const CellCosts cell = cell_costs(m, a100(), p, layout);  // kept: sc refers into it
+  const ShapeCell& sc = cell.shape[0];
   const double kv = 2.0 * 1 * (4096.0 / 8) * 2 * m.kv_heads * (m.hidden / m.heads);
   const double step = collective_time_s(a100(), Collective::sendrecv, kv, g);
   const double pair = collective_time_s(a100(), Collective::sendrecv, 2 * kv, g);
@@ -573,7 +574,8 @@ TEST_CASE("context parallelism: ring attention's exchange beside each step's att
   // At 128K tokens each step's attention outlasts its exchange: nothing exposed.
   ModelSpec longer = m;
   longer.seq_len = 131072;
-  const ShapeCell& lc = cell_costs(longer, a100(), p, block_layout(longer)).shape[0];
+  const CellCosts long_cell = cell_costs(longer, a100(), p, block_layout(longer));
+  const ShapeCell& lc = long_cell.shape[0];
   CHECK(lc.cp_fwd_s == 0);
   CHECK(lc.cp_bwd_s == 0);
 }
