@@ -84,9 +84,10 @@ inline constexpr long long kSearchEstimates =
     100'000;  ///< structurally valid plans estimated in full
 /// What a plan refused for memory counts against kSearchEstimates: its estimate stops at the
 /// memory step (estimate.cc, step 4), before the pipeline times, the DP cost and the metrics.
-/// Measured on this 2-core machine (the search timing each estimate, 2026-12-07): 0.42-0.56 us
+/// Measured on this 2-core machine (the search timing each estimate, 2026-12-07): 0.32-0.56 us
 /// against 0.60-1.33 us for an estimate in full, 0.47-0.65 of it (Llama 4 Maverick and Scout on
-/// 64-512 H100s, Qwen3-235B on 256, DeepSeek-V3 on 2,048 H800s, gpt-oss-20b on 64 A100s).
+/// 64-512 H100s, Qwen3-235B on 256, gpt-oss-20b on 64 A100s; DeepSeek-V3 on 2,048 H800s 0.34,
+/// over its 66 estimates in full): the larger share, so the bound stays on the safe side.
 /// Counted as one, Maverick's default search on 64-512 GPUs (98k-127k of them beside 1.4k-11k
 /// plans that fit, 0.34-0.52 s) was refused.
 inline constexpr double kOutOfMemoryEstimateWeight = 0.6;
