@@ -139,14 +139,15 @@ ShapeCell shape_cell(const LayerShape& l, const ClusterProfile& c, const Plan& p
     const double kv_width = l.mla.any() ? double(l.heads) * (l.mla.qk_head_dim() + l.mla.v_head_dim)
                                         : 2.0 * l.kv_heads * l.head_dim();
     const double kv = e * p.mbs * (double(l.seq) / cp) * kv_width / p.tp;
-    const double step = collective_time_s(c, Collective::sendrecv, kv, cp_group(p, c));
+    const GroupLayout ring = cp_group(p, c);
+    const double step = collective_time_s(c, Collective::sendrecv, kv, ring);
     // Step by step (Transformer Engine's AttnFuncWithCPAndKVP2P): the exchange of the next K,V
     // block runs beside this step's attention, which is 1/cp of the layer's (the load-balanced
     // causal split gives every step the same pairs); the step waits for the slower. The backward
     // (cp steps, each beside 1/cp of the attention's backward) sends the K,V block alone first,
     // then K,V and the gradient gathered so far as one 16-bit tensor, and the gradient alone last.
     const double bwd = lc.bwd_attn_s / cp;
-    const double pair = collective_time_s(c, Collective::sendrecv, 2 * kv, cp_group(p, c));
+    const double pair = collective_time_s(c, Collective::sendrecv, 2 * kv, ring);
     sc.cp_fwd_s = (cp - 1) * std::max(0.0, step - lc.fwd_attn_s / cp);
     sc.cp_bwd_s = 2 * std::max(0.0, step - bwd) + (cp - 2) * std::max(0.0, pair - bwd);
   }
