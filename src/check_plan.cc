@@ -174,6 +174,15 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
           "ep_comm_overlap=1 needs ep > 1, vpp > 1 when pp > 1, no full recomputation and bf16, "
           "fp16, fp8 or mxfp8 (Megatron-Core's TransformerConfig checks)");
     });
+  // Combined 1F1B replaces the 1F1B schedules (schedules.py at core_v0.15.0: the no-pipelining
+  // and interleaved paths call combined_1f1b); GPipe and ZB-H1 have no forward to pair.
+  if (overlap && p.schedule != Schedule::one_f_one_b && p.schedule != Schedule::interleaved)
+    return no([&] {
+      return fmt(
+          "ep_comm_overlap=1 runs Megatron-Core's combined 1F1B: schedule=1f1b or "
+          "interleaved, not {}",
+          name_of(p.schedule));
+    });
   // TransformerConfig.__post_init__ at d98e8a64: "MTP supports at most one layer when enabling
   // overlap_moe_expert_parallel_comm".
   if (overlap && m.mtp_layers > 1)

@@ -23,15 +23,37 @@ void plan_partition(const ModelSpec& m, const BlockLayout& layout, const Plan& p
 
 namespace {
 
+/// Combined 1F1B's passes without a partner, on average per micro-batch on each stage: its
+/// warm-up forwards and as many cool-down backwards (warmup_forwards), each over one of its
+/// chunks' unpaired cost, the stage's chunks taken alike. Empty without the overlap.
+void unpaired_per_microbatch(const Stages& st, const Plan& p, bool all_warmup,
+                             std::vector<double>& out) {
+  out.clear();
+  if (!p.ep_comm_overlap.value_or(false) ||
+      (p.schedule != Schedule::one_f_one_b && p.schedule != Schedule::interleaved))
+    return;  // check_plan refuses the overlap with the other schedules
+  SimInput in;
+  in.schedule = p.schedule, in.pp = p.pp, in.vpp = p.vpp, in.microbatches = p.microbatches();
+  in.all_warmup_when_m_is_p = all_warmup, in.combined_1f1b = true;
+  out.assign(p.pp, 0.0);
+  for (size_t vs = 0; vs < st.chunks.size(); ++vs) out[vs % p.pp] += st.chunks[vs].unpaired_s;
+  for (int s = 0; s < p.pp; ++s)
+    out[s] *= 2.0 * warmup_forwards(in, s) / (double(p.vpp) * in.microbatches);
+}
+
 /// Step 3 of an estimate: per-stage times of one micro-batch, and the critical stage's parts.
 /// A stage receives its input and its output's gradient per micro-batch and chunk; with blocking
-/// transfers (`p2p_blocking`) it is held for its sends too.
+/// transfers (`p2p_blocking`) it is held for its sends too. Combined 1F1B's unpaired passes are
+/// spread over the micro-batches (unpaired_per_microbatch) and counted as EP communication.
 void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, bool p2p_blocking,
-                 StageTimes& r) {
+                 bool all_warmup, StageTimes& r) {
+  std::vector<double> alone = std::move(r.unpaired);
   std::vector<double> t = std::move(r.t);
   r = StageTimes{};
   r.t = std::move(t);
   r.t.assign(p.pp, 0.0);
+  r.unpaired = std::move(alone);
+  unpaired_per_microbatch(st, p, all_warmup, r.unpaired);
   r.p2p = p.pp > 1 ? (p2p_blocking ? 4.0 : 2.0) * p.vpp * pc.p2p_s : 0.0;
   // Row by row of chunks (the j-th chunk of every stage): each stage adds its chunks in order.
   const int V = static_cast<int>(st.chunks.size());
@@ -41,6 +63,7 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, bool p2p_
     for (int s = 0, n = std::min(p.pp, V - row); s < n; ++s)
       stage[s] += chunk[s].fwd_s + chunk[s].bwd_s;
   }
+  for (size_t s = 0; s < r.unpaired.size(); ++s) r.t[s] += r.unpaired[s];
   for (double& x : r.t) x += r.p2p, r.sum += x;
   r.critical = int(std::max_element(r.t.begin(), r.t.end()) - r.t.begin());
   r.t_max = r.t[r.critical];
@@ -49,6 +72,10 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, bool p2p_
         r.weight += st.chunks[vs].bwd_weight_s;
     r.compute += st.chunk_compute_s[vs], r.tp += st.chunk_tp_s[vs], r.cp += st.chunk_cp_s[vs];
     r.ep += st.chunk_ep_s[vs];
+  }
+  if (!r.unpaired.empty()) {  // half of them forwards, half backwards
+    const double u = r.unpaired[r.critical];
+    r.fwd += u / 2, r.bwd += u / 2, r.ep += u;
   }
 }
 
@@ -157,9 +184,10 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   // 3. Pipeline timing: the closed form, and the simulator when asked.
   SimResult sim;
   if (simulated) {
-    sim = simulate({p.schedule, p.pp, p.vpp, mb, st.chunks, pc.p2p_s, trace,
-                    c.software.interleaved_all_warmup, c.software.deepspeed_pipeline_engine},
-                   &ws.sim);
+    sim = simulate(
+        {p.schedule, p.pp, p.vpp, mb, st.chunks, pc.p2p_s, trace, c.software.interleaved_all_warmup,
+         c.software.deepspeed_pipeline_engine, p.ep_comm_overlap.value_or(false)},
+        &ws.sim);
     if (!sim.ok()) {
       e.rejection = Rejection::schedule_invalid;
       e.reason = sim.error;
@@ -180,7 +208,8 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
   if (!fit) return e;
   StageTimes& tt = ws.times;
-  stage_times(st, pc, p, c.software.deepspeed_pipeline_engine, tt);
+  stage_times(st, pc, p, c.software.deepspeed_pipeline_engine, c.software.interleaved_all_warmup,
+              tt);
   e.critical_stage = tt.critical;
   const double weight_fraction = tt.t_max > 0 ? tt.weight / tt.t_max : 0.0;
   const double closed =

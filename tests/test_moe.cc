@@ -683,11 +683,37 @@ TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's c
   REQUIRE(hidden.ok());
   // Every pass's all-to-all fits beside the other pass's compute: what stays is the progress the
   // compute loses beside it, slowdown / (1 + slowdown) of the collective (exposed_after_overlap),
-  // and all of it for the 1 / m unpaired passes (the first forward, the last backward).
-  const double slow = c.gpu.overlap_compute_slowdown, alone = 1.0 / 128;  // m = 1024 / 8
+  // and all of it for the unpaired passes: the critical stage's warm-up forwards, one more than
+  // the plain interleaved schedule's (2 (pp - s - 1) + (vpp - 1) pp + 1: 25 on stage 0, 23 on
+  // stage 1), and as many cool-down backwards, of its m x vpp = 1536 of each.
+  SimInput in;
+  in.schedule = Schedule::interleaved, in.pp = 2, in.vpp = 12, in.microbatches = 128;
+  in.combined_1f1b = true;
+  CHECK(warmup_forwards(in, 0) == 25);
+  CHECK(warmup_forwards(in, 1) == 23);
+  const double slow = c.gpu.overlap_compute_slowdown;
+  const double alone = warmup_forwards(in, hidden.critical_stage) / 1536.0;
   CHECK(hidden.breakdown.ep_comm_s ==
         doctest::Approx(plain.breakdown.ep_comm_s * (alone + (1 - alone) * slow / (1 + slow)))
             .epsilon(0.01));
+  // Without a pipeline the first forward and the last backward run alone: 1 / m of them.
+  const std::string flat1 = "tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=1024,zero=1,grad_reduce_bf16=1";
+  const Estimate plain1 = estimate(m, c, parse_plan(flat1, "--plan"));
+  const Estimate hidden1 = estimate(m, c, parse_plan(flat1 + ",ep_comm_overlap=1", "--plan"));
+  REQUIRE(plain1.ok());
+  REQUIRE(hidden1.ok());
+  const double alone1 = 1.0 / 64;
+  CHECK(hidden1.breakdown.ep_comm_s ==
+        doctest::Approx(plain1.breakdown.ep_comm_s * (alone1 + (1 - alone1) * slow / (1 + slow)))
+            .epsilon(0.01));
+  // The simulator counts the pipelined plan's unpaired passes as the closed form does: the two
+  // stay as far apart as without the overlap (the closed form's interleaved bubble, 1.1 s here).
+  const Estimate simmed = simulate_plan(m, c, parse_plan(base + ",ep_comm_overlap=1", "--plan"));
+  const Estimate plain_sim = simulate_plan(m, c, parse_plan(base, "--plan"));
+  REQUIRE(simmed.ok());
+  REQUIRE(plain_sim.ok());
+  CHECK(simmed.iteration_time_s - hidden.iteration_time_s ==
+        doctest::Approx(plain_sim.iteration_time_s - plain.iteration_time_s).epsilon(0.05));
   CHECK(hidden.iteration_time_s < plain.iteration_time_s);
   CHECK(hidden.breakdown.compute_s == doctest::Approx(plain.breakdown.compute_s));
   std::string why;
@@ -696,6 +722,9 @@ TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's c
   CHECK(why.find("no full recomputation") != std::string::npos);
   Plan flat = parse_plan("tp=1,pp=2,dp=8,ep=8,mbs=1,gbs=1024,zero=1,ep_comm_overlap=1", "--plan");
   CHECK(check_plan(m, c, flat, {}, &why) == Rejection::experts_invalid);
+  Plan gpipe = parse_plan(flat1 + ",ep_comm_overlap=1,schedule=gpipe", "--plan");
+  CHECK(check_plan(m, c, gpipe, {}, &why) == Rejection::experts_invalid);
+  CHECK(why.find("combined 1F1B: schedule=1f1b or interleaved, not gpipe") != std::string::npos);
 }
 
 TEST_CASE("combined 1F1B: each all-to-all beside the compute Megatron-Core pairs it with") {

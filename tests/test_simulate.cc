@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "planner/cost/pipeline.h"
 #include "planner/cost/simulate.h"
 
@@ -188,4 +190,44 @@ TEST_CASE("interleaved with as many micro-batches as stages: the warm-up of each
     CHECK(old.peak_in_flight[s] == p * v);
     CHECK(now.peak_in_flight[s] == std::min(p * v, (p - s - 1) * 2 + (v - 1) * p + 1));
   }
+}
+
+TEST_CASE("combined 1F1B: the warm-up forwards and the cool-down backwards run alone") {
+  // Without a pipeline the first forward and the last backward have no partner.
+  const double f = 1.0, b = 2.0, u = 0.25;
+  for (int m : {1, 2, 8}) {
+    SimInput in = uniform(Schedule::one_f_one_b, 1, 1, m, f, b);
+    in.combined_1f1b = true;
+    for (ChunkCost& c : in.chunks) c.unpaired_s = u;
+    const SimResult r = simulate(in);
+    REQUIRE(r.ok());
+    CHECK(r.makespan_s == doctest::Approx(m * (f + b) + 2 * std::min(m, 1) * u));
+    // The forward beside the previous micro-batch's backward frees as it stores: one in flight.
+    CHECK(r.peak_in_flight[0] == 1);
+  }
+  // Interleaved: one more warm-up forward than the plain schedule, each stage's warm-up forwards
+  // and as many backwards alone, and the same peak in flight as the plain schedule.
+  for (int p : {2, 4})
+    for (int v : {2, 3})
+      for (int m : {p, 4 * p}) {
+        CAPTURE(p);
+        CAPTURE(v);
+        CAPTURE(m);
+        SimInput plain = uniform(Schedule::interleaved, p, v, m, f, b), in = plain;
+        in.combined_1f1b = true;
+        const SimResult paired = simulate(in);
+        for (ChunkCost& c : in.chunks) c.unpaired_s = u;
+        const SimResult r = simulate(in), r0 = simulate(plain);
+        REQUIRE(r.ok());
+        REQUIRE(paired.ok());
+        for (int s = 0; s < p; ++s) {
+          CAPTURE(s);
+          const int warm = std::min((p - s - 1) * 2 + (v - 1) * p + 1, m * v);
+          CHECK(warmup_forwards(in, s) == warm);
+          CHECK(warmup_forwards(plain, s) == std::min((p - s - 1) * 2 + (v - 1) * p, m * v));
+          CHECK(r.busy_s[s] == doctest::Approx(paired.busy_s[s] + 2 * warm * u));
+          CHECK(r.peak_in_flight[s] == r0.peak_in_flight[s]);
+        }
+        CHECK(r.makespan_s > paired.makespan_s);
+      }
 }

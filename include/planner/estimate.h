@@ -158,6 +158,7 @@ struct StageTimes {
   int critical = 0;
   double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, cp = 0, ep = 0,
          p2p = 0;
+  std::vector<double> unpaired;  ///< per stage: combined 1F1B's unpaired passes per micro-batch
 };
 
 /// Storage an estimate reuses: the caller that estimates many plans (the search) owns one, so

@@ -42,14 +42,15 @@ EndChunks end_chunks(const BlockLayout& layout, const Partition& part) {
 void uniform_chunks(const BlockCost& one, double gather, const Partition& part, Stages& st) {
   const int V = static_cast<int>(part.size());
   const double fwd = one.fwd_s, bwd = one.bwd_s, weight = one.bwd_weight_s;
-  const double comp = one.compute_s, tpc = one.tp_comm_s, cpc = one.cp_comm_s, epc = one.ep_comm_s;
+  const double comp = one.compute_s, tpc = one.tp_comm_s, cpc = one.cp_comm_s, epc = one.ep_comm_s,
+               alone = one.unpaired_s;
   ChunkCost* chunks = st.chunks.data();
   double *compute = st.chunk_compute_s.data(), *tp = st.chunk_tp_s.data(),
          *cp = st.chunk_cp_s.data(), *ep = st.chunk_ep_s.data();
   const int* sizes = part.data();
   auto set = [&](int vs, double fwd_gather, double bwd_gather) {
     const double n = sizes[vs];
-    chunks[vs] = {n * fwd + fwd_gather, n * bwd + bwd_gather, n * weight};
+    chunks[vs] = {n * fwd + fwd_gather, n * bwd + bwd_gather, n * weight, n * alone};
     compute[vs] = n * comp;
     tp[vs] = n * tpc + (fwd_gather + bwd_gather);
     cp[vs] = n * cpc;
@@ -122,6 +123,7 @@ void uniform_stages(const BlockLayout& layout, const PlanCosts& pc, const Partit
     st.chunk_tp_s[ends.logits] += pc.mtp_tp_s;
     st.chunk_cp_s[ends.logits] += pc.mtp_cp_s;
     st.chunk_ep_s[ends.logits] += pc.mtp_ep_s;
+    cc.unpaired_s += pc.mtp_unpaired_s;
   }
   uniform_loads(pc.shape.front(), pc, part, pp, ends, st);
 }
@@ -143,6 +145,7 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
     auto add = [&](const BlockCost& bc, int n) {
       if (n == 0) return;
       cc.fwd_s += n * bc.fwd_s, cc.bwd_s += n * bc.bwd_s, cc.bwd_weight_s += n * bc.bwd_weight_s;
+      cc.unpaired_s += n * bc.unpaired_s;
       compute += n * bc.compute_s, tp += n * bc.tp_comm_s, cp += n * bc.cp_comm_s;
       ep += n * bc.ep_comm_s;
       ld.params += n * bc.params;
@@ -172,6 +175,7 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
       cc.bwd_weight_s += pc.logits_bwd_weight_s;
       compute += pc.logits_s;
       tp += pc.mtp_tp_s, cp += pc.mtp_cp_s, ep += pc.mtp_ep_s;
+      cc.unpaired_s += pc.mtp_unpaired_s;
       ld.params += pc.output_params;
       ld.expert_params += pc.mtp_expert_params, ld.act_per_mb += pc.mtp_act_bytes;
       ld.weight_cache += pc.mtp_weight_cache;

@@ -24,30 +24,57 @@ const char* to_string(TaskKind k) {
 }
 
 namespace {
+/// Combined 1F1B pairs the passes of the 1F1B schedules only (check_plan refuses the others).
+bool pairs_passes(const SimInput& in) {
+  return in.combined_1f1b &&
+         (in.schedule == Schedule::one_f_one_b || in.schedule == Schedule::interleaved);
+}
+}  // namespace
+
+int warmup_forwards(const SimInput& in, int s) {
+  const int p = in.pp, v = in.vpp, m = in.microbatches, total = m * v;
+  // Combined 1F1B: one more (Megatron-Core adds it to the interleaved count; without a pipeline
+  // its combined_1f1b_schedule_for_no_pipelining runs the first forward alone).
+  const int extra = pairs_passes(in) ? 1 : 0;
+  switch (in.schedule) {
+    case Schedule::gpipe:
+      return m;
+    case Schedule::interleaved:
+      // Megatron-LM's (p-s-1)*2 + (v-1)*p at d98e8a64 (microbatch_group_size_per_vp_stage at its
+      // default p), or every forward when m == p and `all_warmup` (its versions through
+      // 307dcf37).
+      if (in.all_warmup_when_m_is_p && m == p) return total;
+      return std::min((p - s - 1) * 2 + (v - 1) * p + extra, total);
+    default:
+      return std::min(p - 1 - s + extra, m);
+  }
+}
+
+namespace {
 
 using Op = SimScratch::Op;
 
-/// 1F1B (Narayanan et al. 2021): stage s warms up with min(p-1-s, m) forwards, then alternates.
-/// With zero_bubble, B is only the input gradient, which the stage above waits for, and stage s
-/// runs each weight gradient W s micro-batches after its B, the rest at the end: the later stages
-/// hand their B on at once and their deferred W fill what would be the cool-down bubble
-/// (ZB-H1, Qi et al. 2024, "Zero Bubble Pipeline Parallelism").
-void one_f_one_b(int p, int s, int m, bool zero_bubble, std::vector<Op>& ops) {
-  const int warm = std::min(p - 1 - s, m);
+/// 1F1B (Narayanan et al. 2021): stage s warms up with `warm` forwards (min(p-1-s, m)), then
+/// alternates. With zero_bubble, B is only the input gradient, which the stage above waits for,
+/// and stage s runs each weight gradient W s micro-batches after its B, the rest at the end: the
+/// later stages hand their B on at once and their deferred W fill what would be the cool-down
+/// bubble (ZB-H1, Qi et al. 2024, "Zero Bubble Pipeline Parallelism"). `combined`: the warm-up
+/// forwards and the cool-down backwards run alone (combined 1F1B pairs the rest).
+void one_f_one_b(int s, int m, int warm, bool zero_bubble, bool combined, std::vector<Op>& ops) {
   const TaskKind bwd = zero_bubble ? TaskKind::backward_input : TaskKind::backward;
-  for (int j = 0; j < warm; ++j) ops.push_back({TaskKind::forward, 0, j});
+  for (int j = 0; j < warm; ++j) ops.push_back({TaskKind::forward, combined, 0, j});
   int next_w = 0;
   for (int j = 0; j < m; ++j) {
-    if (j + warm < m) ops.push_back({TaskKind::forward, 0, j + warm});
-    ops.push_back({bwd, 0, j});
-    if (zero_bubble && j - s >= 0) ops.push_back({TaskKind::backward_weight, 0, next_w++});
+    if (j + warm < m) ops.push_back({TaskKind::forward, false, 0, j + warm});
+    ops.push_back({bwd, combined && j + warm >= m, 0, j});
+    if (zero_bubble && j - s >= 0) ops.push_back({TaskKind::backward_weight, false, 0, next_w++});
   }
-  while (zero_bubble && next_w < m) ops.push_back({TaskKind::backward_weight, 0, next_w++});
+  while (zero_bubble && next_w < m) ops.push_back({TaskKind::backward_weight, false, 0, next_w++});
 }
 
 void gpipe(int m, std::vector<Op>& ops) {
-  for (int j = 0; j < m; ++j) ops.push_back({TaskKind::forward, 0, j});
-  for (int j = 0; j < m; ++j) ops.push_back({TaskKind::backward, 0, j});
+  for (int j = 0; j < m; ++j) ops.push_back({TaskKind::forward, false, 0, j});
+  for (int j = 0; j < m; ++j) ops.push_back({TaskKind::backward, false, 0, j});
 }
 
 /// Micro-step k of Megatron-LM's interleaved order, stepped one at a time without a division:
@@ -65,19 +92,21 @@ struct MicroStep {
 
 /// Megatron-LM's interleaved schedule (schedules.py, forward_backward_pipelining_with_
 /// interleaving): micro-step k runs chunk (k mod pv) / p (reversed for backward) on micro-batch
-/// (k / pv) p + k mod p; stage s warms up with (p-s-1)*2 + (v-1)*p forwards (at d98e8a64, with
-/// microbatch_group_size_per_vp_stage at its default p), or with all of them when m == p and
-/// `all_warmup` (its versions through 307dcf37).
-void interleaved(int p, int v, int s, int m, bool all_warmup, std::vector<Op>& ops) {
+/// (k / pv) p + k mod p; stage s warms up with `warm` forwards (warmup_forwards), then alternates.
+/// `combined`: the warm-up forwards and the cool-down backwards run alone.
+void interleaved(int p, int v, int m, int warm, bool combined, std::vector<Op>& ops) {
   const int total = m * v;
   MicroStep f{p, v}, b{p, v};  // the next forward's and the next backward's micro-step
-  auto forward = [&] { ops.push_back({TaskKind::forward, f.chunk, f.mb()}), f.next(); };
-  auto backward = [&] { ops.push_back({TaskKind::backward, v - 1 - b.chunk, b.mb()}), b.next(); };
-  int warm = all_warmup && m == p ? total : std::min((p - s - 1) * 2 + (v - 1) * p, total);
-  for (int k = 0; k < warm; ++k) forward();
+  auto forward = [&](bool alone) {
+    ops.push_back({TaskKind::forward, alone, f.chunk, f.mb()}), f.next();
+  };
+  auto backward = [&](bool alone) {
+    ops.push_back({TaskKind::backward, alone, v - 1 - b.chunk, b.mb()}), b.next();
+  };
+  for (int k = 0; k < warm; ++k) forward(combined);
   const int steady = total - warm;
-  for (int k = 0; k < steady; ++k) forward(), backward();
-  for (int k = steady; k < total; ++k) backward();
+  for (int k = 0; k < steady; ++k) forward(false), backward(false);
+  for (int k = steady; k < total; ++k) backward(combined);
 }
 
 /// Buffers reused across calls: the search simulates dozens of plans, each with up to
@@ -110,13 +139,14 @@ void task_orders(const SimInput& in, SimScratch& scratch) {
   ops.clear();
   ops.reserve(size_t(p) * m * v * (zb ? 3 : 2));
   scratch.begin.assign(1, 0);
+  const bool combined = pairs_passes(in);
   for (int s = 0; s < p; ++s) {
     if (in.schedule == Schedule::gpipe)
       gpipe(m, ops);
     else if (in.schedule == Schedule::interleaved)
-      interleaved(p, v, s, m, in.all_warmup_when_m_is_p, ops);
+      interleaved(p, v, m, warmup_forwards(in, s), combined, ops);
     else
-      one_f_one_b(p, s, m, zb, ops);
+      one_f_one_b(s, m, warmup_forwards(in, s), zb, combined, ops);
     scratch.begin.push_back(ops.size());
   }
 }
@@ -139,7 +169,7 @@ bool input_of(const Op& op, int vs, int V, int m, bool zb, double p2p, const Chu
     ready = vs == 0 ? 0.0 : done[0][size_t(vs - 1) * m + op.mb];
     if (ready < 0) return false;
     if (vs > 0) ready += p2p;
-    dur = cc.fwd_s;
+    dur = cc.fwd_s + (op.alone ? cc.unpaired_s : 0.0);
   } else if (op.kind == TaskKind::backward_weight) {
     ready = done[1][size_t(vs) * m + op.mb];
     if (ready < 0) return false;
@@ -149,7 +179,7 @@ bool input_of(const Op& op, int vs, int V, int m, bool zb, double p2p, const Chu
     ready = last ? done[0][size_t(vs) * m + op.mb] : done[1][size_t(vs + 1) * m + op.mb];
     if (ready < 0) return false;
     if (!last) ready += p2p;
-    dur = zb ? cc.bwd_s - cc.bwd_weight_s : cc.bwd_s;
+    dur = (zb ? cc.bwd_s - cc.bwd_weight_s : cc.bwd_s) + (op.alone ? cc.unpaired_s : 0.0);
   }
   return true;
 }
@@ -165,7 +195,7 @@ void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[
   const double p2p = in.p2p_s;
   const bool blocking = in.p2p_blocking;
   const double ahead = blocking ? 0.0 : p2p;  // the transfer before the receiver is free
-  const bool trace = in.record_trace;
+  const bool trace = in.record_trace, combined = pairs_passes(in);
   const TaskKind releases = zb ? TaskKind::backward_weight : TaskKind::backward;
   const Op* ops = orders.ops.data();
   const ChunkCost* chunks = in.chunks.data();
@@ -204,7 +234,13 @@ void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[
       free_at[s] = start + dur;
       busy[s] += dur;
       done[slot(op.kind)][size_t(vs) * m + op.mb] = free_at[s];
-      if (fwd) peak[s] = std::max(peak[s], ++in_flight[s]);
+      // A combined 1F1B forward runs layer by layer beside its partner's backward, which frees a
+      // layer's activations as the forward stores one: the pair adds no peak (the extra warm-up
+      // forward holds the place of the plain schedule's forward before its first backward).
+      if (fwd && (op.alone || !combined))
+        peak[s] = std::max(peak[s], ++in_flight[s]);
+      else if (fwd)
+        ++in_flight[s];
       if (op.kind == releases) --in_flight[s];
       if (trace) {
         if (received)

@@ -205,14 +205,16 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   fwd_tp += sc.amax_fwd_s, bwd_tp += sc.amax_bwd_s;
   const double cp_fwd = sc.cp_fwd_s, cp_bwd = sc.cp_bwd_s;
   double fwd_ep = sc.ep_per_pass_s, bwd_ep = sc.ep_per_pass_s;
+  double unpaired = 0;
   if (p.ep_comm_overlap.value_or(false)) {
     // Megatron-Core's combined 1F1B: a layer's forward of one micro-batch runs beside the same
     // layer's backward of another; what outlasts the compute beside it is exposed, and the
-    // compute slows beside it. The first forward and the last backward of the iteration have no
-    // pass to pair with: 1 / m of the collectives stay exposed.
-    const double ep = sc.ep_per_pass_s, alone = 1.0 / std::max(1, p.microbatches());
+    // compute slows beside it. The passes with no partner (the warm-up forwards and the
+    // cool-down backwards) expose all of theirs: the pipeline simulator adds `unpaired` to them.
+    const double ep = sc.ep_per_pass_s;
     const double paired = paired_ep_exposed_s(lc, ep / 2, c.gpu.overlap_compute_slowdown);
-    fwd_ep = bwd_ep = alone * ep + (1 - alone) * paired / 2;
+    fwd_ep = bwd_ep = paired / 2;
+    unpaired = ep - paired / 2;
   }
   double recompute = 0, recompute_comm = 0;
   if (p.recompute == Recompute::full)
@@ -233,6 +235,7 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   const bool ring_again = p.recompute == Recompute::full || p.recompute == Recompute::selective;
   b.cp_comm_s = cp_fwd + cp_bwd + (ring_again ? cp_fwd : 0.0);
   b.ep_comm_s = fwd_ep + bwd_ep + (p.recompute == Recompute::full ? fwd_ep : 0.0);
+  b.unpaired_s = unpaired;
   b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s - b.ep_comm_s;
   b.params = sc.params;
   b.expert_params = sc.expert_params;
@@ -286,6 +289,7 @@ void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const B
   pc.mtp_tp_s = n * (layer.tp_comm_s + fwd_tp + bwd_tp + redo_tp);
   pc.mtp_cp_s = n * layer.cp_comm_s;
   pc.mtp_ep_s = n * layer.ep_comm_s;
+  pc.mtp_unpaired_s = n * layer.unpaired_s;
   const double norm = (m.arch.norm_bias ? 2.0 : 1.0) * m.hidden;
   pc.output_params += n * (layer.params + 2.0 * m.hidden * double(m.hidden) / p.tp + 3.0 * norm);
   // The embedding the modules read: its own copy on a pipelined model's last stage, beside the

@@ -11,6 +11,10 @@ struct ChunkCost {
   double fwd_s = 0;
   double bwd_s = 0;         ///< input and weight gradients together
   double bwd_weight_s = 0;  ///< the weight-gradient part, which ZB-H1 schedules separately
+  /// Under Megatron-Core's combined 1F1B (SimInput::combined_1f1b) fwd_s and bwd_s are a pass's
+  /// cost beside its partner; a pass with none (a warm-up forward, a cool-down backward) takes
+  /// this much longer: the EP communication the partner's compute would have hidden.
+  double unpaired_s = 0;
 };
 
 struct SimInput {
@@ -31,7 +35,19 @@ struct SimInput {
   /// replay of TrainSchedule this placement is short by at most about two transfer times an
   /// iteration (p = 4, m = 8: 48 against 49 time units; p = 8, m = 32: 143.8 against 144.2).
   bool p2p_blocking = false;
+  /// Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm): every steady-state
+  /// forward runs beside the backward scheduled with it, and one more forward is warmed up so
+  /// that the two are independent (schedules.py get_pp_rank_microbatches at core_v0.15.0,
+  /// "we schedule one extra micro-batch forward step before the 1f1b stages"; without a pipeline
+  /// combined_1f1b_schedule_for_no_pipelining runs the first forward and the last backward
+  /// alone). The warm-up forwards and the cool-down backwards run alone (ChunkCost::unpaired_s).
+  bool combined_1f1b = false;
 };
+
+/// Forwards stage s runs before its first backward under `in`'s 1F1B or interleaved schedule
+/// (the same number of backwards run after its last forward); 0 for GPipe and ZB-H1, whose
+/// passes combined 1F1B never pairs.
+int warmup_forwards(const SimInput& in, int s);
 
 enum class TaskKind : unsigned char {
   forward,
@@ -66,7 +82,8 @@ struct SimResult {
 struct SimScratch {
   struct Op {
     TaskKind kind;
-    int chunk, mb;
+    bool alone = false;  ///< combined 1F1B: a pass without a partner (ChunkCost::unpaired_s)
+    int chunk = 0, mb = 0;
   };
   std::vector<Op> ops;            ///< every stage's order, back to back
   std::vector<size_t> begin;      ///< per stage, into ops (size pp + 1)

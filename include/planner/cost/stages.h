@@ -29,7 +29,10 @@ struct BlockCost {
   double fwd_s = 0, bwd_s = 0;  ///< compute plus exposed TP/CP communication; bwd has recompute
   double bwd_weight_s = 0;      ///< weight-gradient GEMMs (what ZB-H1 defers)
   double compute_s = 0, tp_comm_s = 0, cp_comm_s = 0;  ///< the last two exposed
-  double ep_comm_s = 0;       ///< the expert dispatcher's collectives, exposed
+  double ep_comm_s = 0;  ///< the expert dispatcher's collectives, exposed
+  /// Combined 1F1B (ep_comm_overlap): fwd_s, bwd_s and ep_comm_s are a pass's beside its partner;
+  /// a pass without one exposes this much more of the dispatcher's collectives (ChunkCost's).
+  double unpaired_s = 0;
   double params = 0;          ///< per rank, before ZeRO
   double expert_params = 0;   ///< the routed experts' part of params (expert-data-parallel)
   double act_bytes = 0;       ///< stored per micro-batch
@@ -77,6 +80,7 @@ struct PlanCosts {
   /// eh_proj's collectives), CP and EP communication per micro-batch, their routed experts'
   /// parameters and their stored activations per micro-batch.
   double mtp_tp_s = 0, mtp_cp_s = 0, mtp_ep_s = 0;
+  double mtp_unpaired_s = 0;  ///< the modules' BlockCost::unpaired_s, per pass
   double mtp_expert_params = 0, mtp_act_bytes = 0;
   double mtp_weight_cache = 0;  ///< the modules' FP8 weights kept between micro-batches
 };
