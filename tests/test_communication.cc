@@ -59,6 +59,14 @@ TEST_CASE("across nodes: the slower of NVLink and the group's NICs sets the pace
   // One rank per node: a single NIC, 25 GB/s; allgather ring has nodes-1 = 3 hops.
   CHECK(collective_time_s(c, Collective::allgather, 1e9, {4, 1, 4}) ==
         doctest::Approx(20e-6 + 3 * 5e-6 + 1e9 * 0.75 / 25e9));
+  // A send and receive is one rank's message: the hop out of the node runs on the sender's NIC
+  // alone, 25 GB/s, however many of the ring's ranks share its node (a context-parallel ring of
+  // 8 ranks, 4 a node); an all-gather of the same group spreads over the 4 NICs.
+  const double one_nic = 20e-6 + 1e9 / 25e9;
+  CHECK(collective_time_s(c, Collective::sendrecv, 1e9, {8, 4, 2}) == doctest::Approx(one_nic));
+  CHECK(collective_time_s(c, Collective::sendrecv, 1e9, {2, 1, 2}) == doctest::Approx(one_nic));
+  CHECK(collective_time_s(c, Collective::allgather, 1e9, {8, 4, 2}) ==
+        doctest::Approx(20e-6 + 5e-6 + 1e9 * 7 / 8 / 100e9));
 }
 
 TEST_CASE("measured busbw curves are interpolated in log size") {

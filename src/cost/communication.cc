@@ -137,13 +137,18 @@ namespace {
 
 /// The bandwidth part of one collective across domains: the ring's slowest link sets the pace,
 /// NVLink inside the domain or the NIC bandwidth of the group's ranks in one domain (each GPU's
-/// share of its host's NICs), whichever is slower.
+/// share of its host's NICs), whichever is slower. A send and receive (a pipeline boundary, a
+/// step of context parallelism's ring) is one rank's message to one peer: the hop that leaves the
+/// domain runs on the sender's own NIC share, however many of the group's ranks the domain holds
+/// (NCCL's collectives spread a domain's traffic over its ranks' NICs; a point-to-point message
+/// cannot).
 double across_domains_bandwidth_s(const ClusterProfile& cl, Collective coll, double bytes,
                                   const GroupLayout& g) {
   const int ci = static_cast<int>(coll);
+  const double nics = coll == Collective::sendrecv ? 1.0 : g.ranks_per_node;
   const double bw = std::min(tier_busbw_Bps(cl.intra.cost[ci], bytes),
-                             g.ranks_per_node * cl.inter_share() *
-                                 tier_busbw_Bps(cl.inter.cost[ci], bytes / g.ranks_per_node));
+                             nics * cl.inter_share() *
+                                 tier_busbw_Bps(cl.inter.cost[ci], bytes / nics));
   return bytes * bus_factor(coll, g.ranks) / bw;
 }
 
