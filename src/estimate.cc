@@ -23,9 +23,11 @@ void plan_partition(const ModelSpec& m, const BlockLayout& layout, const Plan& p
 
 namespace {
 
-/// Combined 1F1B's passes without a partner, on average per micro-batch on each stage: its
-/// warm-up forwards and as many cool-down backwards (warmup_forwards), each over one of its
-/// chunks' unpaired cost, the stage's chunks taken alike. Empty without the overlap.
+/// Combined 1F1B's passes without a partner, per micro-batch on average on each stage: its
+/// warm-up forwards and as many cool-down backwards (warmup_forwards), each over the unpaired
+/// cost of the chunk it runs, in the schedule's order (forward micro-step k runs chunk
+/// (k mod pv) / p, backward micro-step k chunk v - 1 - (k mod pv) / p; the simulator's). Empty
+/// without the overlap.
 void unpaired_per_microbatch(const Stages& st, const Plan& p, bool all_warmup,
                              std::vector<double>& out) {
   out.clear();
@@ -36,9 +38,17 @@ void unpaired_per_microbatch(const Stages& st, const Plan& p, bool all_warmup,
   in.schedule = p.schedule, in.pp = p.pp, in.vpp = p.vpp, in.microbatches = p.microbatches();
   in.all_warmup_when_m_is_p = all_warmup, in.combined_1f1b = true;
   out.assign(p.pp, 0.0);
-  for (size_t vs = 0; vs < st.chunks.size(); ++vs) out[vs % p.pp] += st.chunks[vs].unpaired_s;
-  for (int s = 0; s < p.pp; ++s)
-    out[s] *= 2.0 * warmup_forwards(in, s) / (double(p.vpp) * in.microbatches);
+  const int pv = p.pp * p.vpp, total = p.vpp * in.microbatches;
+  for (int s = 0; s < p.pp; ++s) {
+    const int warm = warmup_forwards(in, s);
+    double alone = 0;
+    for (int k = 0; k < warm; ++k) {
+      const int fwd_chunk = (k % pv) / p.pp, bwd_chunk = p.vpp - 1 - ((total - 1 - k) % pv) / p.pp;
+      alone += st.chunks[size_t(fwd_chunk) * p.pp + s].unpaired_s +
+               st.chunks[size_t(bwd_chunk) * p.pp + s].unpaired_s;
+    }
+    out[s] = alone / in.microbatches;
+  }
 }
 
 /// Step 3 of an estimate: per-stage times of one micro-batch, and the critical stage's parts.
@@ -87,14 +97,15 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, bool p2p_
 /// bytes per micro-batch in flight that activation offload keeps in host memory. `all_warmup`:
 /// the stack's interleaved schedule runs every forward first when m = pp (InFlight).
 bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradients,
-          bool bf16_optimizer_grads, int hpz, double offloaded_act, bool all_warmup, Estimate& e) {
+          bool bf16_optimizer_grads, int hpz, double offloaded_act, bool all_warmup,
+          double transit_act, Estimate& e) {
   const InFlight closed_form(p, all_warmup);
   for (int s = 0; s < p.pp; ++s) {
     const double in_flight = sim ? double(sim->peak_in_flight[s]) / p.vpp : closed_form.on(s);
     MemoryBreakdown mem =
         stage_memory(st.load[s], p, in_flight, host_gradients, bf16_optimizer_grads);
     if (hpz > 1) mem.weights += st.load[s].params * weight_bytes_per_param(p.dtype) / hpz;
-    mem.activations = std::max(0.0, mem.activations - in_flight * offloaded_act);
+    mem.activations = std::max(0.0, mem.activations - in_flight * offloaded_act) + transit_act;
     mem.set_reserve();  // the fragmentation allowance on what stays on the GPU
     if (mem.total() > e.memory_bytes) e.memory = mem, e.memory_bytes = mem.total();
   }
@@ -203,8 +214,13 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   const int act_layers = std::min(p.offload_activation_layers, m.layers);
   const double offloaded_act = std::max(0, act_layers - 1) * decoder.act_bytes;
   const bool bf16_optimizer = deepspeed_bf16_optimizer(c, p);
+  // Combined 1F1B: a paired forward stores each layer's activations while its partner's
+  // backward frees another's, one layer apart: the largest layer's in transit on top.
+  double transit_act = 0;
+  if (p.ep_comm_overlap.value_or(false))
+    for (const BlockCost& b : pc.shape) transit_act = std::max(transit_act, b.act_bytes);
   const bool fit = fits(st, p, simmed, deepspeed_offload(o.framework), bf16_optimizer, hpz,
-                        offloaded_act, c.software.interleaved_all_warmup, e);
+                        offloaded_act, c.software.interleaved_all_warmup, transit_act, e);
   if (o.detail) e.partition = st.blocks_per_stage, e.chunk_partition = used;
   if (!fit) return e;
   StageTimes& tt = ws.times;

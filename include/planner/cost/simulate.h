@@ -44,9 +44,9 @@ struct SimInput {
   bool combined_1f1b = false;
 };
 
-/// Forwards stage s runs before its first backward under `in`'s 1F1B or interleaved schedule
-/// (the same number of backwards run after its last forward); 0 for GPipe and ZB-H1, whose
-/// passes combined 1F1B never pairs.
+/// Forwards stage s runs before its first backward (the same number of backwards run after its
+/// last forward): under 1F1B and ZB-H1 min(p - 1 - s, m), interleaved min(2 (p - s - 1) +
+/// (v - 1) p, m v), each one more under combined 1F1B (not ZB-H1's), GPipe m.
 int warmup_forwards(const SimInput& in, int s);
 
 enum class TaskKind : unsigned char {
