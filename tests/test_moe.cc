@@ -714,8 +714,9 @@ TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's c
   REQUIRE(hidden2.ok());
   REQUIRE(hidden2.critical_stage == hidden.critical_stage);
   const BlockLayout layout = block_layout(m);
-  const double u =
-      plan_costs(m, c, parse_plan(base + ",ep_comm_overlap=1", "--plan"), layout).shape[0].unpaired_s;
+  const double u = plan_costs(m, c, parse_plan(base + ",ep_comm_overlap=1", "--plan"), layout)
+                       .shape[0]
+                       .unpaired_s;
   REQUIRE(u > 0);
   CHECK(2 * hidden.breakdown.ep_comm_s - hidden2.breakdown.ep_comm_s ==
         doctest::Approx(2.0 * warmup_forwards(in, hidden.critical_stage) * 2 * u).epsilon(1e-6));

@@ -146,9 +146,9 @@ double across_domains_bandwidth_s(const ClusterProfile& cl, Collective coll, dou
                                   const GroupLayout& g) {
   const int ci = static_cast<int>(coll);
   const double nics = coll == Collective::sendrecv ? 1.0 : g.ranks_per_node;
-  const double bw = std::min(tier_busbw_Bps(cl.intra.cost[ci], bytes),
-                             nics * cl.inter_share() *
-                                 tier_busbw_Bps(cl.inter.cost[ci], bytes / nics));
+  const double bw =
+      std::min(tier_busbw_Bps(cl.intra.cost[ci], bytes),
+               nics * cl.inter_share() * tier_busbw_Bps(cl.inter.cost[ci], bytes / nics));
   return bytes * bus_factor(coll, g.ranks) / bw;
 }
 
