@@ -65,6 +65,17 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, bool p2p_
   r.unpaired = std::move(alone);
   unpaired_per_microbatch(st, p, all_warmup, r.unpaired);
   r.p2p = p.pp > 1 ? (p2p_blocking ? 4.0 : 2.0) * p.vpp * pc.p2p_s : 0.0;
+  // Interleaved with transfers that do not block: a stage runs its other chunks while a transfer
+  // is in flight, so a transfer no longer than a chunk's forward is hidden in the steady state and
+  // only the fill's and the drain's chain of 2 (pv - 1) hops is exposed, whatever m (the
+  // simulator's makespan exactly, for uniform stages: tests/test_simulate.cc). Longer transfers,
+  // blocking ones and the other schedules keep each stage's sends and receives per micro-batch.
+  if (p.pp > 1 && p.vpp > 1 && p.schedule == Schedule::interleaved && !p2p_blocking &&
+      !(all_warmup && p.microbatches() == p.pp)) {
+    double shortest = st.chunks.empty() ? 0.0 : st.chunks.front().fwd_s;
+    for (const ChunkCost& cc : st.chunks) shortest = std::min(shortest, cc.fwd_s);
+    if (pc.p2p_s <= shortest) r.p2p = 0, r.p2p_fill = 2.0 * (p.pp * p.vpp - 1) * pc.p2p_s;
+  }
   // Row by row of chunks (the j-th chunk of every stage): each stage adds its chunks in order.
   const int V = static_cast<int>(st.chunks.size());
   double* stage = r.t.data();
@@ -115,8 +126,9 @@ bool fits(const Stages& st, const Plan& p, const SimResult* sim, bool host_gradi
 }
 
 /// Step 7: where the iteration's time goes. The idle time of the critical stage is split into
-/// transfers and bubble: the closed form serialises the transfers (m of them per stage) and
-/// charges the rest to fill and drain; the simulator overlaps them with other stages' work and
+/// transfers and bubble: the closed form serialises the transfers (m of them per stage, or under
+/// interleaving the fill's and drain's hops, p2p_fill) and charges the rest to fill and drain;
+/// the simulator overlaps them with other stages' work and
 /// measures how long the stage waited for an input in transfer, the rest being the bubble
 /// (interleaved plans keep theirs, about (p - 1) / (v m) of the pipeline).
 Breakdown attribute(const StageTimes& tt, int mb, double pipe, const SimResult* sim,
@@ -127,7 +139,7 @@ Breakdown attribute(const StageTimes& tt, int mb, double pipe, const SimResult* 
   b.cp_comm_s = mb * tt.cp;
   b.ep_comm_s = mb * tt.ep;
   const double idle = std::max(0.0, pipe - b.compute_s - b.tp_comm_s - b.cp_comm_s - b.ep_comm_s);
-  b.pp_comm_s = std::min(idle, sim ? sim->transfer_wait_s[tt.critical] : mb * tt.p2p);
+  b.pp_comm_s = std::min(idle, sim ? sim->transfer_wait_s[tt.critical] : mb * tt.p2p + tt.p2p_fill);
   b.bubble_s = idle - b.pp_comm_s;
   b.dp_comm_s = dp.exposed;
   b.optimizer_s = optimizer_s;
@@ -229,7 +241,7 @@ Estimate evaluate(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
   e.critical_stage = tt.critical;
   const double weight_fraction = tt.t_max > 0 ? tt.weight / tt.t_max : 0.0;
   const double closed =
-      pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction);
+      pipeline_time_from(p.schedule, mb, p.vpp, tt.t_max, tt.sum, weight_fraction) + tt.p2p_fill;
   const double pipe = simulated ? sim.makespan_s : closed;
   // 5. DP cost over the dp x cp replicas of the most loaded stage's weights.
   double params_rank = 0, expert_params_rank = 0;

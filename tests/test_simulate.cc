@@ -192,6 +192,31 @@ TEST_CASE("interleaved with as many micro-batches as stages: the warm-up of each
   }
 }
 
+TEST_CASE("interleaved: a transfer no longer than a chunk's forward costs only the fill's hops") {
+  // Each stage runs its other chunks while a transfer is in flight: m (t_f + t_b) + (p - 1)(t_f +
+  // t_b) / v + 2 (pv - 1) d, whatever m (the closed form's p2p_fill, estimate.cc).
+  const double f = 1.0, b = 2.0;
+  for (int p : {2, 4, 8})
+    for (int v : {2, 4, 12})
+      for (int m : {p, 8 * p, 32 * p})
+        for (double d : {0.01, f / v / 2, f / v}) {
+          CAPTURE(p);
+          CAPTURE(v);
+          CAPTURE(m);
+          CAPTURE(d);
+          SimInput in = uniform(Schedule::interleaved, p, v, m, f, b);
+          in.p2p_s = d;
+          const SimResult r = simulate(in);
+          REQUIRE(r.ok());
+          CHECK(r.makespan_s ==
+                doctest::Approx(m * (f + b) + (p - 1) * (f + b) / v + 2 * (p * v - 1) * d));
+        }
+  // Longer than a chunk's forward, transfers show in the steady state too.
+  SimInput in = uniform(Schedule::interleaved, 2, 12, 16, f, b);
+  in.p2p_s = 0.2;
+  CHECK(simulate(in).makespan_s > 16 * (f + b) + (f + b) / 12 + 2 * 23 * 0.2 + 1.0);
+}
+
 TEST_CASE("combined 1F1B: the warm-up forwards and the cool-down backwards run alone") {
   // Without a pipeline the first forward and the last backward have no partner.
   const double f = 1.0, b = 2.0, u = 0.25;
