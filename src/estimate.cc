@@ -70,20 +70,18 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, bool p2p_
   // only the fill's and the drain's chain of 2 (pv - 1) hops is exposed, whatever m (the
   // simulator's makespan exactly, for uniform stages: tests/test_simulate.cc). Longer transfers,
   // blocking ones and the other schedules keep each stage's sends and receives per micro-batch.
-  if (p.pp > 1 && p.vpp > 1 && p.schedule == Schedule::interleaved && !p2p_blocking &&
-      !(all_warmup && p.microbatches() == p.pp)) {
-    double shortest = st.chunks.empty() ? 0.0 : st.chunks.front().fwd_s;
-    for (const ChunkCost& cc : st.chunks) shortest = std::min(shortest, cc.fwd_s);
-    if (pc.p2p_s <= shortest) r.p2p = 0, r.p2p_fill = 2.0 * (p.pp * p.vpp - 1) * pc.p2p_s;
-  }
+  const bool hides = p.pp > 1 && p.vpp > 1 && p.schedule == Schedule::interleaved &&
+                     !p2p_blocking && !(all_warmup && p.microbatches() == p.pp);
   // Row by row of chunks (the j-th chunk of every stage): each stage adds its chunks in order.
   const int V = static_cast<int>(st.chunks.size());
   double* stage = r.t.data();
+  double shortest = V > 0 ? st.chunks.front().fwd_s : 0.0;  // the shortest chunk forward
   for (int row = 0; row < V; row += p.pp) {
     const ChunkCost* chunk = st.chunks.data() + row;
     for (int s = 0, n = std::min(p.pp, V - row); s < n; ++s)
-      stage[s] += chunk[s].fwd_s + chunk[s].bwd_s;
+      stage[s] += chunk[s].fwd_s + chunk[s].bwd_s, shortest = std::min(shortest, chunk[s].fwd_s);
   }
+  if (hides && pc.p2p_s <= shortest) r.p2p = 0, r.p2p_fill = 2.0 * (p.pp * p.vpp - 1) * pc.p2p_s;
   for (size_t s = 0; s < r.unpaired.size(); ++s) r.t[s] += r.unpaired[s];
   for (double& x : r.t) x += r.p2p, r.sum += x;
   r.critical = int(std::max_element(r.t.begin(), r.t.end()) - r.t.begin());
