@@ -23,32 +23,17 @@ void plan_partition(const ModelSpec& m, const BlockLayout& layout, const Plan& p
 
 namespace {
 
-/// Combined 1F1B's passes without a partner, per micro-batch on average on each stage: its
-/// warm-up forwards and as many cool-down backwards (warmup_forwards), each over the unpaired
-/// cost of the chunk it runs, in the schedule's order (forward micro-step k runs chunk
-/// (k mod pv) / p, backward micro-step k chunk v - 1 - (k mod pv) / p; the simulator's). Empty
-/// without the overlap.
+/// Combined 1F1B's passes without a partner, per micro-batch on average on each stage
+/// (unpaired_passes_s, the simulator's order). Empty without the overlap.
 void unpaired_per_microbatch(const Stages& st, const Plan& p, bool all_warmup,
                              std::vector<double>& out) {
   out.clear();
-  if (!p.ep_comm_overlap.value_or(false) ||
-      (p.schedule != Schedule::one_f_one_b && p.schedule != Schedule::interleaved))
-    return;  // check_plan refuses the overlap with the other schedules
   SimInput in;
   in.schedule = p.schedule, in.pp = p.pp, in.vpp = p.vpp, in.microbatches = p.microbatches();
-  in.all_warmup_when_m_is_p = all_warmup, in.combined_1f1b = true;
-  out.assign(p.pp, 0.0);
-  const int pv = p.pp * p.vpp, total = p.vpp * in.microbatches;
-  for (int s = 0; s < p.pp; ++s) {
-    const int warm = warmup_forwards(in, s);
-    double alone = 0;
-    for (int k = 0; k < warm; ++k) {
-      const int fwd_chunk = (k % pv) / p.pp, bwd_chunk = p.vpp - 1 - ((total - 1 - k) % pv) / p.pp;
-      alone += st.chunks[size_t(fwd_chunk) * p.pp + s].unpaired_s +
-               st.chunks[size_t(bwd_chunk) * p.pp + s].unpaired_s;
-    }
-    out[s] = alone / in.microbatches;
-  }
+  in.all_warmup_when_m_is_p = all_warmup, in.combined_1f1b = p.ep_comm_overlap.value_or(false);
+  if (!pairs_passes(in)) return;
+  out.resize(p.pp);
+  for (int s = 0; s < p.pp; ++s) out[s] = unpaired_passes_s(in, st.chunks, s) / in.microbatches;
 }
 
 /// Step 3 of an estimate: per-stage times of one micro-batch, and the critical stage's parts.

@@ -23,13 +23,10 @@ const char* to_string(TaskKind k) {
   return "?";
 }
 
-namespace {
-/// Combined 1F1B pairs the passes of the 1F1B schedules only (check_plan refuses the others).
 bool pairs_passes(const SimInput& in) {
   return in.combined_1f1b &&
          (in.schedule == Schedule::one_f_one_b || in.schedule == Schedule::interleaved);
 }
-}  // namespace
 
 int warmup_forwards(const SimInput& in, int s) {
   const int p = in.pp, v = in.vpp, m = in.microbatches, total = m * v;
@@ -48,6 +45,21 @@ int warmup_forwards(const SimInput& in, int s) {
     default:
       return std::min(p - 1 - s + extra, m);
   }
+}
+
+double unpaired_passes_s(const SimInput& in, const std::vector<ChunkCost>& chunks, int s) {
+  if (!pairs_passes(in)) return 0.0;
+  // Forward micro-step k runs chunk (k mod pv) / p, backward micro-step k chunk
+  // v - 1 - (k mod pv) / p (MicroStep, below); the cool-down backwards are the last `warm`.
+  const int p = in.pp, v = in.vpp, pv = p * v, total = v * in.microbatches;
+  const int warm = warmup_forwards(in, s);
+  double alone = 0;
+  for (int k = 0; k < warm; ++k) {
+    const int fwd_chunk = (k % pv) / p, bwd_chunk = v - 1 - ((total - 1 - k) % pv) / p;
+    alone +=
+        chunks[size_t(fwd_chunk) * p + s].unpaired_s + chunks[size_t(bwd_chunk) * p + s].unpaired_s;
+  }
+  return alone;
 }
 
 namespace {
@@ -237,10 +249,10 @@ void run_tasks(const SimInput& in, const SimScratch& orders, double* const done[
       // A combined 1F1B forward runs layer by layer beside its partner's backward, which frees a
       // layer's activations as the forward stores one: the pair adds no peak (the extra warm-up
       // forward holds the place of the plain schedule's forward before its first backward).
-      if (fwd && (op.alone || !combined))
-        peak[s] = std::max(peak[s], ++in_flight[s]);
-      else if (fwd)
+      if (fwd) {
         ++in_flight[s];
+        if (op.alone || !combined) peak[s] = std::max(peak[s], in_flight[s]);
+      }
       if (op.kind == releases) --in_flight[s];
       if (trace) {
         if (received)

@@ -49,6 +49,15 @@ struct SimInput {
 /// (v - 1) p, m v), each one more under combined 1F1B (not ZB-H1's), GPipe m.
 int warmup_forwards(const SimInput& in, int s);
 
+/// Whether `in` pairs its passes (combined 1F1B on 1F1B or the interleaved schedule; check_plan
+/// refuses the overlap with the others).
+bool pairs_passes(const SimInput& in);
+
+/// Combined 1F1B: what stage s's passes without a partner add over an iteration, its warm-up
+/// forwards and as many cool-down backwards, each the unpaired_s of the chunk the schedule runs
+/// it on (`chunks` indexed by virtual stage, as SimInput::chunks); 0 when `in` pairs nothing.
+double unpaired_passes_s(const SimInput& in, const std::vector<ChunkCost>& chunks, int s);
+
 enum class TaskKind : unsigned char {
   forward,
   backward,
