@@ -157,11 +157,11 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
       return no([&] { return fmt("ep={} etp={} need a model with experts", p.ep, p.etp); });
     if (overlap || p.dispatcher != Dispatcher::alltoall ||
         p.recompute == Recompute::selective_moe || p.capacity_factor > 0 ||
-        p.pad_to_capacity.value_or(false))
+        p.pad_to_capacity.value_or(false) || p.cuda_graphs.value_or(false))
       return no([] {
         return std::string(
-            "ep_comm_overlap, dispatcher, capacity_factor and recompute=selective_moe need a "
-            "model with experts");
+            "ep_comm_overlap, dispatcher, capacity_factor, cuda_graphs and "
+            "recompute=selective_moe need a model with experts");
       });
     return Rejection::none;
   }
@@ -205,6 +205,32 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
     return no([] {
       return std::string("pad_to_capacity=1 needs a capacity_factor and dispatcher=alltoall");
     });
+  // TransformerConfig.__post_init__ at d98e8a64, with cuda_graph_impl transformer_engine and the
+  // modules attn, moe_router and moe_preprocess: "full recompute is only supported with full
+  // iteration CUDA graph"; "CUDA graphs not supported with CPU offloading"; the all-to-all
+  // dispatcher with a capacity factor keeps a device-to-host copy in its preprocessing
+  // ("moe_preprocess cuda graph is not supported when there are DtoH copies").
+  if (p.cuda_graphs.value_or(false)) {
+    if (p.recompute == Recompute::full)
+      return no([] {
+        return std::string(
+            "cuda_graphs=1 (Transformer Engine's scoped graphs) takes no full recomputation "
+            "(Megatron-Core: \"full recompute is only supported with full iteration CUDA "
+            "graph\")");
+      });
+    if (p.offload_activation_layers > 0)
+      return no([] {
+        return std::string(
+            "cuda_graphs=1 takes no activation offload (Megatron-Core: \"CUDA "
+            "graphs not supported with CPU offloading\")");
+      });
+    if (p.dispatcher == Dispatcher::alltoall && p.capacity_factor > 0)
+      return no([] {
+        return std::string(
+            "cuda_graphs=1 with dispatcher=alltoall takes no capacity_factor (Megatron-Core: the "
+            "preprocessing's device-to-host copy cannot be graphed)");
+      });
+  }
   // TransformerConfig.__post_init__ at d98e8a64: "overlap_moe_expert_parallel_comm is supported
   // with alltoall/flex token dispatcher".
   if (overlap && p.dispatcher == Dispatcher::allgather)

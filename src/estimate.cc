@@ -75,7 +75,7 @@ void stage_times(const Stages& st, const PlanCosts& pc, const Plan& p, bool p2p_
     r.fwd += st.chunks[vs].fwd_s, r.bwd += st.chunks[vs].bwd_s,
         r.weight += st.chunks[vs].bwd_weight_s;
     r.compute += st.chunk_compute_s[vs], r.tp += st.chunk_tp_s[vs], r.cp += st.chunk_cp_s[vs];
-    r.ep += st.chunk_ep_s[vs];
+    r.ep += st.chunk_ep_s[vs], r.host += st.chunk_host_s[vs];
   }
   if (!r.unpaired.empty()) {  // half of them forwards, half backwards
     const double u = r.unpaired[r.critical];
@@ -121,7 +121,9 @@ Breakdown attribute(const StageTimes& tt, int mb, double pipe, const SimResult* 
   b.tp_comm_s = mb * tt.tp;
   b.cp_comm_s = mb * tt.cp;
   b.ep_comm_s = mb * tt.ep;
-  const double idle = std::max(0.0, pipe - b.compute_s - b.tp_comm_s - b.cp_comm_s - b.ep_comm_s);
+  b.host_s = mb * tt.host;
+  const double idle =
+      std::max(0.0, pipe - b.compute_s - b.tp_comm_s - b.cp_comm_s - b.ep_comm_s - b.host_s);
   b.pp_comm_s = std::min(idle, sim ? sim->transfer_wait_s[tt.critical] : mb * tt.p2p + tt.p2p_fill);
   b.bubble_s = idle - b.pp_comm_s;
   b.dp_comm_s = dp.exposed;
@@ -143,7 +145,7 @@ void clear_noise(Estimate& e) {
     if (std::fabs(v) < tol) v = 0;
   };
   Breakdown& b = e.breakdown;
-  for (double* v : {&b.compute_s, &b.tp_comm_s, &b.cp_comm_s, &b.ep_comm_s, &b.pp_comm_s,
+  for (double* v : {&b.compute_s, &b.tp_comm_s, &b.cp_comm_s, &b.ep_comm_s, &b.host_s, &b.pp_comm_s,
                     &b.dp_comm_s, &b.bubble_s, &b.optimizer_s, &b.offload_s, &e.dp_comm_total_s})
     snap(*v);
   for (double& v : e.stage_idle_s) snap(v);

@@ -681,6 +681,7 @@ SoftwareStack execution_stack(Framework f, const ClusterProfile& c, std::string*
   s.deepspeed_pipeline_engine = fw.stack.deepspeed_pipeline_engine;
   s.fp8_weight_cache = fw.stack.fp8_weight_cache;
   s.transformer_engine = fw.stack.transformer_engine;
+  s.moe_layer_host_s = fw.stack.moe_layer_host_s;
   std::string off;
   if (!fw.tp_comm_overlap && s.overlap_tp_comm) s.overlap_tp_comm = false, off = "overlap_tp_comm";
   if (!fw.param_gather_overlap && s.overlap_param_gather)

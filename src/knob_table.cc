@@ -247,6 +247,13 @@ std::array<KnobDef, kNumKnobs> make_table() {
        "(default 0; needs capacity_factor and the alltoall dispatcher)",
        bits, 0, 0, true, true, "pad", 3, [](const Plan& p) { return tri(p.pad_to_capacity); },
        [](Plan& p, int v) { p.pad_to_capacity = untri(v); }},
+      {K::cuda_graphs, "cuda_graphs",
+       "Transformer Engine's scoped CUDA graphs of attention, the router and the dispatcher's "
+       "preprocessing (--cuda-graph-impl transformer_engine), so that a layer with experts does "
+       "not wait for its host, 0,1 (default 0: eager; a model with experts; graph memory not "
+       "priced)",
+       bits, 0, 0, true, true, "cg", 2, [](const Plan& p) { return tri(p.cuda_graphs); },
+       [](Plan& p, int v) { p.cuda_graphs = untri(v); }},
       {K::grad_compression, "grad_compression",
        "DeepSpeed's compressed optimizers none, onebit_adam, zero_one_adam, onebit_lamb (default "
        "none; zero=0, tp=pp=1)",

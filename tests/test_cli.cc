@@ -68,8 +68,8 @@ TEST_CASE("suggest --format json carries the documented keys") {
   for (const char* k : {"iteration_time_s", "tokens_per_s", "tflops_per_gpu", "mfu",
                         "memory_bytes_per_gpu", "train_days", "train_gpu_hours"})
     CHECK(p.contains(k));
-  for (const char* k : {"compute_s", "tp_comm_s", "cp_comm_s", "pp_comm_s", "dp_comm_s", "bubble_s",
-                        "optimizer_s", "offload_s"})
+  for (const char* k : {"compute_s", "tp_comm_s", "cp_comm_s", "ep_comm_s", "host_s", "pp_comm_s",
+                        "dp_comm_s", "bubble_s", "optimizer_s", "offload_s"})
     CHECK(p["breakdown"].contains(k));
 }
 
@@ -79,13 +79,14 @@ TEST_CASE("suggest --format csv has a header and K rows") {
   REQUIRE(r.rc == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 5);
   // The columns: every knob of the knob table, the metrics, the framework and the plan string.
-  CHECK(r.out.rfind(
-            "rank,tp,pp,dp,cp,ep,etp,vpp,mbs,gbs,zero,recompute,recompute_layers,sp,schedule,split,"
-            "order,dtype,attn,overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,"
-            "ep_comm_overlap,dispatcher,capacity_factor,pad_to_capacity,grad_compression,zeropp,"
-            "grad_reduce_bf16,loss_fusion,fp8_recipe,offload_activations,offload_optimizer,"
-            "offload_params,offload_pct,iteration_time_s,",
-            0) == 0);
+  CHECK(
+      r.out.rfind(
+          "rank,tp,pp,dp,cp,ep,etp,vpp,mbs,gbs,zero,recompute,recompute_layers,sp,schedule,split,"
+          "order,dtype,attn,overlap_grad_reduce,overlap_param_gather,tp_comm_overlap,"
+          "ep_comm_overlap,dispatcher,capacity_factor,pad_to_capacity,cuda_graphs,grad_compression,"
+          "zeropp,grad_reduce_bf16,loss_fusion,fp8_recipe,offload_activations,offload_optimizer,"
+          "offload_params,offload_pct,iteration_time_s,",
+          0) == 0);
 }
 
 TEST_CASE("estimate --format json has model_params, layer and diagnostics") {

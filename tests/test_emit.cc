@@ -118,6 +118,9 @@ const HfEmitCase kMoeEmitCases[] = {
     {"moe-qwen3-hybridep", "tests/data/hf/Qwen3-30B-A3B/config.json",
      "tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,recompute=full,dtype=fp8,"
      "fp8_recipe=tensorwise,dispatcher=hybridep"},
+    {"moe-qwen3-cuda-graphs", "tests/data/hf/Qwen3-30B-A3B/config.json",
+     "tp=2,sp=1,pp=1,dp=8,ep=16,mbs=1,gbs=1024,zero=1,grad_reduce_bf16=1,dispatcher=hybridep,"
+     "ep_comm_overlap=1,cuda_graphs=1"},
 };
 
 /// Megatron-DeepSpeed refuses sequence parallelism: the same plan without it.
@@ -421,7 +424,7 @@ TEST_CASE("emitted shell scripts pass bash -n; headers carry plan, prediction an
     }
   }
   // Two scripts per Megatron case, one launcher per DeepSpeed and torchtitan case.
-  CHECK(n == 2 * 26 + 18 + 1);
+  CHECK(n == 2 * 27 + 18 + 1);
   fs::remove_all(dir);
 }
 
@@ -1020,6 +1023,16 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
     CHECK(hybrid.find(std::string("\n  ") + flag) != std::string::npos);
   }
   CHECK(hybrid.find("--moe-permute-fusion") == std::string::npos);  // HybridEP permutes itself
+  CHECK(hybrid.find("--cuda-graph") == std::string::npos);          // eager, Megatron-LM's default
+  // cuda_graphs=1: Transformer Engine's scoped graphs of the modules Megatron-Bridge's MoE
+  // recipes capture, with the RNG tracker they need.
+  const std::string graphed = script(kMoeEmitCases[9]);
+  for (const char* flag :
+       {"--cuda-graph-impl transformer_engine ",
+        "--cuda-graph-modules attn moe_router moe_preprocess ", "--te-rng-tracker "}) {
+    CAPTURE(flag);
+    CHECK(graphed.find(std::string("\n  ") + flag) != std::string::npos);
+  }
   CHECK(script(kMoeEmitCases[7]).find("\n  --moe-pad-expert-input-to-capacity ") !=
         std::string::npos);
   // Llama 4 Maverick: layers 2, 4, 6 ... (counting from 1) have experts, beside a shared expert.

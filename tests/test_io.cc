@@ -154,10 +154,11 @@ TEST_CASE("a profile's legacy software block: the default execution choices, ker
   CHECK(c.gpu.flash_efficiency == 0.6);
   CHECK(c.gpu.flash_backward_efficiency == 0.46);
   // The block wins, but for what the framework's code decides (Transformer Engine's FP8 linears and
-  // their weight cache).
+  // their weight cache, the host time of an eager layer with experts).
   SoftwareStack megatron_block = block;
   megatron_block.fp8_weight_cache = true;
   megatron_block.transformer_engine = true;
+  megatron_block.moe_layer_host_s = kEagerMoeLayerHostS;
   CHECK(execution_stack(Framework::megatron, c) == megatron_block);
   CHECK(execution_stack(Framework::megatron_2021, c).interleaved_all_warmup);
   std::string note;

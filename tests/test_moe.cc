@@ -676,7 +676,8 @@ TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's c
   ModelSpec m = moe("Qwen3-30B-A3B");
   m.seq_len = 4096;  // the published runs' length
   const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
-  const std::string base = "tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1";
+  // With CUDA graphs: eager, both plans would wait for the host (tested below).
+  const std::string base = "tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=1024,zero=1,cuda_graphs=1";
   const Estimate plain = estimate(m, c, parse_plan(base, "--plan"));
   const Estimate hidden = estimate(m, c, parse_plan(base + ",ep_comm_overlap=1", "--plan"));
   REQUIRE(plain.ok());
@@ -697,7 +698,8 @@ TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's c
         doctest::Approx(plain.breakdown.ep_comm_s * (alone + (1 - alone) * slow / (1 + slow)))
             .epsilon(0.01));
   // Without a pipeline the first forward and the last backward run alone: 1 / m of them.
-  const std::string flat1 = "tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=1024,zero=1,grad_reduce_bf16=1";
+  const std::string flat1 =
+      "tp=1,pp=1,dp=16,ep=8,mbs=1,gbs=1024,zero=1,grad_reduce_bf16=1,cuda_graphs=1";
   const Estimate plain1 = estimate(m, c, parse_plan(flat1, "--plan"));
   const Estimate hidden1 = estimate(m, c, parse_plan(flat1 + ",ep_comm_overlap=1", "--plan"));
   REQUIRE(plain1.ok());
@@ -710,7 +712,9 @@ TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's c
   // passes' EP time and leaves the 2 x 25 (stage 0) or 2 x 23 (stage 1) unpaired ones, each a
   // chunk of 2 layers at `unpaired_s` a layer, as they are: the +1 of combined 1F1B, pinned.
   const Estimate hidden2 = estimate(
-      m, c, parse_plan("tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=2048,zero=1,ep_comm_overlap=1", "p"));
+      m, c,
+      parse_plan("tp=1,pp=2,dp=8,ep=8,vpp=12,mbs=1,gbs=2048,zero=1,cuda_graphs=1,ep_comm_overlap=1",
+                 "p"));
   REQUIRE(hidden2.ok());
   REQUIRE(hidden2.critical_stage == hidden.critical_stage);
   const BlockLayout layout = block_layout(m);
@@ -747,6 +751,78 @@ TEST_CASE("the all-to-all overlap hides the dispatcher behind the other pass's c
   Plan gpipe = parse_plan(flat1 + ",ep_comm_overlap=1,schedule=gpipe", "--plan");
   CHECK(check_plan(m, c, gpipe, {}, &why) == Rejection::experts_invalid);
   CHECK(why.find("combined 1F1B: schedule=1f1b or interleaved, not gpipe") != std::string::npos);
+}
+
+TEST_CASE("an eager layer with experts waits for its host; cuda_graphs=1 lifts it") {
+  ModelSpec m = moe("Qwen3-30B-A3B");
+  m.seq_len = 4096;
+  const ClusterProfile& c = fixtures::cluster("dgx-h100-80gb");
+  const BlockLayout layout = block_layout(m);
+  const double host = c.software.moe_layer_host_s;
+  REQUIRE(host == kEagerMoeLayerHostS);
+  // The Megatron-Bridge HybridEP layout with the all-to-all overlap: 6.6 ms of GPU work a layer.
+  const std::string eager =
+      "tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,grad_reduce_bf16=1,"
+      "dispatcher=hybridep,ep_comm_overlap=1";
+  const std::string graphed = eager + ",cuda_graphs=1";
+  auto layer = [&](const std::string& plan) {
+    return plan_costs(m, c, parse_plan(plan, "--plan"), layout).shape[0];
+  };
+  const BlockCost g = layer(graphed), e = layer(eager);
+  REQUIRE(g.fwd_s + g.bwd_s < host);  // the premise: the GPU's work is shorter than the host's
+  CHECK(g.host_s == 0);
+  // Eager, the layer takes the host's time, both passes stretched by their shares.
+  CHECK(e.fwd_s + e.bwd_s == doctest::Approx(host));
+  CHECK(e.host_s == doctest::Approx(host - g.fwd_s - g.bwd_s));
+  CHECK(e.fwd_s / e.bwd_s == doctest::Approx(g.fwd_s / g.bwd_s));
+  CHECK(e.compute_s == doctest::Approx(g.compute_s));
+  // Over the iteration (pp = 1: every layer on the one stage, 64 micro-batches of 48 layers) the
+  // wait is its own line of the breakdown, and all the difference.
+  const Estimate ee = estimate(m, c, parse_plan(eager, "--plan"));
+  const Estimate eg = estimate(m, c, parse_plan(graphed, "--plan"));
+  REQUIRE(ee.ok());
+  REQUIRE(eg.ok());
+  CHECK(ee.breakdown.host_s == doctest::Approx(64 * 48 * e.host_s));
+  CHECK(eg.breakdown.host_s == 0);
+  CHECK(ee.iteration_time_s - eg.iteration_time_s == doctest::Approx(ee.breakdown.host_s));
+  CHECK(ee.breakdown.compute_s == doctest::Approx(eg.breakdown.compute_s));
+  auto warns = [&](const Estimate& x) {
+    for (const Diagnostic& d : diagnose(m, c, x))
+      if (d.id == "host_bound_layers") return true;
+    return false;
+  };
+  CHECK(warns(ee));
+  CHECK_FALSE(warns(eg));
+  // A layer whose GPU work outlasts the host's: four sequences a micro-batch, no wait.
+  const BlockCost big = layer("tp=1,pp=1,dp=16,ep=16,mbs=4,gbs=1024,zero=1,dispatcher=hybridep");
+  REQUIRE(big.fwd_s + big.bwd_s > host);
+  CHECK(big.host_s == 0);
+  // Full recomputation launches the forward again: the host's time grows with the passes,
+  // host x (2 f + b) / (f + b) for the plain layer's forward f and backward b.
+  const std::string plain = "tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,dispatcher=hybridep";
+  const BlockCost p0 = layer(plain + ",cuda_graphs=1"), full = layer(plain + ",recompute=full");
+  CHECK(full.fwd_s + full.bwd_s ==
+        doctest::Approx(host * (2 * p0.fwd_s + p0.bwd_s) / (p0.fwd_s + p0.bwd_s)));
+  // A dense model has no such layer.
+  const Estimate dense = estimate(fixtures::model("llama3-8b"), c,
+                                  parse_plan("tp=2,pp=1,dp=4,mbs=1,gbs=128,zero=1,sp=1", "--plan"));
+  REQUIRE(dense.ok());
+  CHECK(dense.breakdown.host_s == 0);
+  // What Megatron-Core takes with Transformer Engine's scoped graphs (TransformerConfig at
+  // d98e8a64): a model with experts, no full recomputation, no activation offload, no capacity
+  // factor behind the all-to-all dispatcher.
+  std::string why;
+  CHECK(check_plan(fixtures::model("llama3-8b"), c,
+                   parse_plan("tp=1,pp=1,dp=8,mbs=1,gbs=128,zero=1,cuda_graphs=1", "--plan"), {},
+                   &why) == Rejection::experts_invalid);
+  CHECK(check_plan(m, c, parse_plan(plain + ",recompute=full,cuda_graphs=1", "--plan"), {}, &why) ==
+        Rejection::experts_invalid);
+  CHECK(why.find("full recomputation") != std::string::npos);
+  const std::string a2a = "tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,capacity_factor=1.0";
+  CHECK(check_plan(m, c, parse_plan(a2a + ",cuda_graphs=1", "--plan"), {}, &why) ==
+        Rejection::experts_invalid);
+  CHECK(check_plan(m, c, parse_plan(a2a, "--plan"), {}, &why) == Rejection::none);
+  CHECK(check_plan(m, c, parse_plan(graphed, "--plan"), {}, &why) == Rejection::none);
 }
 
 TEST_CASE("combined 1F1B: each all-to-all beside the compute Megatron-Core pairs it with") {
@@ -1006,7 +1082,8 @@ TEST_CASE("MTP on the last stage: its layer, eh_proj and second logits in the lo
   CHECK(with.mtp_tp_s > layer.tp_comm_s);
   CHECK(with.mtp_ep_s == doctest::Approx(layer.ep_comm_s));
   CHECK(with.logits_fwd_s + with.logits_bwd_s ==
-        doctest::Approx(with.logits_s + with.mtp_tp_s + with.mtp_cp_s + with.mtp_ep_s));
+        doctest::Approx(with.logits_s + with.mtp_tp_s + with.mtp_cp_s + with.mtp_ep_s +
+                        with.mtp_host_s));
   // Weights: the layer, eh_proj's 1/tp, three norms, and the embedding the last stage lacks
   // (untied, pipelined: MTP embeds the next tokens there).
   const double h = m.hidden;

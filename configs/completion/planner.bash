@@ -45,6 +45,7 @@ _planner() {
         --dispatcher) _planner_words 'alltoall flex allgather hybridep'; return ;;
         --capacity-factor) _planner_words '1.0 1.25 1.5 2.0 4.0'; return ;;
         --pad-to-capacity) _planner_words '0 1'; return ;;
+        --cuda-graphs) _planner_words '0 1'; return ;;
         --grad-compression) _planner_words 'none onebit_adam zero_one_adam onebit_lamb'; return ;;
         --zeropp) _planner_words '0 1'; return ;;
         --grad-reduce-bf16) _planner_words '0 1'; return ;;
@@ -71,7 +72,7 @@ _planner() {
         --plot) _planner_files 'svg'; return ;;
         --report) _planner_files 'html|htm'; return ;;
       esac
-      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --ep --etp --vpp --mbs --zero --recompute --recompute-layers --sp --schedule --split --order --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --ep-comm-overlap --dispatcher --capacity-factor --pad-to-capacity --grad-compression --zeropp --grad-reduce-bf16 --loss-fusion --fp8-recipe --offload-activations --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --routing-imbalance --mtp-layers --plot --report'; else _planner_words ''; fi ;;
+      if [[ $cur == -* ]]; then _planner_words '--help --model --cluster --gpus --nodes --global-batch --tp --pp --cp --ep --etp --vpp --mbs --zero --recompute --recompute-layers --sp --schedule --split --order --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap --ep-comm-overlap --dispatcher --capacity-factor --pad-to-capacity --cuda-graphs --grad-compression --zeropp --grad-reduce-bf16 --loss-fusion --fp8-recipe --offload-activations --offload-optimizer --offload-params --offload-pct --attention --trace --dtype --top --distinct --objective --train-tokens --tp-across-nodes --memory-limit-GiB --framework --format --emit --out --seq-len --routing-imbalance --mtp-layers --plot --report'; else _planner_words ''; fi ;;
     estimate)
       case "$prev" in
         --model) _planner_files 'yaml|yml|json'; return ;;
@@ -147,7 +148,7 @@ _planner() {
         --model) _planner_files 'yaml|yml|json'; return ;;
         --cluster) _planner_files 'yaml|yml'; return ;;
         --plan) :; return ;;
-        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= ep= etp= vpp= mbs= gbs= zero= recompute= recompute_layers= sp= schedule= split= order= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap= ep_comm_overlap= dispatcher= capacity_factor= pad_to_capacity= grad_compression= zeropp= grad_reduce_bf16= loss_fusion= fp8_recipe= offload_activations= offload_optimizer= offload_params= offload_pct='; compopt -o nospace 2>/dev/null; return ;;
+        --vary) _planner_words 'cluster= framework= ib_busbw* ib_latency* nvlink_busbw* nvlink_latency* hbm_bw* hbm_size* peak_flops* tp= pp= dp= cp= ep= etp= vpp= mbs= gbs= zero= recompute= recompute_layers= sp= schedule= split= order= dtype= attn= overlap_grad_reduce= overlap_param_gather= tp_comm_overlap= ep_comm_overlap= dispatcher= capacity_factor= pad_to_capacity= cuda_graphs= grad_compression= zeropp= grad_reduce_bf16= loss_fusion= fp8_recipe= offload_activations= offload_optimizer= offload_params= offload_pct='; compopt -o nospace 2>/dev/null; return ;;
         --gpus) :; return ;;
         --nodes) :; return ;;
         --global-batch) :; return ;;

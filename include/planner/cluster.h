@@ -124,6 +124,10 @@ struct SoftwareStack {
   /// scaling with the norm apart: every input read for its amax, then cast
   /// (fp8_current_scaling), with TE's byte counts.
   bool transformer_engine = false;
+  /// Host time of one layer with routed experts, forward and backward of one micro-batch, run
+  /// eagerly (no CUDA graphs): the GPU cannot run such a layer faster than its host launches it
+  /// (0: not modelled). kEagerMoeLayerHostS on Megatron-Core; a plan's cuda_graphs=1 lifts it.
+  double moe_layer_host_s = 0;
   bool operator==(const SoftwareStack& o) const {  // spelled out: nvcc's C++17 has no = default
     return attention == o.attention && overlap_grad_reduce == o.overlap_grad_reduce &&
            overlap_param_gather == o.overlap_param_gather && overlap_tp_comm == o.overlap_tp_comm &&
@@ -131,7 +135,8 @@ struct SoftwareStack {
            zero3_collective_nics == o.zero3_collective_nics && loss == o.loss &&
            interleaved_all_warmup == o.interleaved_all_warmup &&
            deepspeed_pipeline_engine == o.deepspeed_pipeline_engine &&
-           fp8_weight_cache == o.fp8_weight_cache && transformer_engine == o.transformer_engine;
+           fp8_weight_cache == o.fp8_weight_cache && transformer_engine == o.transformer_engine &&
+           moe_layer_host_s == o.moe_layer_host_s;
   }
 };
 

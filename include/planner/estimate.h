@@ -46,6 +46,7 @@ struct Breakdown {
   double tp_comm_s = 0;    ///< exposed TP collectives
   double cp_comm_s = 0;    ///< exposed CP exchange (ring attention's K,V send/receive)
   double ep_comm_s = 0;    ///< exposed expert dispatch and combine (all-to-all, etp gathers)
+  double host_s = 0;       ///< the GPU waiting for the host to launch eager layers with experts
   double pp_comm_s = 0;    ///< exposed stage-to-stage transfers
   double dp_comm_s = 0;    ///< exposed DP reduction and ZeRO gathers
   double bubble_s = 0;     ///< pipeline fill and drain
@@ -157,7 +158,7 @@ struct StageTimes {
   std::vector<double> t;
   int critical = 0;
   double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, cp = 0, ep = 0,
-         p2p = 0;                ///< a stage's transfers per micro-batch (0 under p2p_fill)
+         host = 0, p2p = 0;      ///< a stage's transfers per micro-batch (0 under p2p_fill)
   double p2p_fill = 0;           ///< transfers exposed once an iteration (the fill and drain)
   std::vector<double> unpaired;  ///< per stage: combined 1F1B's unpaired passes per micro-batch
 };

@@ -34,6 +34,18 @@ inline constexpr std::array kFrameworks = {Framework::megatron,       Framework:
 inline constexpr std::array kCurrentFrameworks = {Framework::megatron, Framework::deepspeed,
                                                   Framework::torchtitan};
 
+/// Host time of one Megatron-Core layer with routed experts, forward and backward of one
+/// micro-batch, eager: Megatron-Bridge's CUDA-graph card (skills/nemo-mbridge-perf-cuda-graphs/
+/// card.yaml at 228e9a3e, `qwen3_moe_h100_fp8_blockwise_te_scoped`, measured): Qwen3-30B-A3B on
+/// the 16-H100 recipe layout (gbs 1024, mbs 1: 3,072 layer passes per GPU and step, at pp 1 x
+/// ep 16 or pp 2 x ep 8) took about 29.18 s a step eager, "launch-bound", and 20.00 s with
+/// Transformer Engine's scoped graphs of attention, the router and the dispatcher's
+/// preprocessing; 29.18 s / 3,072 = 9.50 ms, an upper bound (the step's embedding, loss,
+/// optimizer and bubble are in it). The dispatcher's token counts reach the host each layer
+/// (a device-to-host sync), after which the GPU runs what the host launches: a layer whose GPU
+/// work is shorter waits for its host (the card's bf16 all-to-all run, 13.4 ms of GPU work a
+/// layer, gained nothing from graphs: 42.00 s against 41.36 s eager).
+inline constexpr double kEagerMoeLayerHostS = 29.18 / 3072;
 /// Megatron-Core with Transformer Engine as the Megatron-LM README's 2024 H100 table ran it:
 /// fused (cuDNN flash) attention, --overlap-grad-reduce, --overlap-param-gather and
 /// --tp-comm-overlap ("Fine-grained overlapping with DP ..., TP (--tp-comm-overlap), and PP").
@@ -46,7 +58,8 @@ inline constexpr SoftwareStack kMegatronStack{.attention = AttentionKernel::flas
                                               .causal_attention_skip = true,
                                               .zero3_collective_nics = 8,
                                               .fp8_weight_cache = true,
-                                              .transformer_engine = true};
+                                              .transformer_engine = true,
+                                              .moe_layer_host_s = kEagerMoeLayerHostS};
 /// DeepSpeed (ZeRO's overlap_comm overlaps the gradient reduction) with Megatron-DeepSpeed's
 /// flash attention; no TP-communication overlap, parameters gathered inside the optimizer step.
 /// No ZeRO-3 measurement on H100 in the reference: NCCL's hierarchical rate (all NICs) assumed.

@@ -39,6 +39,7 @@ enum class KnobId {
   dispatcher,
   capacity_factor,
   pad_to_capacity,
+  cuda_graphs,
   grad_compression,
   zeropp,
   grad_reduce_bf16,

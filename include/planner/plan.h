@@ -132,6 +132,11 @@ struct Plan {
   /// all-to-all dispatcher's drop_and_pad): every expert runs exactly capacity_factor times its
   /// mean tokens, whatever the routing. Unset: off.
   std::optional<bool> pad_to_capacity;
+  /// Transformer Engine's scoped CUDA graphs of attention, the router and the dispatcher's
+  /// preprocessing (Megatron-LM's --cuda-graph-impl transformer_engine --cuda-graph-modules attn
+  /// moe_router moe_preprocess): a layer with experts no longer waits for its host
+  /// (SoftwareStack::moe_layer_host_s). Unset: eager, Megatron-LM's default.
+  std::optional<bool> cuda_graphs;
   /// Offload: the optimizer's states and step (DeepSpeed offload_optimizer, Megatron-Core
   /// --optimizer-cpu-offload), the parameters under ZeRO-3 (DeepSpeed offload_param), and the
   /// percentage of this rank's optimizer states moved (Megatron --optimizer-offload-fraction,

@@ -52,6 +52,7 @@ const Metric kMetrics[] = {
     {"TP comm s", "tp_comm_s", [](const Estimate& e) { return e.breakdown.tp_comm_s; }, "{:.4f}"},
     {"CP comm s", "cp_comm_s", [](const Estimate& e) { return e.breakdown.cp_comm_s; }, "{:.4f}"},
     {"EP comm s", "ep_comm_s", [](const Estimate& e) { return e.breakdown.ep_comm_s; }, "{:.4f}"},
+    {"host launch s", "host_s", [](const Estimate& e) { return e.breakdown.host_s; }, "{:.4f}"},
     {"PP comm s", "pp_comm_s", [](const Estimate& e) { return e.breakdown.pp_comm_s; }, "{:.4f}"},
     {"DP comm s", "dp_comm_s", [](const Estimate& e) { return e.breakdown.dp_comm_s; }, "{:.4f}"},
     {"bubble s", "bubble_s", [](const Estimate& e) { return e.breakdown.bubble_s; }, "{:.4f}"},

@@ -43,10 +43,10 @@ void uniform_chunks(const BlockCost& one, double gather, const Partition& part, 
   const int V = static_cast<int>(part.size());
   const double fwd = one.fwd_s, bwd = one.bwd_s, weight = one.bwd_weight_s;
   const double comp = one.compute_s, tpc = one.tp_comm_s, cpc = one.cp_comm_s, epc = one.ep_comm_s,
-               alone = one.unpaired_s;
+               alone = one.unpaired_s, hostc = one.host_s;
   ChunkCost* chunks = st.chunks.data();
   double *compute = st.chunk_compute_s.data(), *tp = st.chunk_tp_s.data(),
-         *cp = st.chunk_cp_s.data(), *ep = st.chunk_ep_s.data();
+         *cp = st.chunk_cp_s.data(), *ep = st.chunk_ep_s.data(), *host = st.chunk_host_s.data();
   const int* sizes = part.data();
   auto set = [&](int vs, double fwd_gather, double bwd_gather) {
     const double n = sizes[vs];
@@ -55,6 +55,7 @@ void uniform_chunks(const BlockCost& one, double gather, const Partition& part, 
     tp[vs] = n * tpc + (fwd_gather + bwd_gather);
     cp[vs] = n * cpc;
     ep[vs] = n * epc;
+    host[vs] = n * hostc;
   };
   // The receiver's all-gather of what crossed a boundary: the input (forward) of every chunk but
   // the first, the output gradient (backward) of every chunk but the last.
@@ -123,6 +124,7 @@ void uniform_stages(const BlockLayout& layout, const PlanCosts& pc, const Partit
     st.chunk_tp_s[ends.logits] += pc.mtp_tp_s;
     st.chunk_cp_s[ends.logits] += pc.mtp_cp_s;
     st.chunk_ep_s[ends.logits] += pc.mtp_ep_s;
+    st.chunk_host_s[ends.logits] += pc.mtp_host_s;
     cc.unpaired_s += pc.mtp_unpaired_s;
   }
   uniform_loads(pc.shape.front(), pc, part, pp, ends, st);
@@ -140,14 +142,14 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
     const int b1 = b0 + part[vs];
     const int split = recompute_layers > 0 ? std::min(b1, b0 + recompute_layers) : b1;
     ChunkCost cc;
-    double compute = 0, tp = 0, cp = 0, ep = 0;
+    double compute = 0, tp = 0, cp = 0, ep = 0, host = 0;
     StageLoad& ld = st.load[s];
     auto add = [&](const BlockCost& bc, int n) {
       if (n == 0) return;
       cc.fwd_s += n * bc.fwd_s, cc.bwd_s += n * bc.bwd_s, cc.bwd_weight_s += n * bc.bwd_weight_s;
       cc.unpaired_s += n * bc.unpaired_s;
       compute += n * bc.compute_s, tp += n * bc.tp_comm_s, cp += n * bc.cp_comm_s;
-      ep += n * bc.ep_comm_s;
+      ep += n * bc.ep_comm_s, host += n * bc.host_s;
       ld.params += n * bc.params;
       ld.expert_params += n * bc.expert_params;
       ld.weight_cache += n * bc.weight_cache;
@@ -174,7 +176,7 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
       cc.fwd_s += pc.logits_fwd_s, cc.bwd_s += pc.logits_bwd_s;
       cc.bwd_weight_s += pc.logits_bwd_weight_s;
       compute += pc.logits_s;
-      tp += pc.mtp_tp_s, cp += pc.mtp_cp_s, ep += pc.mtp_ep_s;
+      tp += pc.mtp_tp_s, cp += pc.mtp_cp_s, ep += pc.mtp_ep_s, host += pc.mtp_host_s;
       cc.unpaired_s += pc.mtp_unpaired_s;
       ld.params += pc.output_params;
       ld.expert_params += pc.mtp_expert_params, ld.act_per_mb += pc.mtp_act_bytes;
@@ -183,7 +185,7 @@ void mixed_stages(const BlockLayout& layout, const PlanCosts& pc, const Partitio
     }
     st.chunks[vs] = cc;
     st.chunk_compute_s[vs] = compute, st.chunk_tp_s[vs] = tp, st.chunk_cp_s[vs] = cp;
-    st.chunk_ep_s[vs] = ep;
+    st.chunk_ep_s[vs] = ep, st.chunk_host_s[vs] = host;
     st.blocks_per_stage[s] += part[vs];
     b0 = b1;
   }
@@ -199,6 +201,7 @@ void build_stages(const BlockLayout& layout, const PlanCosts& pc, const Plan& p,
   st.chunk_tp_s.resize(V);
   st.chunk_cp_s.resize(V);
   st.chunk_ep_s.resize(V);
+  st.chunk_host_s.resize(V);
   st.load.assign(p.pp, StageLoad{});
   st.blocks_per_stage.assign(p.pp, 0);
   if (pc.shape.size() == 1 && p.recompute_layers == 0)

@@ -237,6 +237,22 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   b.ep_comm_s = fwd_ep + bwd_ep + (p.recompute == Recompute::full ? fwd_ep : 0.0);
   b.unpaired_s = unpaired;
   b.tp_comm_s = b.times.fwd_comm_s + b.times.bwd_comm_s - b.cp_comm_s - b.ep_comm_s;
+  // An eager layer with routed experts runs no faster than its host launches it
+  // (SoftwareStack::moe_layer_host_s, for one forward and backward; recomputation launches its
+  // passes again, so the host's time grows with the GPU's): what the host takes beyond the
+  // GPU's work stretches both passes by their shares. Under combined 1F1B the pair of passes is
+  // one host's launches. cuda_graphs=1 lifts it.
+  const double host = c.software.moe_layer_host_s;
+  if (sc.expert_params > 0 && host > 0 && !p.cuda_graphs.value_or(false)) {
+    const double gpu = b.fwd_s + b.bwd_s, once = gpu - recompute - recompute_comm;
+    const double need = once > 0 ? host * gpu / once : 0.0;
+    if (need > gpu) {
+      const double wait = need - gpu;
+      b.times.fwd_host_s = wait * b.fwd_s / gpu, b.times.bwd_host_s = wait * b.bwd_s / gpu;
+      b.fwd_s += b.times.fwd_host_s, b.bwd_s += b.times.bwd_host_s;
+      b.host_s = wait;
+    }
+  }
   b.params = sc.params;
   b.expert_params = sc.expert_params;
   b.act_bytes = sc.act_bytes[int(p.recompute)];
@@ -289,6 +305,7 @@ void add_mtp(const ModelSpec& m, const ClusterProfile& c, const Plan& p, const B
   pc.mtp_tp_s = n * (layer.tp_comm_s + fwd_tp + bwd_tp + redo_tp);
   pc.mtp_cp_s = n * layer.cp_comm_s;
   pc.mtp_ep_s = n * layer.ep_comm_s;
+  pc.mtp_host_s = n * layer.host_s;
   pc.mtp_unpaired_s = n * layer.unpaired_s;
   const double norm = (m.arch.norm_bias ? 2.0 : 1.0) * m.hidden;
   pc.output_params += n * (layer.params + 2.0 * m.hidden * double(m.hidden) / p.tp + 3.0 * norm);
@@ -482,7 +499,7 @@ Partition balanced_partition(const BlockLayout& layout, const PlanCosts& pc, con
   t[layout.first_decoder] += pc.embed_s;
   add[layout.first_decoder].params += pc.embed_params;
   add[layout.first_decoder].act_per_mb += pc.embed_act_bytes;
-  t[n - 1] += pc.logits_s + pc.mtp_tp_s + pc.mtp_cp_s + pc.mtp_ep_s;
+  t[n - 1] += pc.logits_s + pc.mtp_tp_s + pc.mtp_cp_s + pc.mtp_ep_s + pc.mtp_host_s;
   add[n - 1].params += pc.output_params;
   add[n - 1].expert_params += pc.mtp_expert_params;
   add[n - 1].weight_cache += pc.mtp_weight_cache;

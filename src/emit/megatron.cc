@@ -295,6 +295,15 @@ void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
   } else {
     g.args.push_back({"--moe-token-dispatcher-type", "alltoall", "NCCL all-to-all"});
   }
+  if (p.cuda_graphs.value_or(false)) {
+    g.args.push_back({"--cuda-graph-impl", "transformer_engine",
+                      "the plan's cuda_graphs=1: Transformer Engine's scoped CUDA graphs, so that "
+                      "the layers with experts do not wait for their host"});
+    g.args.push_back({"--cuda-graph-modules", "attn moe_router moe_preprocess",
+                      "attention, the router and the dispatcher's preprocessing (Megatron-Bridge's "
+                      "MoE recipes' scope); the graphs' buffers need memory headroom"});
+    g.args.push_back({"--te-rng-tracker", "", "CUDA graphs need Transformer Engine's RNG tracker"});
+  }
   if (p.capacity_factor > 0) {
     g.args.push_back({"--moe-expert-capacity-factor", fmt("{}", p.capacity_factor),
                       "tokens past the capacity dropped"});

@@ -42,6 +42,14 @@ void print_layer(std::ostream& out, const Estimate& e) {
        e.plan.recompute_layers > 0
            ? fmt("; a recomputed layer, the first {} of each chunk", e.plan.recompute_layers)
            : "");
+  if (e.layer.fwd_host_s + e.layer.bwd_host_s > 0)
+    line(out,
+         "  waiting for the host: forward {:.3f} ms, backward {:.3f} ms (an eager layer with "
+         "experts takes at least {:.3f} ms a micro-batch)\n",
+         e.layer.fwd_host_s / kMs, e.layer.bwd_host_s / kMs,
+         (e.layer.fwd_compute_s + e.layer.fwd_comm_s + e.layer.fwd_host_s + e.layer.bwd_compute_s +
+          e.layer.bwd_comm_s + e.layer.bwd_host_s) /
+             kMs);
   const LayerCompute& lc = e.layer_compute;
   line(out, "  forward  = GEMMs {:.3f} + attention {:.3f} + element-wise {:.3f} ms\n",
        lc.fwd_gemm_s / kMs, lc.fwd_attn_s / kMs, lc.fwd_elementwise_s / kMs);
@@ -95,6 +103,7 @@ void print_estimate_text(std::ostream& out, const RunContext& ctx, const Estimat
   share(out, "TP communication", b.tp_comm_s, t);
   if (e.plan.cp > 1) share(out, "CP communication", b.cp_comm_s, t);
   if (e.plan.ep > 1 || e.plan.etp > 1) share(out, "EP communication", b.ep_comm_s, t);
+  if (b.host_s > 0) share(out, "host launches (eager)", b.host_s, t);
   share(out, "PP communication", b.pp_comm_s, t);
   share(out, "DP communication", b.dp_comm_s, t);
   if (e.dp_bucket_bytes > 0 && dp_group(e.plan, *ctx.cluster).nodes > 1)

@@ -125,9 +125,9 @@ std::string plans_table(const std::vector<Estimate>& plans, double train_tokens)
 
 std::string breakdown_table(const std::vector<Estimate>& plans) {
   std::string out = "<div class=\"scroll\">\n<table id=\"breakdown\">\n";
-  out += row({"rank", "iter s", "compute", "TP comm", "CP comm", "EP comm", "PP comm", "DP comm",
-              "bubble", "optimizer", "offload", "weights GiB", "grads GiB", "optimizer GiB",
-              "activations GiB", "reserve GiB"},
+  out += row({"rank", "iter s", "compute", "TP comm", "CP comm", "EP comm", "host launch",
+              "PP comm", "DP comm", "bubble", "optimizer", "offload", "weights GiB", "grads GiB",
+              "optimizer GiB", "activations GiB", "reserve GiB"},
              true);
   int rank = 0;
   for (const Estimate& e : plans) {
@@ -137,8 +137,8 @@ std::string breakdown_table(const std::vector<Estimate>& plans) {
     const MemoryBreakdown& m = e.memory;
     ++rank;
     out += row({std::to_string(rank), fmt("{:.3f}", t), share(b.compute_s), share(b.tp_comm_s),
-                share(b.cp_comm_s), share(b.ep_comm_s), share(b.pp_comm_s), share(b.dp_comm_s),
-                share(b.bubble_s), share(b.optimizer_s), share(b.offload_s),
+                share(b.cp_comm_s), share(b.ep_comm_s), share(b.host_s), share(b.pp_comm_s),
+                share(b.dp_comm_s), share(b.bubble_s), share(b.optimizer_s), share(b.offload_s),
                 fmt("{:.2f}", m.weights / kGiB), fmt("{:.2f}", m.grads / kGiB),
                 fmt("{:.2f}", m.optimizer / kGiB), fmt("{:.2f}", m.activations / kGiB),
                 fmt("{:.2f}", m.reserve / kGiB)},

@@ -184,6 +184,7 @@ std::string estimate_plot_svg(const RunContext& ctx, const Estimate& e) {
                                {"bubble", b.bubble_s},   {"optimizer", b.optimizer_s}};
   if (e.plan.cp > 1) time.insert(time.begin() + 2, {"CP comm", b.cp_comm_s});
   if (e.plan.ep > 1 || e.plan.etp > 1) time.insert(time.begin() + 2, {"EP comm", b.ep_comm_s});
+  if (b.host_s > 0) time.insert(time.begin() + 1, {"host launch", b.host_s});
   if (e.plan.uses_host()) time.push_back({"offload", b.offload_s});
   double time_total = 0;
   for (const Segment& s : time) time_total += s.value;

@@ -214,8 +214,8 @@ void print_suggest_csv(std::ostream& out, const SearchResult& r) {
   out << "rank";
   for (const KnobDef& k : knob_table()) out << "," << k.name;
   out << ",iteration_time_s,tokens_per_s,tflops_per_gpu,mfu,memory_bytes_per_gpu,compute_s,"
-         "tp_comm_s,cp_comm_s,ep_comm_s,pp_comm_s,dp_comm_s,bubble_s,optimizer_s,offload_s,"
-         "framework,plan\n";
+         "tp_comm_s,cp_comm_s,ep_comm_s,host_s,pp_comm_s,dp_comm_s,bubble_s,optimizer_s,"
+         "offload_s,framework,plan\n";
   int rank = 0;
   for (const Estimate& e : r.top) {
     const Plan& p = e.plan;
@@ -223,10 +223,10 @@ void print_suggest_csv(std::ostream& out, const SearchResult& r) {
     out << ++rank;
     for (const KnobDef& k : knob_table()) out << "," << k.text(k.get(p));
     out << fmt(",{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},"
-               "{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},",
+               "{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},{:.6g},",
                e.iteration_time_s, e.tokens_per_s, e.tflops_per_gpu, e.mfu, e.memory_bytes,
-               b.compute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.pp_comm_s, b.dp_comm_s,
-               b.bubble_s, b.optimizer_s, b.offload_s)
+               b.compute_s, b.tp_comm_s, b.cp_comm_s, b.ep_comm_s, b.host_s, b.pp_comm_s,
+               b.dp_comm_s, b.bubble_s, b.optimizer_s, b.offload_s)
         << (e.framework ? to_string(*e.framework) : "") << ",\"" << to_plan_string(p) << "\"\n";
   }
 }

@@ -62,6 +62,8 @@ inline double selective_moe_recompute_s(const LayerCompute& lc) {
 /// One block, one micro-batch, one rank, with recompute and exposed TP communication.
 struct LayerTimes {
   double fwd_compute_s = 0, bwd_compute_s = 0, fwd_comm_s = 0, bwd_comm_s = 0;
+  /// The GPU waiting for its host to launch an eager layer with experts (moe_layer_host_s).
+  double fwd_host_s = 0, bwd_host_s = 0;
 };
 
 /// FP8 GEMM efficiency over bf16's at the same shape (against each precision's own peak): the

@@ -30,6 +30,7 @@ struct BlockCost {
   double bwd_weight_s = 0;      ///< weight-gradient GEMMs (what ZB-H1 defers)
   double compute_s = 0, tp_comm_s = 0, cp_comm_s = 0;  ///< the last two exposed
   double ep_comm_s = 0;  ///< the expert dispatcher's collectives, exposed
+  double host_s = 0;     ///< waiting for the host to launch an eager layer with experts
   /// Combined 1F1B (ep_comm_overlap): fwd_s, bwd_s and ep_comm_s are a pass's beside its partner;
   /// a pass without one exposes this much more of the dispatcher's collectives (ChunkCost's).
   double unpaired_s = 0;
@@ -79,7 +80,7 @@ struct PlanCosts {
   /// gradient), their params in output_params; here what they add beside: their exposed TP (with
   /// eh_proj's collectives), CP and EP communication per micro-batch, their routed experts'
   /// parameters and their stored activations per micro-batch.
-  double mtp_tp_s = 0, mtp_cp_s = 0, mtp_ep_s = 0;
+  double mtp_tp_s = 0, mtp_cp_s = 0, mtp_ep_s = 0, mtp_host_s = 0;
   double mtp_unpaired_s = 0;  ///< the modules' BlockCost::unpaired_s, per pass
   double mtp_expert_params = 0, mtp_act_bytes = 0;
   double mtp_weight_cache = 0;  ///< the modules' FP8 weights kept between micro-batches
@@ -159,7 +160,7 @@ void split_partition(int layers, const Plan& p, Partition& part);
 /// Per-virtual-stage costs and per-physical-stage loads of a partition.
 struct Stages {
   std::vector<ChunkCost> chunks;  ///< per virtual stage, one micro-batch
-  std::vector<double> chunk_compute_s, chunk_tp_s, chunk_cp_s, chunk_ep_s;
+  std::vector<double> chunk_compute_s, chunk_tp_s, chunk_cp_s, chunk_ep_s, chunk_host_s;
   std::vector<StageLoad> load;        ///< per physical stage
   std::vector<int> blocks_per_stage;  ///< per physical stage (sum of its chunks)
 };
