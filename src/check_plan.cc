@@ -208,8 +208,8 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
   // TransformerConfig.__post_init__ at d98e8a64, with cuda_graph_impl transformer_engine and the
   // modules attn, moe_router and moe_preprocess: "full recompute is only supported with full
   // iteration CUDA graph"; "CUDA graphs not supported with CPU offloading"; the all-to-all
-  // dispatcher with a capacity factor keeps a device-to-host copy in its preprocessing
-  // ("moe_preprocess cuda graph is not supported when there are DtoH copies").
+  // dispatcher with a capacity factor but no padding to it keeps a device-to-host copy in its
+  // preprocessing ("moe_preprocess cuda graph is not supported when there are DtoH copies").
   if (p.cuda_graphs.value_or(false)) {
     if (p.recompute == Recompute::full)
       return no([] {
@@ -224,11 +224,13 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
             "cuda_graphs=1 takes no activation offload (Megatron-Core: \"CUDA "
             "graphs not supported with CPU offloading\")");
       });
-    if (p.dispatcher == Dispatcher::alltoall && p.capacity_factor > 0)
+    if (p.dispatcher == Dispatcher::alltoall && p.capacity_factor > 0 &&
+        !p.pad_to_capacity.value_or(false))
       return no([] {
         return std::string(
-            "cuda_graphs=1 with dispatcher=alltoall takes no capacity_factor (Megatron-Core: the "
-            "preprocessing's device-to-host copy cannot be graphed)");
+            "cuda_graphs=1 with dispatcher=alltoall takes no capacity_factor without "
+            "pad_to_capacity=1 (Megatron-Core: the preprocessing's device-to-host copy cannot be "
+            "graphed)");
       });
   }
   // TransformerConfig.__post_init__ at d98e8a64: "overlap_moe_expert_parallel_comm is supported

@@ -240,8 +240,11 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
   // An eager layer with routed experts runs no faster than its host launches it
   // (SoftwareStack::moe_layer_host_s, for one forward and backward; recomputation launches its
   // passes again, so the host's time grows with the GPU's): what the host takes beyond the
-  // GPU's work stretches both passes by their shares. Under combined 1F1B the pair of passes is
-  // one host's launches. cuda_graphs=1 lifts it.
+  // GPU's work stretches both passes by their shares (the weight gradients, which ZB-H1 defers,
+  // by theirs of the backward's). Under combined 1F1B the pair of passes is one host's launches,
+  // and a pass without a partner runs its share of the host's time or its GPU work with the
+  // collectives it exposes alone, whichever is longer: unpaired_s is what that adds beyond the
+  // pass's stretched time. cuda_graphs=1 lifts it.
   const double host = c.software.moe_layer_host_s;
   if (sc.expert_params > 0 && host > 0 && !p.cuda_graphs.value_or(false)) {
     const double gpu = b.fwd_s + b.bwd_s, once = gpu - recompute - recompute_comm;
@@ -249,8 +252,10 @@ BlockCost block_cost(const ClusterProfile& c, const Plan& p, const ShapeCell& sc
     if (need > gpu) {
       const double wait = need - gpu;
       b.times.fwd_host_s = wait * b.fwd_s / gpu, b.times.bwd_host_s = wait * b.bwd_s / gpu;
+      if (b.bwd_s > 0) b.bwd_weight_s += b.times.bwd_host_s * b.bwd_weight_s / b.bwd_s;
       b.fwd_s += b.times.fwd_host_s, b.bwd_s += b.times.bwd_host_s;
       b.host_s = wait;
+      b.unpaired_s = std::max(0.0, b.unpaired_s - std::min(b.times.fwd_host_s, b.times.bwd_host_s));
     }
   }
   b.params = sc.params;

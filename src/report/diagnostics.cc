@@ -19,8 +19,9 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
        fmt("T_comp = {:.3f} s against 2 x T_comm = {:.3f} s (exposed TP {:.3f}, {}PP {:.3f}, DP "
            "{:.3f} s; ratio {:.2f})",
            b.compute_s, 2 * comm, b.tp_comm_s, cp_part, b.pp_comm_s, b.dp_comm_s, ratio),
-       ratio < 1 ? "communication-bound: lower tp, raise mbs, or keep TP inside NVLink"
-                 : "compute dominates; no change needed"});
+       ratio < 1      ? "communication-bound: lower tp, raise mbs, or keep TP inside NVLink"
+       : b.host_s > 0 ? "compute dominates the communication (the host's wait: below)"
+                      : "compute dominates; no change needed"});
   if (p.microbatches() < p.pp)
     d.push_back({"microbatches_below_stages", "warning",
                  fmt("{} micro-batches for {} pipeline stages: stages idle and schedules that "
@@ -80,11 +81,10 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
   if (m.moe.any())
     d.push_back({"experts_accuracy", "warning",
                  "a model with experts: five of the seven public MoE runs took longer than "
-                 "predicted (5-54% short), two less (2% and 9%) (README, Measured accuracy); a "
+                 "predicted (5-54% short), two less (2% and 8%) (README, Measured accuracy); a "
                  "band printed beside the time is the MoE runs' (configs/accuracy/moe-bands.csv), "
                  "not the dense runs'",
                  "read the time as likely optimistic; compare plans of the same model by it"});
-  (void)c;
   return d;
 }
 

@@ -212,15 +212,18 @@ std::string estimate_html(const RunContext& ctx, const Estimate& e,
   out += "<section id=\"top-plans\">\n<h2>Plan</h2>\n" + plans_table({e}, ctx.train_tokens);
   out += "</section>\n<section id=\"breakdowns\">\n<h2>Breakdown</h2>\n" + breakdown_table({e});
   const LayerCompute& lc = e.layer_compute;
-  out += "<table id=\"layer\">\n" + row({"one layer, one micro-batch, one rank", "compute ms",
-                                         "comm ms", "GEMMs ms", "attention ms", "element-wise ms"},
-                                        true);
+  out += "<table id=\"layer\">\n" +
+         row({"one layer, one micro-batch, one rank", "compute ms", "comm ms", "host wait ms",
+              "GEMMs ms", "attention ms", "element-wise ms"},
+             true);
   out += row({"forward", fmt("{:.3f}", e.layer.fwd_compute_s / kMs),
-              fmt("{:.3f}", e.layer.fwd_comm_s / kMs), fmt("{:.3f}", lc.fwd_gemm_s / kMs),
-              fmt("{:.3f}", lc.fwd_attn_s / kMs), fmt("{:.3f}", lc.fwd_elementwise_s / kMs)});
+              fmt("{:.3f}", e.layer.fwd_comm_s / kMs), fmt("{:.3f}", e.layer.fwd_host_s / kMs),
+              fmt("{:.3f}", lc.fwd_gemm_s / kMs), fmt("{:.3f}", lc.fwd_attn_s / kMs),
+              fmt("{:.3f}", lc.fwd_elementwise_s / kMs)});
   out += row({"backward", fmt("{:.3f}", e.layer.bwd_compute_s / kMs),
-              fmt("{:.3f}", e.layer.bwd_comm_s / kMs), fmt("{:.3f}", lc.bwd_gemm_s / kMs),
-              fmt("{:.3f}", lc.bwd_attn_s / kMs), fmt("{:.3f}", lc.bwd_elementwise_s / kMs)});
+              fmt("{:.3f}", e.layer.bwd_comm_s / kMs), fmt("{:.3f}", e.layer.bwd_host_s / kMs),
+              fmt("{:.3f}", lc.bwd_gemm_s / kMs), fmt("{:.3f}", lc.bwd_attn_s / kMs),
+              fmt("{:.3f}", lc.bwd_elementwise_s / kMs)});
   out += "</table>\n";
   out += figure("plot-estimate", estimate_plot_svg(ctx, e),
                 "Time on the critical path and memory per GPU against capacity.");

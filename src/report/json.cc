@@ -148,10 +148,9 @@ json estimate_json(const RunContext& ctx, const Estimate& e) {
   j["context"] = context_json(ctx);
   j["model_params"] = ctx.model->total_params();
   j["fits"] = e.memory_bytes <= e.memory_limit_bytes;  // false: estimate's over-memory breakdown
-  j["layer"] = {{"fwd_compute_s", e.layer.fwd_compute_s},
-                {"bwd_compute_s", e.layer.bwd_compute_s},
-                {"fwd_comm_s", e.layer.fwd_comm_s},
-                {"bwd_comm_s", e.layer.bwd_comm_s}};
+  j["layer"] = {{"fwd_compute_s", e.layer.fwd_compute_s}, {"bwd_compute_s", e.layer.bwd_compute_s},
+                {"fwd_comm_s", e.layer.fwd_comm_s},       {"bwd_comm_s", e.layer.bwd_comm_s},
+                {"fwd_host_s", e.layer.fwd_host_s},       {"bwd_host_s", e.layer.bwd_host_s}};
   json diags = json::array();
   for (const Diagnostic& d : ctx.diagnostics(e))
     diags.push_back(

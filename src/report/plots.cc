@@ -153,7 +153,9 @@ void stacked_bar(Canvas& c, double y, const std::string& title, const std::vecto
     c.rect(px(at), y, px(at + parts[i].value) - px(at), bar_h, colour,
            "stroke=\"#ffffff\" stroke-width=\"0.5\"");
     at += parts[i].value;
-    const double lx = 20 + (i % 3) * 260, ly = y + bar_h + 42 + (i / 3) * 18;
+    const size_t columns = parts.size() > 9 ? 4 : 3;  // at most three legend rows
+    const double lx = 20 + double(i % columns) * (780.0 / columns),
+                 ly = y + bar_h + 42 + double(i / columns) * 18;
     c.rect(lx, ly - 10, 12, 12, colour);
     c.text(lx + 18, ly,
            fmt("{} {:.3g} {} ({:.1f}%)", parts[i].label, parts[i].value / unit_scale, unit,
@@ -184,7 +186,10 @@ std::string estimate_plot_svg(const RunContext& ctx, const Estimate& e) {
                                {"bubble", b.bubble_s},   {"optimizer", b.optimizer_s}};
   if (e.plan.cp > 1) time.insert(time.begin() + 2, {"CP comm", b.cp_comm_s});
   if (e.plan.ep > 1 || e.plan.etp > 1) time.insert(time.begin() + 2, {"EP comm", b.ep_comm_s});
-  if (b.host_s > 0) time.insert(time.begin() + 1, {"host launch", b.host_s});
+  if (b.host_s > 0) {  // after the collectives of the layers (TP, and CP and EP when present)
+    const int after = 2 + (e.plan.cp > 1) + (e.plan.ep > 1 || e.plan.etp > 1);
+    time.insert(time.begin() + after, {"host launch", b.host_s});
+  }
   if (e.plan.uses_host()) time.push_back({"offload", b.offload_s});
   double time_total = 0;
   for (const Segment& s : time) time_total += s.value;

@@ -134,7 +134,8 @@ void Axes::draw(Canvas& c, const std::string& x_title, const std::string& y_titl
 
 const std::vector<std::string>& palette() {
   static const std::vector<std::string> colours = {"#0072B2", "#E69F00", "#009E73", "#CC79A7",
-                                                   "#56B4E9", "#D55E00", "#F0E442", "#999999"};
+                                                   "#56B4E9", "#D55E00", "#F0E442", "#999999",
+                                                   "#882255", "#44AA99"};
   return colours;
 }
 
