@@ -303,6 +303,10 @@ void add_experts(ArgGroup& g, const ModelSpec& m, const Plan& p) {
                       "attention, the router and the dispatcher's preprocessing (Megatron-Bridge's "
                       "MoE recipes' scope); the graphs' buffers need memory headroom"});
     g.args.push_back({"--te-rng-tracker", "", "CUDA graphs need Transformer Engine's RNG tracker"});
+    if (p.ep_comm_overlap.value_or(false))  // TransformerConfig.__post_init__ at d98e8a64
+      g.notes.push_back(
+          "--delay-wgrad-compute with Transformer Engine's scoped graphs needs Transformer Engine "
+          "2.10 or later");
   }
   if (p.capacity_factor > 0) {
     g.args.push_back({"--moe-expert-capacity-factor", fmt("{}", p.capacity_factor),
