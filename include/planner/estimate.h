@@ -158,9 +158,9 @@ struct StageTimes {
   std::vector<double> t;
   int critical = 0;
   double t_max = 0, sum = 0, fwd = 0, bwd = 0, weight = 0, compute = 0, tp = 0, cp = 0, ep = 0,
-         host = 0,      ///< the critical stage's host wait per micro-batch (BlockCost::host_s)
-      p2p = 0;          ///< a stage's transfers per micro-batch (0 under p2p_fill)
+         p2p = 0;       ///< a stage's transfers per micro-batch (0 under p2p_fill)
   double p2p_fill = 0;  ///< transfers exposed once an iteration (the fill and drain)
+  double host = 0;      ///< the critical stage's host wait per micro-batch (BlockCost::host_s)
   std::vector<double> unpaired;  ///< per stage: combined 1F1B's unpaired passes per micro-batch
 };
 

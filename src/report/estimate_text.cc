@@ -44,8 +44,8 @@ void print_layer(std::ostream& out, const Estimate& e) {
            : "");
   if (e.layer.fwd_host_s + e.layer.bwd_host_s > 0)
     line(out,
-         "  waiting for the host: forward {:.3f} ms, backward {:.3f} ms (an eager layer with "
-         "experts takes at least {:.3f} ms a micro-batch)\n",
+         "  waiting for the host: forward {:.3f} ms, backward {:.3f} ms (eager, the layer runs "
+         "at its host's pace: {:.3f} ms a micro-batch)\n",
          e.layer.fwd_host_s / kMs, e.layer.bwd_host_s / kMs,
          (e.layer.fwd_compute_s + e.layer.fwd_comm_s + e.layer.fwd_host_s + e.layer.bwd_compute_s +
           e.layer.bwd_comm_s + e.layer.bwd_host_s) /
