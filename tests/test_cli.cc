@@ -184,6 +184,16 @@ TEST_CASE("mixture-of-experts configs are planned with expert parallelism, laten
   check_error(h800 + " --mtp-layers 65", "option --mtp-layers: must be from 0 to 64, got 65");
 }
 
+TEST_CASE("expert knobs asked of a dense model: every plan refused, and the reason said") {
+  for (const char* knob : {"--cuda-graphs 1", "--ep-comm-overlap 1", "--ep 2"}) {
+    CAPTURE(knob);
+    const Run r =
+        planner("suggest " + kModel + " " + kCluster + " --gpus 64 --global-batch 512 " + knob);
+    CHECK(r.rc == 2);
+    CHECK(r.out.find("need a model with experts; gpt3-175b has none") != std::string::npos);
+  }
+}
+
 TEST_CASE("a model that fits no plan says how far the closest is and what would help") {
   const Run r =
       planner("suggest " + kModel + " " + kCluster +

@@ -82,6 +82,12 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
         " only (the profile's gpu.peak_tflops): fp8 runs on Hopper and later, block-scaled mxfp8 "
         "on Blackwell";
   }
+  // Expert knobs asked of a dense model refuse every plan with one reason: say it.
+  if (r.rejections[static_cast<int>(Rejection::experts_invalid)] > 0 && !in.model.moe.any())
+    msg +=
+        "\nthe expert knobs (ep, etp, ep_comm_overlap, dispatcher, capacity_factor, "
+        "pad_to_capacity, cuda_graphs, recompute=selective_moe) need a model with experts; " +
+        in.model.name + " has none";
   if (r.any_memory_rejection) {
     const Estimate& e = r.closest_infeasible;
     msg +=
