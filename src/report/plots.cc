@@ -148,12 +148,12 @@ void stacked_bar(Canvas& c, double y, const std::string& title, const std::vecto
   c.text(left - 10, y + bar_h / 2 + 5, title, 13, "end", "font-weight=\"bold\"");
   double at = 0, total = 0;
   for (const Segment& s : parts) total += s.value;
+  const size_t columns = parts.size() > 9 ? 4 : 3;  // the legend in at most three rows
   for (size_t i = 0; i < parts.size(); ++i) {
     const std::string colour = svg::palette()[i % svg::palette().size()];
     c.rect(px(at), y, px(at + parts[i].value) - px(at), bar_h, colour,
            "stroke=\"#ffffff\" stroke-width=\"0.5\"");
     at += parts[i].value;
-    const size_t columns = parts.size() > 9 ? 4 : 3;  // at most three legend rows
     const double lx = 20 + double(i % columns) * (780.0 / columns),
                  ly = y + bar_h + 42 + double(i / columns) * 18;
     c.rect(lx, ly - 10, 12, 12, colour);
@@ -181,15 +181,15 @@ std::string estimate_plot_svg(const RunContext& ctx, const Estimate& e) {
          14, "start", "font-weight=\"bold\"");
   c.text(20, 43, "--plan \"" + to_plan_string(e.plan) + "\"", 11);
   const Breakdown& b = e.breakdown;
-  std::vector<Segment> time = {{"compute", b.compute_s}, {"TP comm", b.tp_comm_s},
-                               {"PP comm", b.pp_comm_s}, {"DP comm", b.dp_comm_s},
-                               {"bubble", b.bubble_s},   {"optimizer", b.optimizer_s}};
-  if (e.plan.cp > 1) time.insert(time.begin() + 2, {"CP comm", b.cp_comm_s});
-  if (e.plan.ep > 1 || e.plan.etp > 1) time.insert(time.begin() + 2, {"EP comm", b.ep_comm_s});
-  if (b.host_s > 0) {  // after the collectives of the layers (TP, and CP and EP when present)
-    const int after = 2 + (e.plan.cp > 1) + (e.plan.ep > 1 || e.plan.etp > 1);
-    time.insert(time.begin() + after, {"host launch", b.host_s});
-  }
+  // In the breakdown's order; the terms a plan cannot have left out.
+  std::vector<Segment> time = {{"compute", b.compute_s}, {"TP comm", b.tp_comm_s}};
+  if (e.plan.ep > 1 || e.plan.etp > 1) time.push_back({"EP comm", b.ep_comm_s});
+  if (e.plan.cp > 1) time.push_back({"CP comm", b.cp_comm_s});
+  if (b.host_s > 0) time.push_back({"host launch", b.host_s});
+  time.insert(time.end(), {{"PP comm", b.pp_comm_s},
+                           {"DP comm", b.dp_comm_s},
+                           {"bubble", b.bubble_s},
+                           {"optimizer", b.optimizer_s}});
   if (e.plan.uses_host()) time.push_back({"offload", b.offload_s});
   double time_total = 0;
   for (const Segment& s : time) time_total += s.value;
