@@ -158,11 +158,8 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
     if (overlap || p.dispatcher != Dispatcher::alltoall ||
         p.recompute == Recompute::selective_moe || p.capacity_factor > 0 ||
         p.pad_to_capacity.value_or(false) || p.cuda_graphs.value_or(false))
-      return no([] {
-        return std::string(
-            "ep_comm_overlap, dispatcher, capacity_factor, cuda_graphs and "
-            "recompute=selective_moe need a model with experts");
-      });
+      return no(
+          [] { return fmt("the expert knobs ({}) need a model with experts", kExpertKnobs); });
     return Rejection::none;
   }
   // TransformerConfig.__post_init__ at d98e8a64: the overlap needs expert parallelism, vpp with

@@ -140,6 +140,12 @@ std::string dtype_unsupported_message(const Gpu& gpu, Dtype dtype);
 /// suggest's for a --tp value no plan can use).
 std::string tp_heads_message(int tp, int heads, int kv_heads);
 
+/// The plan knobs only a model with experts takes: check_plan refuses them on a dense one
+/// (Rejection::experts_invalid), and suggest's error names them when that refused every plan.
+inline constexpr const char* kExpertKnobs =
+    "ep, etp, ep_comm_overlap, dispatcher, capacity_factor, pad_to_capacity, cuda_graphs and "
+    "recompute=selective_moe";
+
 /// Structural checks only (divisibility, layout, dtype); Rejection::none when the plan is valid.
 Rejection check_plan(const ModelSpec& m, const ClusterProfile& c, const Plan& p,
                      const EstimateOptions& o, std::string* reason);

@@ -84,10 +84,8 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
   }
   // Expert knobs asked of a dense model refuse every plan with one reason: say it.
   if (r.rejections[static_cast<int>(Rejection::experts_invalid)] > 0 && !in.model.moe.any())
-    msg +=
-        "\nthe expert knobs (ep, etp, ep_comm_overlap, dispatcher, capacity_factor, "
-        "pad_to_capacity, cuda_graphs, recompute=selective_moe) need a model with experts; " +
-        in.model.name + " has none";
+    msg += fmt("\nthe expert knobs ({}) need a model with experts; {} has none", kExpertKnobs,
+               in.model.name);
   if (r.any_memory_rejection) {
     const Estimate& e = r.closest_infeasible;
     msg +=
