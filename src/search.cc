@@ -374,6 +374,7 @@ class Searcher {
   /// The ranked result: the simulator's re-ranking, then the full detail of what is kept.
   SearchResult finish() {
     r_.top = top_.sorted();
+    r_.checked = work_.checked;
     const std::vector<int>& off = k_[KnobId::offload_optimizer];
     const bool offload = std::find(off.begin(), off.end(), int(OffloadDevice::cpu)) != off.end();
     if (o_.simulate_candidates > 0) rerank_simulated(m_, c_, o_, offload, r_);
@@ -498,6 +499,15 @@ class Searcher {
       return;
     }
     ++r_.evaluated;
+    // A split that cannot cut the layers over this (pp, vpp) is refused by check_plan right after
+    // the cell's layout checks, which passed: counted as estimate would count it, without the
+    // layer costs or a place in the checked-plan bound (DeepSeek-V3's 61 layers on 512 GPUs:
+    // most of its 5e6 plans were these).
+    if (const Rejection r = split_rejection(p); r != Rejection::none) {
+      ++r_.rejections[int(r)];
+      if (!p.offloads()) twin_ = r, twin_known_ = true;
+      return;
+    }
     work_.check();
     // An expert layout check_plan refuses is not priced (a long ep or etp list would price each
     // one); estimate rejects it, in check_plan's order, before it reads the costs.
@@ -518,6 +528,22 @@ class Searcher {
       top_.offer(e);
       r_.feasible.add(e.memory_bytes, e.tflops_per_gpu);
     }
+  }
+
+  /// check_plan's rejection of a decoder-only plan whose split does not cut its layers (after
+  /// check_layout, which the cell passed, and the pp = 1 interleaving that count_refused_vpp
+  /// counts); Rejection::none otherwise, and for multimodal models (their own split checks).
+  Rejection split_rejection(const Plan& p) const {
+    if (!m_.encoders.empty() || (p.vpp > 1 && p.pp == 1)) return Rejection::none;
+    switch (split_check(m_.layers, p)) {
+      case SplitError::none:
+        return Rejection::none;
+      case SplitError::layers:
+        return Rejection::pp_not_dividing_layers;
+      case SplitError::vpp:
+        return Rejection::vpp_invalid;
+    }
+    return Rejection::none;
   }
 
   /// Whether the search tries knob `id` at its plain value too (unset, or 0: no overlap, the

@@ -283,3 +283,29 @@ TEST_CASE("the FP8 recipe is part of a cell's costs: each value ranked on its ow
     CHECK(r.top[0].iteration_time_s < r.top[1].iteration_time_s);
   }
 }
+
+TEST_CASE("plans whose split cannot cut the layers are counted, not estimated one by one") {
+  // 61 layers (DeepSeek-V3's count, a prime): the even split cuts them over pp = 1 only, so
+  // every plan at pp 2 or 4 is refused by its split before any cost is read. They are counted as
+  // estimate counts them but take no place in the checked-plan bound (DeepSeek-V3 on 512 GPUs
+  // went past its 5e6 with them).
+  ModelSpec m = gpt175();
+  m.layers = 61;
+  KnobSpace k = default_knobs(m, a100(), 64);
+  k[KnobId::pp] = {1, 2, 4};
+  k[KnobId::vpp] = {1};
+  k[KnobId::split] = {int(PipelineSplit::even)};
+  SearchOptions o;
+  o.gpus = {64};
+  o.global_batch = 512;
+  o.simulate_candidates = 0;
+  const SearchResult all = search(m, a100(), k, o);
+  k[KnobId::pp] = {1};
+  const SearchResult one = search(m, a100(), k, o);
+  CHECK(all.rejections[int(Rejection::pp_not_dividing_layers)] > 0);
+  CHECK(all.checked == one.checked);  // pp 2 and 4: none estimated
+  CHECK(all.checked > 0);
+  CHECK(all.evaluated > one.evaluated);
+  const long long sum = std::accumulate(all.rejections.begin(), all.rejections.end(), 0LL);
+  CHECK(sum == all.evaluated);
+}
