@@ -3,10 +3,13 @@
 // (its hardware guidance by model size and its framework decision tree, shared/source/), checked
 // against the planner's own numbers.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli/commands.h"
 #include "cli/outputs.h"
@@ -464,11 +467,32 @@ int run_advise(const AdviseArgs& a) {
     throw InputError("", 0, "--train-tokens",
                      fmt("must be a positive count of at most {:.0e} tokens", kMaxTrainTokens));
   const Dtype dt = parse_dtype(a.dtype);
-  std::vector<Row> rows;
-  for (size_t i = 0; i < files.size(); ++i) {
-    const ClusterProfile c = i == 0 ? in.cluster : io::load_cluster(files[i]);
-    for (Framework f : kCurrentFrameworks) rows.push_back(answer(a, m, files[i], c, f, tokens, dt));
+  std::vector<ClusterProfile> clusters;  // read in order, so a bad file is the first one named
+  for (size_t i = 0; i < files.size(); ++i)
+    clusters.push_back(i == 0 ? in.cluster : io::load_cluster(files[i]));
+  // Each (cluster, framework) is its own search: run them on the machine's cores, the rows kept
+  // in the table's order (the search keeps no state between calls).
+  const size_t tasks = clusters.size() * kCurrentFrameworks.size();
+  std::vector<Row> rows(tasks);
+  std::vector<std::exception_ptr> failed(tasks);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t t; (t = next++) < tasks;) try {
+        const size_t i = t / kCurrentFrameworks.size();
+        rows[t] = answer(a, m, files[i], clusters[i],
+                         kCurrentFrameworks[t % kCurrentFrameworks.size()], tokens, dt);
+      } catch (...) {
+        failed[t] = std::current_exception();
+      }
+  };
+  {
+    std::vector<std::jthread> workers(
+        std::min<size_t>(tasks, std::max(1u, std::thread::hardware_concurrency())) - 1);
+    for (std::jthread& w : workers) w = std::jthread(work);
+    work();
   }
+  for (const std::exception_ptr& e : failed)
+    if (e) std::rethrow_exception(e);
   for (const Row& r : rows)
     if (r.best) require_finite(*r.best);
   const Row* pick = recommend(rows);
