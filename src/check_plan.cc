@@ -215,6 +215,16 @@ Rejection check_experts(const ModelSpec& m, const Plan& p, std::string* reason) 
             "(Megatron-Core: \"full recompute is only supported with full iteration CUDA "
             "graph\")");
       });
+    // "attention dropout is not supported with graphed attention recomputation": the launch
+    // files keep Megatron-LM's 0.1 attention dropout for a model that is not Llama-style, and
+    // recompute=selective recomputes the core attention.
+    if (p.recompute == Recompute::selective && !llama_style(m))
+      return no([] {
+        return std::string(
+            "cuda_graphs=1 with recompute=selective needs a model trained without attention "
+            "dropout (Megatron-Core: \"attention dropout is not supported with graphed attention "
+            "recomputation\"; a model that is not Llama-style keeps Megatron-LM's 0.1)");
+      });
     if (p.offload_activation_layers > 0)
       return no([] {
         return std::string(

@@ -290,4 +290,6 @@ double megatron_hfu_flops_per_iteration(const ModelSpec& m, double B) {
   return 96.0 * B * s * L * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * L * h));
 }
 
+bool llama_style(const ModelSpec& m) { return m.swiglu || m.kv_heads < m.heads; }
+
 }  // namespace planner

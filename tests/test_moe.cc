@@ -831,6 +831,18 @@ TEST_CASE("an eager layer with experts waits for its host; cuda_graphs=1 lifts i
   CHECK(check_plan(m, c, parse_plan(a2a + ",pad_to_capacity=1,cuda_graphs=1", "--plan"), {},
                    &why) == Rejection::none);  // padded to its capacity: no host copy
   CHECK(check_plan(m, c, parse_plan(graphed, "--plan"), {}, &why) == Rejection::none);
+  // Recomputed core attention under graphed attention takes no attention dropout: refused for a
+  // model whose launch files keep Megatron-LM's 0.1 (not Llama-style), not for this one.
+  CHECK(check_plan(m, c, parse_plan(plain + ",recompute=selective,cuda_graphs=1", "--plan"), {},
+                   &why) == Rejection::none);
+  ModelSpec gpt_moe = m;
+  gpt_moe.swiglu = false, gpt_moe.kv_heads = gpt_moe.heads;
+  REQUIRE_FALSE(llama_style(gpt_moe));
+  CHECK(check_plan(gpt_moe, c, parse_plan(plain + ",recompute=selective,cuda_graphs=1", "--plan"),
+                   {}, &why) == Rejection::experts_invalid);
+  CHECK(why.find("attention dropout") != std::string::npos);
+  CHECK(check_plan(gpt_moe, c, parse_plan(plain + ",cuda_graphs=1", "--plan"), {}, &why) ==
+        Rejection::none);
 }
 
 TEST_CASE("combined 1F1B: each all-to-all beside the compute Megatron-Core pairs it with") {

@@ -220,6 +220,9 @@ void validate_model(const ModelSpec& m, const std::string& file);
 /// experts or latent attention takes the formula's current form (Megatron-LM d98e8a64
 /// megatron/training/training.py, as Megatron-Bridge's flop_utils.py): routed experts at topk
 /// each, shared experts, MLA's projections, and core attention halved for the causal mask.
+/// Llama-style models (SwiGLU or GQA): RoPE, RMSNorm, no linear biases, and no dropout; the
+/// launch files set Megatron-LM's attention and hidden dropout (0.1 by default) to 0 for them.
+bool llama_style(const ModelSpec& m);
 double model_flops_per_iteration(const ModelSpec& m, double global_batch);
 
 /// Narayanan et al. 2021 Eq. 3 (`megatron-hfu`): 96 B s L h^2 (1 + s/6h + V/16Lh).

@@ -151,8 +151,6 @@ int padded_vocab(int vocab, int tp) {
   return (vocab + multiple - 1) / multiple * multiple;
 }
 
-bool llama_style(const ModelSpec& m) { return m.swiglu || m.kv_heads < m.heads; }
-
 void add_layer_arch(ArgGroup& g, const ModelSpec& m, bool biases_disabled,
                     const LayerArchFlags& f) {
   const LayerArch& x = m.arch;

@@ -58,8 +58,6 @@ int gpus_per_node_of(const Plan& p, const ClusterProfile& c);
 inline constexpr int kVocabDivisibleBy = 128;  ///< Megatron-LM's default for the flag
 int padded_vocab(int vocab, int tp);
 
-/// Llama-style models (SwiGLU or GQA): RoPE, RMSNorm, no linear biases.
-bool llama_style(const ModelSpec& m);
 /// The model's rope_theta in digits for an integer flag (`flag` names it in the refusal, e.g.
 /// "Megatron-LM's --rotary-base at commit d98e8a64"); a fractional base is refused (--plan).
 std::string integer_rope_theta(const ModelSpec& m, const std::string& flag);
