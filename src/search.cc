@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <queue>
 #include <tuple>
 
@@ -328,6 +329,9 @@ class Searcher {
              o.objective) {
     cache_.layout = block_layout(m);
     blocks_ = cache_.layout.count();
+    split_pos_ = inner_.knobs.size();
+    for (size_t i = 0; i < inner_.knobs.size(); ++i)
+      if (inner_.knobs[i]->id == KnobId::split) split_pos_ = i;
     vpps_ascending_ = std::is_sorted(k[KnobId::vpp].begin(), k[KnobId::vpp].end());
     check_space(k, o, blocks_);
     plans_per_pp_ = inner_plans(k, blocks_);
@@ -390,6 +394,7 @@ class Searcher {
   /// vpp, the schedules it allows, then the odometer over the other inner knobs.
   void inner_plans_of(Plan& p) {
     far_vpp_known_ = false;
+    distinct_known_ = false;
     const std::vector<int>& vpps = k_[KnobId::vpp];
     for (size_t i = 0; i < vpps.size(); ++i) {
       const int vpp = vpps[i];
@@ -404,18 +409,77 @@ class Searcher {
       const std::vector<Schedule> schedules = schedules_for(vpp, p.pp, k_[KnobId::schedule]);
       if (vpp_never_fits(p, vpp) && count_refused_vpp(p, vpp, schedules)) continue;
       for (Schedule sched : schedules) {
-        std::fill(at_.begin(), at_.end(), 0);
         p.vpp = vpp, p.schedule = sched;
-        inner_.apply(at_, p);
+        // The split values that cannot cut the layers over this (pp, vpp) refuse all their plans
+        // alike: counted at once, the odometer turned over the others alone.
+        const InnerKnobs* odometer = &inner_;
+        std::optional<InnerKnobs> passing_only;
+        std::vector<int> passing;
+        if (split_in_bulk()) {
+          const std::vector<int>& splits = *inner_.values[split_pos_];
+          for (int v : splits) {
+            Plan q = p;
+            knob(KnobId::split).set(q, v);
+            if (const Rejection r = split_rejection(q); r == Rejection::none)
+              passing.push_back(v);
+            else
+              add_counts(r, distinct_plans(p));
+          }
+          if (passing.empty()) continue;
+          if (passing.size() < splits.size()) {
+            passing_only.emplace(inner_);
+            passing_only->values[split_pos_] = &passing;
+            odometer = &*passing_only;
+          }
+        }
+        std::fill(at_.begin(), at_.end(), 0);
+        odometer->apply(at_, p);
         // Each step sets only the knobs the odometer moved (record reads the plan, never
         // writes it).
         for (size_t changed = 0;;) {
           record(p);
-          if (!inner_.advance(at_, &changed)) break;
-          inner_.apply(at_, p, changed);
+          if (!odometer->advance(at_, &changed)) break;
+          odometer->apply(at_, p, changed);
         }
       }
     }
+  }
+
+  /// Whether split-refused plans are counted in bulk here: a decoder-only model (check_plan's
+  /// own split checks, after the cell's), a split knob in the odometer, and not turned off.
+  bool split_in_bulk() const {
+    return o_.split_in_bulk && split_pos_ < inner_.knobs.size() && m_.encoders.empty();
+  }
+
+  /// `n` plans refused as `r`.
+  void add_counts(Rejection r, long long n) {
+    r_.rejections[int(r)] += n;
+    r_.evaluated += n;
+  }
+
+  /// The plans of one split value that record() would evaluate in the current (cell, pp), all
+  /// refused by that split: the positions its filters admit (which read neither vpp, the
+  /// schedule nor the split), an offload variant admitted only where its twin without offload
+  /// was not (a refused twin is neither out of memory nor ZeRO-invalid). Counted once a pp.
+  long long distinct_plans(const Plan& base) {
+    if (distinct_known_) return distinct_;
+    InnerKnobs one_split = inner_;
+    const std::vector<int> first = {inner_.values[split_pos_]->front()};
+    one_split.values[split_pos_] = &first;
+    std::vector<size_t> at(one_split.knobs.size(), 0);
+    Plan q = base;
+    one_split.apply(at, q);
+    long long n = 0;
+    for (size_t changed = 0;;) {
+      if (admitted(at, q)) {
+        ++n;
+        if (!q.offloads()) twin_ = Rejection::pp_not_dividing_layers, twin_known_ = true;
+      }
+      if (!one_split.advance(at, &changed)) break;
+      one_split.apply(at, q, changed);
+    }
+    distinct_known_ = true;
+    return distinct_ = n;
   }
 
   /// Whether every plan of this (pp, vpp) is refused whatever the inner knobs: more virtual
@@ -472,32 +536,40 @@ class Searcher {
     return true;
   }
 
-  void record(const Plan& p) {
-    if (inner_.duplicate(at_, p)) return;
+  /// Whether the plan at positions `at` is one the search evaluates: not a plan another position
+  /// gave, not an expert or rank-order variant that changes nothing, not an offload variant its
+  /// twin without offload makes pointless (the twin's state kept here).
+  bool admitted(const std::vector<size_t>& at, const Plan& p) {
+    if (inner_.duplicate(at, p)) return false;
     // Without expert parallelism the expert knobs change nothing (a plan another position gave);
     // the flex dispatcher differs from the all-to-all only across nodes.
     // (Only where the search tries the plain value too: a value the user fixed is estimated.)
     if ((p.ep == 1 && p.ep_comm_overlap.value_or(false) && tries_unset(KnobId::ep_comm_overlap)) ||
         (1LL * p.ep * p.etp == 1 && p.dispatcher != Dispatcher::alltoall &&
          tries_unset(KnobId::dispatcher)))
-      return;
+      return false;
     if (is_flex(p.dispatcher) && tries_unset(KnobId::dispatcher) && ep_group(p, c_).nodes <= 1)
-      return;
+      return false;
     // The all-gather dispatcher moves every token to every rank of its group: tried where that
     // group stays on NVLink.
     if (p.dispatcher == Dispatcher::allgather && tries_unset(KnobId::dispatcher) &&
         (1LL * p.ep * p.etp == 1 || tp_ep_group(p, c_).nodes > 1))
-      return;
+      return false;
     // The other rank order is another plan only where it moves the DP group or a stage pair.
-    if (p.order != RankOrder::tp_cp_dp_pp && !rank_order_matters(p, c_)) return;
-    if (inner_.offload_run_start(at_)) twin_ = Rejection::none, twin_known_ = false;
+    if (p.order != RankOrder::tp_cp_dp_pp && !rank_order_matters(p, c_)) return false;
+    if (inner_.offload_run_start(at)) twin_ = Rejection::none, twin_known_ = false;
     // Offload is tried only where it can help: where the same plan without it is out of memory,
     // or refused only because ZeRO has one replica to shard over (the offload's own optimizer).
     if (p.offloads() && twin_known_ && twin_ != Rejection::out_of_memory &&
         twin_ != Rejection::zero_invalid) {
       if (twin_ == Rejection::none) ++r_.offload_dominated;  // it fits and is faster
-      return;
+      return false;
     }
+    return true;
+  }
+
+  void record(const Plan& p) {
+    if (!admitted(at_, p)) return;
     ++r_.evaluated;
     // A split that cannot cut the layers over this (pp, vpp) is refused by check_plan right after
     // the cell's layout checks, which passed: counted as estimate would count it, without the
@@ -611,6 +683,9 @@ class Searcher {
   /// The current run of offload values: how its plan without offload fared.
   Rejection twin_ = Rejection::none;
   bool twin_known_ = false;
+  size_t split_pos_ = 0;    ///< the split knob's place in the odometer (its size when absent)
+  long long distinct_ = 0;  ///< distinct_plans() of the current (cell, pp)
+  bool distinct_known_ = false;
 };
 
 }  // namespace

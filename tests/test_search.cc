@@ -309,3 +309,48 @@ TEST_CASE("plans whose split cannot cut the layers are counted, not estimated on
   const long long sum = std::accumulate(all.rejections.begin(), all.rejections.end(), 0LL);
   CHECK(sum == all.evaluated);
 }
+
+TEST_CASE("split-refused plans counted a block at a time: the counts and ranks of one by one") {
+  // Every filter of the search (expert variants, rank orders, offload twins) reads neither vpp,
+  // the schedule nor the split, so a split that cannot cut the layers refuses the same number of
+  // plans for every (vpp, schedule) of a cell's pp: the bulk count against record() on each.
+  const ClusterProfile h100 =
+      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  const ModelSpec deepseek =
+      io::load_model(PLANNER_SOURCE_DIR "/configs/models/deepseek-v3.json");
+  const ModelSpec qwen = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
+  for (const ModelSpec* m : {&deepseek, &qwen, &gpt175()}) {
+    CAPTURE(m->name);
+    const ClusterProfile& c = m == &gpt175() ? a100() : h100;
+    const int gpus = m == &deepseek ? 128 : 64;
+    KnobSpace k = default_knobs(*m, c, gpus);
+    k[KnobId::mbs] = {1, 2};
+    k.mbs_divisors_only = false;
+    k[KnobId::offload_optimizer] = {int(OffloadDevice::none), int(OffloadDevice::cpu)};
+    SearchOptions o;
+    o.gpus = {gpus};
+    o.global_batch = 1024;
+    o.top_k = 20;
+    o.simulate_candidates = 0;
+    o.dtype = m == &gpt175() ? Dtype::bf16 : Dtype::fp8;
+    const SearchResult bulk = search(*m, c, k, o);
+    o.split_in_bulk = false;
+    const SearchResult each = search(*m, c, k, o);
+    CHECK(bulk.evaluated == each.evaluated);
+    CHECK(bulk.offload_dominated == each.offload_dominated);
+    CHECK(bulk.checked == each.checked);
+    for (int i = 0; i < kNumRejections; ++i) {
+      CAPTURE(to_string(Rejection(i)));
+      CHECK(bulk.rejections[i] == each.rejections[i]);
+    }
+    CHECK(bulk.rejections[int(Rejection::pp_not_dividing_layers)] +
+              bulk.rejections[int(Rejection::vpp_invalid)] >
+          0);
+    REQUIRE(bulk.top.size() == each.top.size());
+    CHECK(!bulk.top.empty());
+    for (size_t i = 0; i < bulk.top.size(); ++i) {
+      CHECK(to_plan_string(bulk.top[i].plan) == to_plan_string(each.top[i].plan));
+      CHECK(bulk.top[i].iteration_time_s == each.top[i].iteration_time_s);
+    }
+  }
+}
