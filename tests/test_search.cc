@@ -316,8 +316,7 @@ TEST_CASE("split-refused plans counted a block at a time: the counts and ranks o
   // plans for every (vpp, schedule) of a cell's pp: the bulk count against record() on each.
   const ClusterProfile h100 =
       io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
-  const ModelSpec deepseek =
-      io::load_model(PLANNER_SOURCE_DIR "/configs/models/deepseek-v3.json");
+  const ModelSpec deepseek = io::load_model(PLANNER_SOURCE_DIR "/configs/models/deepseek-v3.json");
   const ModelSpec qwen = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
   for (const ModelSpec* m : {&deepseek, &qwen, &gpt175()}) {
     CAPTURE(m->name);
