@@ -728,6 +728,7 @@ SearchResult merge_results(const std::vector<SearchResult>& parts, const SearchO
   r.feasible = PlotSample(o.plot_points);
   for (const SearchResult& part : parts) {
     r.evaluated += part.evaluated;
+    r.checked += part.checked;
     for (int i = 0; i < kNumRejections; ++i) r.rejections[i] += part.rejections[i];
     r.top.insert(r.top.end(), part.top.begin(), part.top.end());
     const Estimate& c = part.closest_infeasible;

@@ -80,8 +80,16 @@ inline constexpr long long kSimulatedTasks = 4'000'000;
 inline constexpr double kSearchPlans = 2e8;  ///< the plans the ranges span (most refused in bulk)
 inline constexpr double kSearchCells = 5e6;  ///< (GPU count, tp, cp, mbs, sp, pp) combinations
 inline constexpr long long kSearchChecked = 5'000'000;  ///< plans checked one by one
-inline constexpr long long kSearchEstimates =
-    100'000;  ///< structurally valid plans estimated in full
+/// Structurally valid plans estimated in full: 1e6 in a plain build, about a second (a mixture of
+/// experts' default search at a large batch needs 1.0e5-2.0e5: Qwen3-30B-A3B, gpt-oss, Llama 4 and
+/// Qwen3-235B on 32-3,072 H100s at 15,360 sequences, 0.26-0.64 s); 1e5 in a build with the
+/// sanitizers or the fuzzers' instrumentation (PLANNER_INSTRUMENTED, CMakeLists.txt), about 40
+/// times slower an estimate, so that a fuzzer's input stays under its 10 s.
+#ifdef PLANNER_INSTRUMENTED
+inline constexpr long long kSearchEstimates = 100'000;
+#else
+inline constexpr long long kSearchEstimates = 1'000'000;
+#endif
 /// What a plan refused for memory counts against kSearchEstimates: its estimate stops at the
 /// memory step (estimate.cc, step 4), before the pipeline times, the DP cost and the metrics.
 /// Measured on this 2-core machine (the search timing each estimate, 2026-12-07): 0.32-0.56 us

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <system_error>
 #include <thread>
 
 #include "cli/commands.h"
@@ -121,6 +122,10 @@ std::vector<std::string> cluster_files(const AdviseArgs& a) {
   if (out.empty())
     for (const std::string& name : shipped_names("hw_profiles"))
       out.push_back(resolve_input(name, "hw_profiles", "--cluster"));
+  if (out.empty())  // no hw_profiles/ here or beside the sources
+    throw InputError("", 0, "--cluster",
+                     "no cluster profile given and no shipped one found (hw_profiles/); give "
+                     "--cluster FILE or --clusters DIR");
   if (out.size() > size_t(limits::kCompareColumns))
     throw InputError(
         "", 0, "--cluster",
@@ -488,7 +493,10 @@ int run_advise(const AdviseArgs& a) {
   {
     std::vector<std::jthread> workers(
         std::min<size_t>(tasks, std::max(1u, std::thread::hardware_concurrency())) - 1);
-    for (std::jthread& w : workers) w = std::jthread(work);
+    try {
+      for (std::jthread& w : workers) w = std::jthread(work);
+    } catch (const std::system_error&) {  // no more threads: this one takes the rest
+    }
     work();
   }
   for (const std::exception_ptr& e : failed)
