@@ -177,8 +177,8 @@ std::array<KnobDef, kNumKnobs> make_table() {
        [](const Plan& p) { return int(p.schedule); },
        [](Plan& p, int v) { p.schedule = Schedule(v); }},
       {K::split, "split",
-       "pipeline split even,short_ends,embed_loss,short_last (default even; the search tries the "
-       "first three)",
+       "pipeline split even,short_ends,embed_loss,short_last (default even; the search tries all "
+       "four)",
        words_of<PipelineSplit>(), 0, 0, true, true, "split", -10,
        [](const Plan& p) { return p.split == PipelineSplit::even ? kUnset : int(p.split); },
        [](Plan& p, int v) { p.split = v == kUnset ? PipelineSplit::even : PipelineSplit(v); }},

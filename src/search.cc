@@ -46,11 +46,12 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
     k[K::offload_params] = {kUnset, int(OffloadDevice::cpu)};
   }
   // Every split of the decoder layers: where pp does not divide them, and where shorter first
-  // and last stages (the embedding's and the logits') beat the even split. short_last is tried
-  // only when asked (--split): with it DeepSeek-V3 on 2,048 GPUs passes the layout checks with
-  // more than limits::kSearchCells cells.
+  // and last stages (the embedding's and the logits', a model's MTP modules) beat the even split.
+  // (short_last was tried only when asked until the plans whose split cannot cut the layers
+  // were counted a block at a time: DeepSeek-V3 on 2,048 GPUs passed the checked-plan bound.)
   if (m.encoders.empty())
-    k[K::split] = {kUnset, int(PipelineSplit::short_ends), int(PipelineSplit::embed_loss)};
+    k[K::split] = {kUnset, int(PipelineSplit::short_ends), int(PipelineSplit::embed_loss),
+                   int(PipelineSplit::short_last)};
   // Both rank orders: the pipeline inside a node pays where TP leaves room in it.
   k[K::order] = {kUnset, int(RankOrder::tp_pp_dp)};
   // Expert parallelism for a model with experts: every power of two dividing them (check_plan

@@ -253,13 +253,13 @@ TEST_CASE("a search too wide to finish in about a second is refused before it st
   const std::string s =
       "suggest --model configs/models/gpt3-1.3b.yaml --cluster hw_profiles/dgx-a100-80gb.yaml ";
   check_error(s + "--gpus 64-4096 --global-batch 4096 --mbs 1-32",
-              "the knob ranges span 400250880 plans, over the limit of 2e+08; narrow --pp, --vpp, "
+              "the knob ranges span 533667840 plans, over the limit of 2e+08; narrow --pp, --vpp, "
               "--mbs, --tp or --ep");
   check_error(s + "--gpus 1024 --cp 1-1000 --mbs 1-1000 --global-batch 1536",
               "the knob ranges give 8e+07 combinations of GPU count, tp, cp, mbs, sp and pp, over "
               "the limit of 5e+06; narrow --gpus, --tp, --cp, --mbs or --pp");
-  // 2.0e5 plans estimated in full: past the bound of a build with the sanitizers (1e5), inside a
-  // plain build's (1e6, 0.3 s).
+  // 2.8e5 plans estimated in full: past the bound of a build with the sanitizers (1e5), inside a
+  // plain build's (1e6, 0.4 s).
   const std::string wide = s + "--gpus 8-2048 --global-batch 1536 --cp 1,2,4,8";
 #ifdef PLANNER_INSTRUMENTED  // limits::kSearchEstimates: 1e5 in a build with the sanitizers
   check_error(wide,
@@ -272,8 +272,8 @@ TEST_CASE("a search too wide to finish in about a second is refused before it st
 
 TEST_CASE("a mixture of experts' default search at a large batch fits a plain build's bound") {
   // Qwen3-30B-A3B on 64 H100s at 15,360 sequences: every divisor of the local batch up to 64 as
-  // the micro-batch, 26k plans that fit and 219k refused for memory (1.6e5 estimates' worth),
-  // 0.4 s; refused by the search's bound until it was 1e6 in a plain build.
+  // the micro-batch, 35k plans that fit and 305k refused for memory (2.2e5 estimates' worth),
+  // 0.5 s; refused by the search's bound until it was 1e6 in a plain build.
   const Run r = planner(
       "suggest --model configs/models/qwen3-30b-a3b.json --cluster hw_profiles/dgx-h100-80gb.yaml "
       "--gpus 64 --global-batch 15360 --top 1 --format json");
