@@ -408,7 +408,8 @@ class Searcher {
         break;
       }
       const std::vector<Schedule> schedules = schedules_for(vpp, p.pp, k_[KnobId::schedule]);
-      if (vpp_never_fits(p, vpp) && count_refused_vpp(p, vpp, schedules)) continue;
+      if (o_.split_in_bulk && vpp_never_fits(p, vpp) && count_refused_vpp(p, vpp, schedules))
+        continue;
       for (Schedule sched : schedules) {
         p.vpp = vpp, p.schedule = sched;
         // The split values that cannot cut the layers over this (pp, vpp) refuse all their plans
@@ -465,8 +466,9 @@ class Searcher {
   long long distinct_plans(const Plan& base) {
     if (distinct_known_) return distinct_;
     InnerKnobs one_split = inner_;
-    const std::vector<int> first = {inner_.values[split_pos_]->front()};
-    one_split.values[split_pos_] = &first;
+    const bool split = split_pos_ < inner_.knobs.size();
+    const std::vector<int> first = {split ? inner_.values[split_pos_]->front() : 0};
+    if (split) one_split.values[split_pos_] = &first;
     std::vector<size_t> at(one_split.knobs.size(), 0);
     Plan q = base;
     one_split.apply(at, q);
@@ -517,13 +519,11 @@ class Searcher {
     }
     std::fill(at_.begin(), at_.end(), 0);
     p.vpp = vpp, p.schedule = schedules.front();
-    size_t split = inner_.knobs.size();
-    for (size_t i = 0; i < inner_.knobs.size(); ++i)
-      if (inner_.knobs[i]->id == KnobId::split) split = i;
+    const size_t split = split_pos_;
     const size_t values = split < inner_.knobs.size() ? inner_.values[split]->size() : 1;
     std::array<long long, kNumRejections> counted{};
-    const long long each = static_cast<long long>(schedules.size()) * inner_.combinations /
-                           static_cast<long long>(values);
+    // Each split value's plans as record() would count them: the positions the filters admit.
+    const long long each = static_cast<long long>(schedules.size()) * distinct_plans(p);
     for (size_t v = 0; v < values; ++v) {
       if (split < inner_.knobs.size()) at_[split] = v;
       inner_.apply(at_, p);

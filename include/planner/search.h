@@ -67,8 +67,9 @@ struct SearchOptions {
   std::function<void(double)> progress;  ///< fraction done, called now and then
   /// Feasible (memory, TFLOP/s) points to keep for plots (SearchResult::feasible); 0: none.
   std::size_t plot_points = 0;
-  /// Plans whose split cannot cut the layers counted a block at a time; false takes each through
-  /// the search's filters one by one (the same counts: a test compares them).
+  /// Plans whose split cannot cut the layers, and those of vpp values past the layers, counted a
+  /// block at a time; false takes each through the search's filters one by one (the same counts:
+  /// a test compares them).
   bool split_in_bulk = true;
 };
 
