@@ -129,7 +129,8 @@ TEST_CASE("the rejections counted in bulk are those of checking every plan one b
     k[KnobId::cp] = {1, 2, 3};
     k[KnobId::schedule] = {int(Schedule::one_f_one_b), int(Schedule::gpipe), int(Schedule::zb_h1)};
     // Offload variants are estimated only where their twin is out of memory, rank-order variants
-    // only where the order moves a group: neither in bulk.
+    // only where the order moves a group: filters this enumeration does not repeat (the test of
+    // the block counts below compares with the search's own filters).
     k[KnobId::offload_optimizer] = k[KnobId::offload_params] = k[KnobId::order] = {kUnset};
     // A given micro-batch list (mbs=3 divides no local batch of 768 here), every value counted.
     k[KnobId::mbs] = {1, 2, 3, 4, 8, 16};
