@@ -19,8 +19,8 @@ KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus) {
   using K = KnobId;
   KnobSpace k;
   for (int t = 1; t <= std::min(c.nvlink_domain, gpus); ++t) k[K::tp].push_back(t);
-  // Every pp that divides the GPUs: the splits (short_ends, embed_loss) cut layers that pp does
-  // not divide; a model with encoders splits its blocks as evenly as they allow.
+  // Every pp that divides the GPUs: the splits (short_ends, embed_loss, short_last) cut layers
+  // that pp does not divide; a model with encoders splits its blocks as evenly as they allow.
   for (int p = 1; p <= std::min(m.layers, gpus); ++p)
     if (gpus % p == 0 && (m.encoders.empty() || m.layers % p == 0)) k[K::pp].push_back(p);
   k[K::cp] = {1};
@@ -500,9 +500,12 @@ class Searcher {
   }
 
   /// Past layers + 2 chunks (or without a pipeline) every split refuses every such vpp for the
-  /// same reason (split_check).
+  /// same reason (split_check); a model with encoders, past its blocks.
   bool far_vpp(const Plan& p, int vpp) const {
-    return p.pp == 1 || (m_.encoders.empty() && 1LL * p.pp * vpp > blocks_ + 2);
+    // A model with encoders: check_plan's blocks check fires first, whatever the split, and at
+    // pp = 1 only past the blocks (below them, "vpp needs pp > 1").
+    if (!m_.encoders.empty()) return 1LL * p.pp * vpp > blocks_;
+    return p.pp == 1 || 1LL * p.pp * vpp > blocks_ + 2;
   }
 
   /// Counts the plans of a (pp, vpp) that vpp_never_fits without iterating them: whether it is

@@ -357,3 +357,40 @@ TEST_CASE("split-refused plans counted a block at a time: the counts and ranks o
     }
   }
 }
+
+TEST_CASE("a user's vpp list past the layers: the far values' counts those of one by one") {
+  // An ascending list reaching past the layers (or a multimodal model's blocks) counts every
+  // value past the first far one at once, each refused for the first one's reason: for a model
+  // with encoders that reason holds only past its blocks (below them, at pp = 1, "vpp needs
+  // pp > 1"; past them the blocks check fires first).
+  const ClusterProfile h100 =
+      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  const ModelSpec llava = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llava-1.5-13b.yaml");
+  const ModelSpec qwen = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
+  for (const ModelSpec* m : {&llava, &qwen}) {
+    CAPTURE(m->name);
+    KnobSpace k = default_knobs(*m, h100, 8);
+    k[KnobId::pp] = {1, 2};
+    k[KnobId::vpp] = {1, 2, 3, 50, 100, 200};
+    k.vpp_whole_chunks_only = false;
+    k[KnobId::mbs] = {1};
+    k.mbs_divisors_only = false;
+    SearchOptions o;
+    o.gpus = {8};
+    o.global_batch = 64;
+    o.top_k = 5;
+    o.simulate_candidates = 0;
+    const SearchResult bulk = search(*m, h100, k, o);
+    o.split_in_bulk = false;
+    const SearchResult each = search(*m, h100, k, o);
+    CHECK(bulk.evaluated == each.evaluated);
+    for (int i = 0; i < kNumRejections; ++i) {
+      CAPTURE(to_string(Rejection(i)));
+      CHECK(bulk.rejections[i] == each.rejections[i]);
+    }
+    CHECK(bulk.rejections[int(Rejection::vpp_invalid)] > 0);
+    REQUIRE(bulk.top.size() == each.top.size());
+    for (size_t i = 0; i < bulk.top.size(); ++i)
+      CHECK(to_plan_string(bulk.top[i].plan) == to_plan_string(each.top[i].plan));
+  }
+}

@@ -44,10 +44,10 @@ inline constexpr int kDenseVpp = 8;
 /// Defaults: tp 1..the NVLink domain (at most the GPUs), pp every divisor of the GPU count up to
 /// the layers (of the layers too for a model with encoders), cp 1, vpp 1..8 and every divisor of
 /// the blocks above 8, mbs every divisor of the local batch up to 64, zero 0..3, every recompute,
-/// sp 0/1, 1F1B (interleaved where vpp > 1), every split (even, short_ends, embed_loss) of a
-/// decoder-only model, the execution knobs left to the stack, the optimizer and the ZeRO-3
-/// parameters offloaded to host memory or not (an offload plan is tried only where its twin without
-/// offload does not fit), both rank orders (the second only where it moves a group).
+/// sp 0/1, 1F1B (interleaved where vpp > 1), every split (even, short_ends, embed_loss,
+/// short_last) of a decoder-only model, the execution knobs left to the stack, the optimizer and
+/// the ZeRO-3 parameters offloaded to host memory or not (an offload plan is tried only where its
+/// twin without offload does not fit), both rank orders (the second only where it moves a group).
 KnobSpace default_knobs(const ModelSpec& m, const ClusterProfile& c, int gpus);
 
 enum class Objective { time, cost };
