@@ -494,9 +494,7 @@ class Searcher {
 
   /// The counts of `values` far vpp values of the current (cell, pp), each refused as the first.
   void add_far_vpp_counts(long long values) {
-    for (int i = 0; i < kNumRejections; ++i)
-      r_.rejections[i] += values * far_vpp_counted_[i],
-          r_.evaluated += values * far_vpp_counted_[i];
+    for (int i = 0; i < kNumRejections; ++i) add_counts(Rejection(i), values * far_vpp_counted_[i]);
   }
 
   /// Past layers + 2 chunks (or without a pipeline) every split refuses every such vpp for the
@@ -534,8 +532,7 @@ class Searcher {
       if (r == Rejection::none) return false;
       counted[int(r)] += each;
     }
-    for (int i = 0; i < kNumRejections; ++i)
-      r_.rejections[i] += counted[i], r_.evaluated += counted[i];
+    for (int i = 0; i < kNumRejections; ++i) add_counts(Rejection(i), counted[i]);
     if (far) far_vpp_counted_ = counted, far_vpp_known_ = true;
     return true;
   }
@@ -575,15 +572,6 @@ class Searcher {
   void record(const Plan& p) {
     if (!admitted(at_, p)) return;
     ++r_.evaluated;
-    // A split that cannot cut the layers over this (pp, vpp) is refused by check_plan right after
-    // the cell's layout checks, which passed: counted as estimate would count it, without the
-    // layer costs or a place in the checked-plan bound (DeepSeek-V3's 61 layers on 512 GPUs:
-    // most of its 5e6 plans were these).
-    if (const Rejection r = split_rejection(p); r != Rejection::none) {
-      ++r_.rejections[int(r)];
-      if (!p.offloads()) twin_ = r, twin_known_ = true;
-      return;
-    }
     work_.check();
     // An expert layout check_plan refuses is not priced (a long ep or etp list would price each
     // one); estimate rejects it, in check_plan's order, before it reads the costs.
@@ -609,6 +597,7 @@ class Searcher {
   /// check_plan's rejection of a decoder-only plan whose split does not cut its layers (after
   /// check_layout, which the cell passed, and the pp = 1 interleaving that count_refused_vpp
   /// counts); Rejection::none otherwise, and for multimodal models (their own split checks).
+  /// The bulk count asks it before the odometer turns, so record() meets no such plan.
   Rejection split_rejection(const Plan& p) const {
     if (!m_.encoders.empty() || (p.vpp > 1 && p.pp == 1)) return Rejection::none;
     switch (split_check(m_.layers, p)) {

@@ -75,8 +75,8 @@ struct SearchOptions {
 
 struct SearchResult {
   long long evaluated = 0;
-  /// Plans estimated one by one, against limits::kSearchChecked: not those refused in bulk, nor
-  /// those whose split cannot cut the layers (refused before any cost is read).
+  /// Plans estimated one by one, against limits::kSearchChecked: not those refused in bulk (with
+  /// SearchOptions::split_in_bulk, those whose split cannot cut the layers too).
   long long checked = 0;
   /// Offload plans not estimated: the same plan without offload fits, and offload only adds time.
   long long offload_dominated = 0;
