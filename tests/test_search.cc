@@ -19,6 +19,29 @@ const ModelSpec& gpt175() {
   static const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/gpt3-175b.yaml");
   return m;
 }
+const ClusterProfile& h100() {
+  static const ClusterProfile c =
+      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
+  return c;
+}
+/// The bulk counts (SearchOptions::split_in_bulk) against one by one's: every count and the
+/// ranked plans. One by one estimates the plans the bulk counts (check_plan refuses them), so
+/// checks more.
+void check_same_counts(const SearchResult& bulk, const SearchResult& each) {
+  CHECK(bulk.evaluated == each.evaluated);
+  CHECK(bulk.offload_dominated == each.offload_dominated);
+  CHECK(bulk.checked <= each.checked);
+  for (int i = 0; i < kNumRejections; ++i) {
+    CAPTURE(to_string(Rejection(i)));
+    CHECK(bulk.rejections[i] == each.rejections[i]);
+  }
+  REQUIRE(bulk.top.size() == each.top.size());
+  CHECK(!bulk.top.empty());
+  for (size_t i = 0; i < bulk.top.size(); ++i) {
+    CHECK(to_plan_string(bulk.top[i].plan) == to_plan_string(each.top[i].plan));
+    CHECK(bulk.top[i].iteration_time_s == each.top[i].iteration_time_s);
+  }
+}
 SearchResult run(int gpus, int gbs, int top = 1000) {
   SearchOptions o;
   o.gpus = {gpus};
@@ -266,18 +289,16 @@ TEST_CASE("the FP8 recipe is part of a cell's costs: each value ranked on its ow
   // scaling moves fewer bytes (no amax passes, the norms write FP8), so it ranks first whichever
   // value the cell met first.
   const ModelSpec m = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llama3-8b.yaml");
-  const ClusterProfile h100 =
-      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
   for (const std::vector<int>& recipes : {std::vector<int>{int(Fp8Recipe::tensorwise), kUnset},
                                           std::vector<int>{kUnset, int(Fp8Recipe::tensorwise)}}) {
-    KnobSpace k = default_knobs(m, h100, 8);
+    KnobSpace k = default_knobs(m, h100(), 8);
     k[KnobId::tp] = {2}, k[KnobId::pp] = {1}, k[KnobId::mbs] = {1}, k[KnobId::zero] = {1};
     k[KnobId::recompute] = {int(Recompute::none)}, k[KnobId::sp] = {1};
     k[KnobId::fp8_recipe] = recipes;
     SearchOptions o;
     o.gpus = {8}, o.global_batch = 64, o.top_k = 2, o.simulate_candidates = 0;
     o.dtype = Dtype::fp8;
-    const SearchResult r = search(m, h100, k, o);
+    const SearchResult r = search(m, h100(), k, o);
     REQUIRE(r.top.size() == 2);
     CHECK(r.top[0].plan.fp8_recipe == Fp8Recipe::delayed);
     CHECK(r.top[1].plan.fp8_recipe == Fp8Recipe::tensorwise);
@@ -316,13 +337,11 @@ TEST_CASE("split-refused plans counted a block at a time: the counts and ranks o
   // the schedule nor the split, so a split that cannot cut the layers refuses the same number of
   // plans for every (vpp, schedule) of a cell's pp, as does a vpp past the layers: the bulk
   // counts against record() on each plan.
-  const ClusterProfile h100 =
-      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
   const ModelSpec deepseek = io::load_model(PLANNER_SOURCE_DIR "/configs/models/deepseek-v3.json");
   const ModelSpec qwen = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
   for (const ModelSpec* m : {&deepseek, &qwen, &gpt175()}) {
     CAPTURE(m->name);
-    const ClusterProfile& c = m == &gpt175() ? a100() : h100;
+    const ClusterProfile& c = m == &gpt175() ? a100() : h100();
     const int gpus = m == &deepseek ? 128 : 64;
     KnobSpace k = default_knobs(*m, c, gpus);
     k[KnobId::mbs] = {1, 2};
@@ -337,24 +356,10 @@ TEST_CASE("split-refused plans counted a block at a time: the counts and ranks o
     const SearchResult bulk = search(*m, c, k, o);
     o.split_in_bulk = false;
     const SearchResult each = search(*m, c, k, o);
-    CHECK(bulk.evaluated == each.evaluated);
-    CHECK(bulk.offload_dominated == each.offload_dominated);
-    // One by one, the interleaving without a pipeline (vpp > 1 at pp = 1) is estimated, so
-    // checked: the counts agree, the checked plans do not.
-    CHECK(bulk.checked <= each.checked);
-    for (int i = 0; i < kNumRejections; ++i) {
-      CAPTURE(to_string(Rejection(i)));
-      CHECK(bulk.rejections[i] == each.rejections[i]);
-    }
+    check_same_counts(bulk, each);
     CHECK(bulk.rejections[int(Rejection::pp_not_dividing_layers)] +
               bulk.rejections[int(Rejection::vpp_invalid)] >
           0);
-    REQUIRE(bulk.top.size() == each.top.size());
-    CHECK(!bulk.top.empty());
-    for (size_t i = 0; i < bulk.top.size(); ++i) {
-      CHECK(to_plan_string(bulk.top[i].plan) == to_plan_string(each.top[i].plan));
-      CHECK(bulk.top[i].iteration_time_s == each.top[i].iteration_time_s);
-    }
   }
 }
 
@@ -363,13 +368,11 @@ TEST_CASE("a user's vpp list past the layers: the far values' counts those of on
   // value past the first far one at once, each refused for the first one's reason: for a model
   // with encoders that reason holds only past its blocks (below them, at pp = 1, "vpp needs
   // pp > 1"; past them the blocks check fires first).
-  const ClusterProfile h100 =
-      io::load_cluster(PLANNER_SOURCE_DIR "/hw_profiles/dgx-h100-80gb.yaml");
   const ModelSpec llava = io::load_model(PLANNER_SOURCE_DIR "/configs/models/llava-1.5-13b.yaml");
   const ModelSpec qwen = io::load_model(PLANNER_SOURCE_DIR "/configs/models/qwen3-30b-a3b.json");
   for (const ModelSpec* m : {&llava, &qwen}) {
     CAPTURE(m->name);
-    KnobSpace k = default_knobs(*m, h100, 8);
+    KnobSpace k = default_knobs(*m, h100(), 8);
     k[KnobId::pp] = {1, 2};
     k[KnobId::vpp] = {1, 2, 3, 50, 100, 200};
     k.vpp_whole_chunks_only = false;
@@ -380,17 +383,10 @@ TEST_CASE("a user's vpp list past the layers: the far values' counts those of on
     o.global_batch = 64;
     o.top_k = 5;
     o.simulate_candidates = 0;
-    const SearchResult bulk = search(*m, h100, k, o);
+    const SearchResult bulk = search(*m, h100(), k, o);
     o.split_in_bulk = false;
-    const SearchResult each = search(*m, h100, k, o);
-    CHECK(bulk.evaluated == each.evaluated);
-    for (int i = 0; i < kNumRejections; ++i) {
-      CAPTURE(to_string(Rejection(i)));
-      CHECK(bulk.rejections[i] == each.rejections[i]);
-    }
+    const SearchResult each = search(*m, h100(), k, o);
+    check_same_counts(bulk, each);
     CHECK(bulk.rejections[int(Rejection::vpp_invalid)] > 0);
-    REQUIRE(bulk.top.size() == each.top.size());
-    for (size_t i = 0; i < bulk.top.size(); ++i)
-      CHECK(to_plan_string(bulk.top[i].plan) == to_plan_string(each.top[i].plan));
   }
 }
