@@ -233,6 +233,31 @@ TEST_CASE("a JSON document without the .json extension is detected; YAML stays Y
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("a config as Python's json writes it: NaN and Infinity read as strings") {
+  // transformers writes configs with Python's json module, which spells non-finite floats as bare
+  // words (Nemotron-3-Super-120B-A12B-FP8's "time_step_limit": [0.0, Infinity]).
+  CHECK(hf_error(llama_with("\"time_step_limit\": [0.0, Infinity], \"a\": -Infinity, "
+                            "\"b\": NaN, \"c\": \"NaN, Infinity\", \"d\": [NaN,\n-Infinity]")) ==
+        "no error");
+  // A key the planner reads says it wants a number, on the key's line.
+  CHECK(hf_error(replace(kLlama, "\"vocab_size\": 1000", "\"vocab_size\": Infinity")) ==
+        "config.json:8: key 'vocab_size': expected an integer, got \"Infinity\"");
+  // Only whole values: a word that merely starts like one stays invalid JSON.
+  CHECK(hf_error(llama_with("\"a\": Infinityx")).find("invalid JSON") != std::string::npos);
+  CHECK(hf_error(llama_with("\"a\": NaN1")).find("invalid JSON") != std::string::npos);
+}
+
+TEST_CASE("an architecture recognised but not modelled says what is missing") {
+  CHECK(hf_error(replace(kLlama, "LlamaForCausalLM", "NemotronHForCausalLM"))
+            .rfind("config.json:2: key 'architectures': architecture 'NemotronHForCausalLM' is not "
+                   "supported: its Mamba-2 state-space layers (the 'M' of "
+                   "hybrid_override_pattern) are not modelled; the planner costs attention, MLP "
+                   "and expert layers only (supported: LlamaForCausalLM, ",
+                   0) == 0);
+  CHECK(hf_error(replace(kLlama, "LlamaForCausalLM", "DeepseekV4ForCausalLM"))
+            .find("hyper-connections (hc_mult) are not modelled") != std::string::npos);
+}
+
 TEST_CASE("bad configs name file, line and key") {
   CHECK(hf_error(replace(kLlama, "LlamaForCausalLM", "FalconForCausalLM")) ==
         "config.json:2: key 'architectures': unknown architecture 'FalconForCausalLM' (known: "

@@ -101,6 +101,21 @@ const Architecture kArchitectures[] = {
      false, false, Window::none, 0, Experts::llama4},
 };
 
+/// Architectures whose configs the planner recognises but whose layers it does not model: what a
+/// refusal says is missing (the configs in shared/data/hf name them).
+struct Unmodelled {
+  const char* name;
+  const char* missing;
+};
+const Unmodelled kUnmodelled[] = {
+    {"NemotronHForCausalLM",
+     "its Mamba-2 state-space layers (the 'M' of hybrid_override_pattern) are not modelled; the "
+     "planner costs attention, MLP and expert layers only"},
+    {"DeepseekV4ForCausalLM",
+     "its attention (compress_ratios with the index_* top-k selection, o_lora_rank) and its "
+     "hyper-connections (hc_mult) are not modelled"},
+};
+
 const char* const kMoeArchitectures =
     "MixtralForCausalLM, Qwen3MoeForCausalLM, GptOssForCausalLM, DeepseekV3ForCausalLM and "
     "Llama4ForConditionalGeneration configs";
@@ -111,6 +126,47 @@ const char* const kTextConfigWrappers[] = {"Llama4ForConditionalGeneration"};
 /// Keys that count a mixture-of-experts layer's experts (Mixtral and gpt-oss num_local_experts,
 /// Qwen2/3-MoE num_experts, DeepSeek n_routed_experts); Llama 4 nests them in text_config.
 const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed_experts"};
+
+/// Python's json module, which transformers writes configs with, spells a non-finite float as a
+/// bare NaN, Infinity or -Infinity, which JSON has not (Nemotron-3-Super's `time_step_limit: [0.0,
+/// Infinity]`). Each such value outside a string becomes that word as a string, on the same line:
+/// a key the planner reads then says it wants a number and got "Infinity", and the keys it does
+/// not read stay ignored.
+std::string non_finite_as_string(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  char before = 0;  // the last character outside a string that is not white space
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (ch == '"') {  // copy the string whole, escapes included
+      const size_t start = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      out.append(text, start, std::min(i, text.size() - 1) - start + 1);
+      before = '"';
+      continue;
+    }
+    if (before == '[' || before == ',' || before == ':') {
+      bool replaced = false;
+      for (const char* word : {"NaN", "Infinity", "-Infinity"}) {
+        const size_t n = std::char_traits<char>::length(word);
+        const char next = i + n < text.size() ? text[i + n] : ' ';
+        if (text.compare(i, n, word) == 0 && !std::isalnum(static_cast<unsigned char>(next)) &&
+            next != '_') {
+          out += '"' + std::string(word) + '"';
+          i += n - 1;
+          before = '"';
+          replaced = true;
+          break;
+        }
+      }
+      if (replaced) continue;
+    }
+    out += ch;
+    if (!std::isspace(static_cast<unsigned char>(ch))) before = ch;
+  }
+  return out;
+}
 
 std::string known_list() {
   std::string out;
@@ -206,6 +262,10 @@ const Architecture& architecture_of(const Config& c) {
     const std::string name = list[0].get<std::string>();
     for (const Architecture& a : kArchitectures)
       if (name == a.name) return a;
+    for (const Unmodelled& u : kUnmodelled)
+      if (name == u.name)
+        c.fail("architectures", "architecture '" + name + "' is not supported: " + u.missing +
+                                    " (supported: " + known_list() + ")");
     c.fail("architectures", "unknown architecture '" + name + "' (known: " + known_list() + ")");
   }
   const std::string type = c.get_string("model_type");
@@ -499,12 +559,13 @@ bool is_hf_config(const std::string& text, const std::string& file) {
   if (ext == ".json" || ext == ".JSON") return true;
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || text[first] != '{') return false;
-  return is_json(text);  // `{name: x}` is a YAML flow mapping, not JSON
+  return is_json(non_finite_as_string(text));  // `{name: x}` is a YAML flow mapping, not JSON
 }
 
 ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_file(path), path); }
 
-ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
+ModelSpec parse_hf_config(const std::string& json_text, const std::string& file) {
+  const std::string text = non_finite_as_string(json_text);
   const json doc = parse_json(text, file);
   if (!doc.is_object())
     throw InputError(file, 1, "", "expected a JSON object (a Hugging Face config.json)");

@@ -44,6 +44,8 @@ ModelSpec load_hf_config(const std::string& path);
 /// Mixture-of-experts architectures (Mixtral, Qwen3-MoE, gpt-oss, DeepSeek-V3 with its latent
 /// attention, Llama 4's text_config) fill ModelSpec::moe and ::mla. Expert keys in a dense
 /// architecture's config (a relabelled Mixtral) are refused, never read as a dense model.
+/// The text is JSON as Python's json module writes it: a bare NaN, Infinity or -Infinity value
+/// (which strict JSON has not) reads as that word in a string, refused where a number is read.
 ModelSpec parse_hf_config(const std::string& json_text, const std::string& file);
 
 }  // namespace planner::io
