@@ -194,6 +194,26 @@ TEST_CASE("expert knobs asked of a dense model: every plan refused, and the reas
   }
 }
 
+TEST_CASE("every plan refused by the framework: the no-fit message says why, for one of them") {
+  const Run moe = planner("suggest --model configs/models/qwen3-30b-a3b.json " + kCluster +
+                          " --gpus 64 --global-batch 1024 --framework deepspeed");
+  CHECK(moe.rc == 2);
+  CHECK(moe.out.find("framework cannot run") != std::string::npos);  // the count
+  CHECK(moe.out.find("\nthe framework cannot run plans such as --plan \"tp=") != std::string::npos);
+  CHECK(moe.out.find("DeepSpeed is not planned for a model with experts here") !=
+        std::string::npos);
+  const Run gqa = planner("suggest --model configs/models/llama3-70b.yaml " + kCluster +
+                          " --gpus 64 --global-batch 1024 --framework megatron-2021");
+  CHECK(gqa.rc == 2);
+  CHECK(gqa.out.find("Megatron-LM 2021 has no grouped-query attention") != std::string::npos);
+  // A no-fit for memory alone names no framework refusal.
+  const Run mem = planner("suggest " + kModel + " " + kCluster +
+                          " --gpus 32 --global-batch 64 --offload-optimizer none "
+                          "--offload-params none");
+  CHECK(mem.rc == 2);
+  CHECK(mem.out.find("plans such as") == std::string::npos);
+}
+
 TEST_CASE("a model that fits no plan says how far the closest is and what would help") {
   const Run r =
       planner("suggest " + kModel + " " + kCluster +

@@ -86,6 +86,14 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
   if (r.rejections[static_cast<int>(Rejection::experts_invalid)] > 0 && !in.model.moe.any())
     msg += fmt("\nthe expert knobs ({}) need a model with experts; {} has none", kExpertKnobs,
                in.model.name);
+  // Where no plan got as far as its memory, the framework's refusals are likely why: one of
+  // them says what it cannot run (with plans refused for memory, the closest of those below).
+  std::string why;
+  if (!r.any_memory_rejection && r.rejections[static_cast<int>(Rejection::framework_refuses)] > 0 &&
+      r.framework_refused && r.frameworks.size() == 1 &&
+      refuses(r.frameworks.front(), in.model, in.cluster, *r.framework_refused, &why))
+    msg += fmt("\nthe framework cannot run plans such as --plan \"{}\": {}",
+               to_plan_string(*r.framework_refused), why);
   if (r.any_memory_rejection) {
     const Estimate& e = r.closest_infeasible;
     msg +=
