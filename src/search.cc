@@ -581,8 +581,9 @@ class Searcher {
     if (e.ok() || e.rejection == Rejection::host_out_of_memory) work_.estimate(1);
     if (e.rejection == Rejection::out_of_memory) work_.estimate(limits::kOutOfMemoryEstimateWeight);
     ++r_.rejections[int(e.rejection)];
-    if (e.rejection == Rejection::framework_refuses && !r_.framework_refused)
-      r_.framework_refused = p;
+    if (const long long n = r_.rejections[int(Rejection::framework_refuses)];
+        e.rejection == Rejection::framework_refuses && (n & (n - 1)) == 0)
+      r_.framework_refused.push_back(p);
     if (!p.offloads()) twin_ = e.rejection, twin_known_ = true;
     if (e.rejection == Rejection::out_of_memory) {
       r_.any_memory_rejection = true;
@@ -731,7 +732,8 @@ SearchResult merge_results(const std::vector<SearchResult>& parts, const SearchO
         (!r.any_memory_rejection || c.memory_bytes < r.closest_infeasible.memory_bytes))
       r.closest_infeasible = c;
     r.any_memory_rejection = r.any_memory_rejection || part.any_memory_rejection;
-    if (!r.framework_refused) r.framework_refused = part.framework_refused;
+    r.framework_refused.insert(r.framework_refused.end(), part.framework_refused.begin(),
+                               part.framework_refused.end());
     r.search_time_s += part.search_time_s;
     r.simulated += part.simulated;
     r.closed_form_only += part.closed_form_only;

@@ -194,7 +194,7 @@ TEST_CASE("expert knobs asked of a dense model: every plan refused, and the reas
   }
 }
 
-TEST_CASE("every plan refused by the framework: the no-fit message says why, for one of them") {
+TEST_CASE("every plan refused by the framework: the no-fit message says why, for some of them") {
   const Run moe = planner("suggest --model configs/models/qwen3-30b-a3b.json " + kCluster +
                           " --gpus 64 --global-batch 1024 --framework deepspeed");
   CHECK(moe.rc == 2);
@@ -206,6 +206,16 @@ TEST_CASE("every plan refused by the framework: the no-fit message says why, for
                           " --gpus 64 --global-batch 1024 --framework megatron-2021");
   CHECK(gqa.rc == 2);
   CHECK(gqa.out.find("Megatron-LM 2021 has no grouped-query attention") != std::string::npos);
+  // Several reasons, the most frequent among the sampled refusals first: the schedule asked for
+  // is what no plan can change, not the ZeRO stage of the first plan tried.
+  const Run many = planner("suggest --model configs/models/llama3-8b.yaml " + kCluster +
+                           " --gpus 8 --global-batch 64 --framework deepspeed --schedule "
+                           "interleaved");
+  CHECK(many.rc == 2);
+  const size_t interleaved = many.out.find("DeepSpeed's pipeline engine has no interleaved"),
+               zero = many.out.find("use zero=1");
+  CHECK(interleaved != std::string::npos);
+  CHECK(interleaved < zero);
   // A no-fit for memory alone names no framework refusal.
   const Run mem = planner("suggest " + kModel + " " + kCluster +
                           " --gpus 32 --global-batch 64 --offload-optimizer none "

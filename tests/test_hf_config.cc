@@ -233,18 +233,29 @@ TEST_CASE("a JSON document without the .json extension is detected; YAML stays Y
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("a config as Python's json writes it: NaN and Infinity read as strings") {
+TEST_CASE("a config as Python's json writes it: NaN and Infinity values read as objects") {
   // transformers writes configs with Python's json module, which spells non-finite floats as bare
   // words (Nemotron-3-Super-120B-A12B-FP8's "time_step_limit": [0.0, Infinity]).
   CHECK(hf_error(llama_with("\"time_step_limit\": [0.0, Infinity], \"a\": -Infinity, "
-                            "\"b\": NaN, \"c\": \"NaN, Infinity\", \"d\": [NaN,\n-Infinity]")) ==
+                            "\"b\": NaN, \"c\": \"NaN, Infinity\", \"d\": [NaN,\n-Infinity], "
+                            "\"e\": {\"f\": NaN}, \"g\": \"a\\\\\", \"h\": [[NaN],NaN]")) ==
         "no error");
-  // A key the planner reads says it wants a number, on the key's line.
+  // A key the planner reads is refused as of the wrong type, on the key's line, whatever the
+  // type it wants.
   CHECK(hf_error(replace(kLlama, "\"vocab_size\": 1000", "\"vocab_size\": Infinity")) ==
-        "config.json:8: key 'vocab_size': expected an integer, got \"Infinity\"");
-  // Only whole values: a word that merely starts like one stays invalid JSON.
-  CHECK(hf_error(llama_with("\"a\": Infinityx")).find("invalid JSON") != std::string::npos);
-  CHECK(hf_error(llama_with("\"a\": NaN1")).find("invalid JSON") != std::string::npos);
+        "config.json:8: key 'vocab_size': expected an integer, got {\"non-finite\":\"Infinity\"}");
+  CHECK(hf_error(llama_with("\"hidden_act\": NaN")) ==
+        "config.json:8: key 'hidden_act': expected a string, got {\"non-finite\":\"NaN\"}");
+  CHECK(hf_error(replace(kLlama, "[\"LlamaForCausalLM\"]", "[NaN]"))
+            .find("expected a list of architecture names") != std::string::npos);
+  // Only values: a key, the whole document, or a word that merely starts like one stays invalid.
+  for (const std::string bad :
+       {llama_with("NaN: 1"), llama_with("Infinity: 3, -Infinity: 4"), std::string("NaN"),
+        llama_with("\"a\": Infinityx"), llama_with("\"a\": NaN1"), llama_with("\"a\": NaN.5"),
+        llama_with("\"a\": - Infinity")}) {
+    CAPTURE(bad);
+    CHECK(hf_error(bad).find("invalid JSON") != std::string::npos);
+  }
 }
 
 TEST_CASE("an architecture recognised but not modelled says what is missing") {

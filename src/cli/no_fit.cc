@@ -86,14 +86,32 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
   if (r.rejections[static_cast<int>(Rejection::experts_invalid)] > 0 && !in.model.moe.any())
     msg += fmt("\nthe expert knobs ({}) need a model with experts; {} has none", kExpertKnobs,
                in.model.name);
-  // Where no plan got as far as its memory, the framework's refusals are likely why: one of
-  // them says what it cannot run (with plans refused for memory, the closest of those below).
-  std::string why;
+  // Where no plan got as far as its memory, the framework's refusals are likely why: the reasons
+  // it gives for the sampled refused plans, the most frequent first (at most three).
   if (!r.any_memory_rejection && r.rejections[static_cast<int>(Rejection::framework_refuses)] > 0 &&
-      r.framework_refused && r.frameworks.size() == 1 &&
-      refuses(r.frameworks.front(), in.model, in.cluster, *r.framework_refused, &why))
-    msg += fmt("\nthe framework cannot run plans such as --plan \"{}\": {}",
-               to_plan_string(*r.framework_refused), why);
+      r.frameworks.size() == 1) {
+    struct Reason {
+      std::string why;
+      const Plan* plan;
+      int hits;
+    };
+    std::vector<Reason> reasons;
+    for (const Plan& p : r.framework_refused) {
+      std::string why;
+      if (!refuses(r.frameworks.front(), in.model, in.cluster, p, &why)) continue;
+      auto it = std::find_if(reasons.begin(), reasons.end(),
+                             [&](const Reason& x) { return x.why == why; });
+      if (it == reasons.end())
+        reasons.push_back({why, &p, 1});
+      else
+        ++it->hits;
+    }
+    std::stable_sort(reasons.begin(), reasons.end(),
+                     [](const Reason& a, const Reason& b) { return a.hits > b.hits; });
+    for (size_t i = 0; i < std::min<size_t>(reasons.size(), 3); ++i)
+      msg += fmt("\nthe framework cannot run plans such as --plan \"{}\": {}",
+                 to_plan_string(*reasons[i].plan), reasons[i].why);
+  }
   if (r.any_memory_rejection) {
     const Estimate& e = r.closest_infeasible;
     msg +=

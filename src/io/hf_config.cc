@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string_view>
 
 #include "planner/error.h"
 #include "planner/format.h"
@@ -129,13 +130,16 @@ const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed
 
 /// Python's json module, which transformers writes configs with, spells a non-finite float as a
 /// bare NaN, Infinity or -Infinity, which JSON has not (Nemotron-3-Super's `time_step_limit: [0.0,
-/// Infinity]`). Each such value outside a string becomes that word as a string, on the same line:
-/// a key the planner reads then says it wants a number and got "Infinity", and the keys it does
-/// not read stay ignored.
-std::string non_finite_as_string(const std::string& text) {
+/// Infinity]`). Each such value (after a key's colon or inside an array, followed by white space,
+/// a comma or a closing bracket) becomes the object {"non-finite": "Infinity"} on the same line:
+/// the keys the planner does not read stay ignored, and one it reads is refused as of the wrong
+/// type whatever type it wants ("expected a number, got {"non-finite":"Infinity"}"). Elsewhere
+/// (a key, the whole document, "NaN1") the word is left for the JSON parser to refuse.
+std::string non_finite_as_objects(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  char before = 0;  // the last character outside a string that is not white space
+  std::string open;  // the brackets open at this point, outside strings
+  char before = 0;   // the last character outside a string that is not white space
   for (size_t i = 0; i < text.size(); ++i) {
     const char ch = text[i];
     if (ch == '"') {  // copy the string whole, escapes included
@@ -146,22 +150,25 @@ std::string non_finite_as_string(const std::string& text) {
       before = '"';
       continue;
     }
-    if (before == '[' || before == ',' || before == ':') {
-      bool replaced = false;
-      for (const char* word : {"NaN", "Infinity", "-Infinity"}) {
-        const size_t n = std::char_traits<char>::length(word);
-        const char next = i + n < text.size() ? text[i + n] : ' ';
-        if (text.compare(i, n, word) == 0 && !std::isalnum(static_cast<unsigned char>(next)) &&
-            next != '_') {
-          out += '"' + std::string(word) + '"';
-          i += n - 1;
-          before = '"';
-          replaced = true;
-          break;
-        }
+    const bool value =
+        before == ':' || before == '[' || (before == ',' && !open.empty() && open.back() == '[');
+    bool replaced = false;
+    for (const char* word : {"NaN", "Infinity", "-Infinity"}) {
+      if (!value) break;
+      const size_t n = std::char_traits<char>::length(word);
+      const char next = i + n < text.size() ? text[i + n] : ' ';
+      if (text.compare(i, n, word) == 0 &&
+          std::string_view(" \t\r\n,]}").find(next) != std::string_view::npos) {
+        out += "{\"non-finite\": \"" + std::string(word) + "\"}";
+        i += n - 1;
+        before = '}';
+        replaced = true;
+        break;
       }
-      if (replaced) continue;
     }
+    if (replaced) continue;
+    if (ch == '[' || ch == '{') open += ch;
+    if ((ch == ']' || ch == '}') && !open.empty()) open.pop_back();
     out += ch;
     if (!std::isspace(static_cast<unsigned char>(ch))) before = ch;
   }
@@ -559,13 +566,13 @@ bool is_hf_config(const std::string& text, const std::string& file) {
   if (ext == ".json" || ext == ".JSON") return true;
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || text[first] != '{') return false;
-  return is_json(non_finite_as_string(text));  // `{name: x}` is a YAML flow mapping, not JSON
+  return is_json(text);  // `{name: x}` is a YAML flow mapping, not JSON
 }
 
 ModelSpec load_hf_config(const std::string& path) { return parse_hf_config(read_file(path), path); }
 
 ModelSpec parse_hf_config(const std::string& json_text, const std::string& file) {
-  const std::string text = non_finite_as_string(json_text);
+  const std::string text = non_finite_as_objects(json_text);
   const json doc = parse_json(text, file);
   if (!doc.is_object())
     throw InputError(file, 1, "", "expected a JSON object (a Hugging Face config.json)");

@@ -45,7 +45,8 @@ ModelSpec load_hf_config(const std::string& path);
 /// attention, Llama 4's text_config) fill ModelSpec::moe and ::mla. Expert keys in a dense
 /// architecture's config (a relabelled Mixtral) are refused, never read as a dense model.
 /// The text is JSON as Python's json module writes it: a bare NaN, Infinity or -Infinity value
-/// (which strict JSON has not) reads as that word in a string, refused where a number is read.
+/// (which strict JSON has not) reads as the object {"non-finite": "Infinity"}, ignored where the
+/// key is not read and refused as of the wrong type where it is.
 ModelSpec parse_hf_config(const std::string& json_text, const std::string& file);
 
 }  // namespace planner::io

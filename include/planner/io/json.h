@@ -1,7 +1,7 @@
 #pragma once
 /// Strict JSON for every JSON file the planner and its GPU programs read (Hugging Face configs,
-/// after their Python-style NaN and Infinity values are read as strings: hf_config.h; the validate
-/// runner's workload and results, calibration samples).
+/// after their Python-style NaN and Infinity values are read as {"non-finite": ...} objects:
+/// hf_config.h; the validate runner's workload and results, calibration samples).
 #include <nlohmann/json.hpp>
 #include <string>
 
