@@ -1015,6 +1015,11 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
     CHECK(oss.find(std::string("\n  ") + flag) != std::string::npos);
   }
   CHECK(oss.find("--mscale ") == std::string::npos);  // Megatron's defaults give its 1.35
+  // gpt-oss's layer_types alternate sliding and full attention from a sliding first layer: the
+  // 128-key window on layers 1, 3, 5 ... (every 2nd layer global), as Gemma 2's.
+  CHECK(oss.find("\n  --window-size 127,0 ") != std::string::npos);
+  CHECK(oss.find("\n  --window-attn-skip-freq 2 ") != std::string::npos);
+  CHECK(oss.find("do not repeat") == std::string::npos);
   CHECK(qwen.find("\n  --position-embedding-type rope ") != std::string::npos);
   const std::string hybrid = script(kMoeEmitCases[8]);
   for (const char* flag :

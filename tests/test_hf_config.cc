@@ -258,6 +258,26 @@ TEST_CASE("a config as Python's json writes it: NaN and Infinity values read as 
   }
 }
 
+TEST_CASE("gpt-oss's layer_types: the share of sliding layers, and their pattern when it repeats") {
+  const std::string text = io::read_file(kDir + "gpt-oss-20b/config.json");
+  const ModelSpec alternate = io::parse_hf_config(text, "config.json");
+  CHECK(alternate.arch.sliding_window == 128);
+  CHECK(alternate.arch.local_layers == doctest::Approx(0.5));
+  CHECK(alternate.arch.global_every == 2);  // sliding, full, sliding, full ...
+  // The first two layers sliding: the same share is not a pattern of one global layer in N.
+  std::string shifted = text;
+  const std::string first = "\"sliding_attention\",\n    \"full_attention\"";
+  const size_t at = shifted.find(first);
+  REQUIRE(at != std::string::npos);
+  shifted.replace(at, first.size(), "\"sliding_attention\",\n    \"sliding_attention\"");
+  const size_t full = shifted.find("\"sliding_attention\"", at + 40);
+  REQUIRE(full != std::string::npos);
+  shifted.replace(full, 19, "\"full_attention\"");
+  const ModelSpec irregular = io::parse_hf_config(shifted, "config.json");
+  CHECK(irregular.arch.local_layers == doctest::Approx(0.5));
+  CHECK(irregular.arch.global_every == 0);
+}
+
 TEST_CASE("an architecture recognised but not modelled says what is missing") {
   CHECK(hf_error(replace(kLlama, "LlamaForCausalLM", "NemotronHForCausalLM"))
             .rfind("config.json:2: key 'architectures': architecture 'NemotronHForCausalLM' is not "

@@ -368,6 +368,17 @@ void read_window(const Config& c, const Architecture& arch, ModelSpec& m) {
     int sliding = 0;
     for (const json& t : types) sliding += t == "sliding_attention";
     local = double(sliding) / m.layers;
+    // The pattern Megatron-LM's --window-attn-skip-freq writes, when the list has it: every Nth
+    // layer (counting from 1) global, the others local (gpt-oss: N = 2, as Gemma 2).
+    for (int n = 2; n <= m.layers && sliding > 0 && sliding < m.layers; ++n) {
+      bool repeats = true;
+      for (int i = 0; i < m.layers && repeats; ++i)
+        repeats = (types[static_cast<size_t>(i)] == "sliding_attention") == ((i + 1) % n != 0);
+      if (repeats) {
+        m.arch.global_every = n;
+        break;
+      }
+    }
   } else if (arch.window == Window::above_max) {
     if (!c.get_bool("use_sliding_window", false)) return;
     const std::string k = c.find({"max_window_layers"});
