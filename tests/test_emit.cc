@@ -1052,10 +1052,15 @@ TEST_CASE("a model with experts: Megatron-LM's MoE flags, the layer pattern in i
         "--v-head-dim 128\n", "--qk-layernorm ", "--expert-model-parallel-size 256 ",
         "--moe-router-score-function sigmoid ", "--moe-router-enable-expert-bias ",
         "--moe-router-num-groups 8 ", "--moe-router-group-topk 4 ",
-        "--moe-router-topk-scaling-factor 2.5 ", "--mtp-num-layers 1 "}) {
+        "--moe-router-topk-scaling-factor 2.5 ", "--mtp-num-layers 1 ",
+        // latent attention's YaRN (rope_scaling: factor 40, mscale and mscale_all_dim 1)
+        "--rotary-scaling-factor 40 ", "--mscale 1\n", "--mscale-all-dim 1\n",
+        "--position-embedding-type rope "}) {
     CAPTURE(flag);
     CHECK(ds.find(std::string("\n  ") + flag) != std::string::npos);
   }
+  CHECK(ds.find("--yarn-") == std::string::npos);  // MLATransformerConfig's own YaRN fields
+  CHECK(ds.find("has no flag for latent attention's") == std::string::npos);  // 4096, 32, 1
   // recompute=selective_moe: Megatron-LM's recompute modules.
   CHECK(script(kMoeEmitCases[5]).find("\n  --recompute-modules moe_act layernorm ") !=
         std::string::npos);

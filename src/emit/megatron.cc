@@ -411,6 +411,28 @@ ArgGroup model_group(const EmitRequest& r) {
     if (!m.arch.qk_norm)
       g.args.push_back(
           {"--qk-layernorm", "", "MLA's q_a and kv_a RMSNorms, fused into its up-projections"});
+    // Latent attention takes YaRN from MLATransformerConfig (rope_type "yarn" by default, at
+    // d98e8a64): its factor and mscales from these flags, whose defaults (1, 1, 0) replace the
+    // config's, as Megatron-LM's DeepSeek-V3 and Kimi-K2 examples set them
+    // (examples/megatron_fsdp/sbatch_mfsdp_deepseek_v3.sh); its original positions and betas
+    // have no flag and stay the config class's 4096, 32 and 1.
+    if (m.yarn.any()) {
+      const YarnSpec& y = m.yarn;
+      g.args.push_back(
+          {"--rotary-scaling-factor", fmt("{:g}", y.factor), "rope_scaling.factor (YaRN)"});
+      if (y.mscale) g.args.push_back({"--mscale", fmt("{:g}", *y.mscale), ""});
+      if (y.mscale_all_dim)
+        g.args.push_back({"--mscale-all-dim", fmt("{:g}", *y.mscale_all_dim), ""});
+      constexpr int kMlaYarnPositions = 4096;
+      constexpr double kMlaYarnBetaFast = 32, kMlaYarnBetaSlow = 1;
+      if ((y.original_positions > 0 && y.original_positions != kMlaYarnPositions) ||
+          y.beta_fast != kMlaYarnBetaFast || y.beta_slow != kMlaYarnBetaSlow)
+        g.notes.push_back(fmt(
+            "YaRN's original positions {}, beta_fast {:g} and beta_slow {:g}: Megatron-LM at {:.8} "
+            "has no flag for latent attention's, which trains with 4096, 32 and 1 (no cost "
+            "term reads them)",
+            y.original_positions, y.beta_fast, y.beta_slow, kCommit));
+    }
   }
   if (m.moe.any()) add_experts(g, m, r.plan);
   if (m.mtp_layers > 0)  // on the last pipeline stage (no custom --pipeline-model-parallel-layout)

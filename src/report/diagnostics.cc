@@ -81,7 +81,7 @@ std::vector<Diagnostic> diagnose(const ModelSpec& m, const ClusterProfile& c, co
   if (m.moe.any())
     d.push_back({"experts_accuracy", "warning",
                  "a model with experts: five of the seven public MoE runs took longer than "
-                 "predicted (5-54% short), two less (2% and 8%) (README, Measured accuracy); a "
+                 "predicted, two less (README, Measured accuracy, has each run's error); a "
                  "band printed beside the time is the MoE runs' (configs/accuracy/moe-bands.csv), "
                  "not the dense runs'",
                  "read the time as likely optimistic; compare plans of the same model by it"});
