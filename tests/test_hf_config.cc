@@ -248,6 +248,12 @@ TEST_CASE("a config as Python's json writes it: NaN and Infinity values read as 
         "config.json:8: key 'hidden_act': expected a string, got {\"non-finite\":\"NaN\"}");
   CHECK(hf_error(replace(kLlama, "[\"LlamaForCausalLM\"]", "[NaN]"))
             .find("expected a list of architecture names") != std::string::npos);
+  // An object's readers refuse it too, rather than read it as an object without keys.
+  CHECK(hf_error(llama_with("\"rope_scaling\": NaN")) ==
+        "config.json:8: key 'rope_scaling': expected an object, got {\"non-finite\":\"NaN\"}");
+  CHECK(hf_error("{\"architectures\": [\"Llama4ForConditionalGeneration\"], \"text_config\": "
+                 "Infinity}")
+            .find("needs its language model's text_config object") != std::string::npos);
   // Only values: a key, the whole document, or a word that merely starts like one stays invalid.
   for (const std::string bad :
        {llama_with("NaN: 1"), llama_with("Infinity: 3, -Infinity: 4"), std::string("NaN"),

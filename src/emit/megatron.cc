@@ -364,9 +364,10 @@ ArgGroup model_group(const EmitRequest& r) {
                     yarn    ? "yarn"
                     : llama ? "rope"
                             : "learned_absolute",
-                    yarn    ? "the config's rope_scaling (YaRN)"
-                    : llama ? "Llama-style (SwiGLU/GQA) model"
-                            : ""});
+                    yarn                                   ? "the config's rope_scaling (YaRN)"
+                    : llama && m.mla.any() && m.yarn.any() ? "latent attention's YaRN: below"
+                    : llama                                ? "Llama-style (SwiGLU/GQA) model"
+                                                           : ""});
   if (yarn) {
     const YarnSpec& y = m.yarn;
     g.args.push_back({"--rotary-scaling-factor", fmt("{:g}", y.factor), "rope_scaling.factor"});

@@ -133,8 +133,14 @@ const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed
 /// Infinity]`). Each such value (after a key's colon or inside an array, followed by white space,
 /// a comma or a closing bracket) becomes the object {"non-finite": "Infinity"} on the same line:
 /// the keys the planner does not read stay ignored, and one it reads is refused as of the wrong
-/// type whatever type it wants ("expected a number, got {"non-finite":"Infinity"}"). Elsewhere
+/// type whatever type it wants ("expected a number, got {"non-finite":"Infinity"}"; the readers of
+/// an object, rope_scaling and text_config, ask is_non_finite() too). Elsewhere
 /// (a key, the whole document, "NaN1") the word is left for the JSON parser to refuse.
+/// A value non_finite_as_objects() wrote in place of a bare NaN or Infinity.
+bool is_non_finite(const json& v) {
+  return v.is_object() && v.size() == 1 && v.contains("non-finite");
+}
+
 std::string non_finite_as_objects(const std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -395,7 +401,8 @@ void read_rope_scaling(const Config& c, ModelSpec& m) {
   const std::string k = c.find({"rope_scaling"});
   if (k.empty()) return;
   const json& rs = c.doc()[k];
-  if (!rs.is_object()) c.fail(k, "expected an object, got " + json_excerpt(rs));
+  if (!rs.is_object() || is_non_finite(rs))
+    c.fail(k, "expected an object, got " + json_excerpt(rs));
   auto field = [&](const char* name) -> const json* {
     const auto it = rs.find(name);
     return it == rs.end() || it->is_null() ? nullptr : &*it;
@@ -594,7 +601,8 @@ ModelSpec parse_hf_config(const std::string& json_text, const std::string& file)
   const std::string name = doc["architectures"][0].get<std::string>();
   for (const char* wrapper : kTextConfigWrappers)
     if (name == wrapper) {
-      if (!doc.contains("text_config") || !doc["text_config"].is_object())
+      if (!doc.contains("text_config") || !doc["text_config"].is_object() ||
+          is_non_finite(doc["text_config"]))
         c.fail("text_config", name + " needs its language model's text_config object");
       const Architecture* text_arch = nullptr;
       for (const Architecture& a : kArchitectures)
