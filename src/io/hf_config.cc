@@ -128,6 +128,11 @@ const char* const kTextConfigWrappers[] = {"Llama4ForConditionalGeneration"};
 /// Qwen2/3-MoE num_experts, DeepSeek n_routed_experts); Llama 4 nests them in text_config.
 const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed_experts"};
 
+/// A value non_finite_as_objects() wrote in place of a bare NaN or Infinity.
+bool is_non_finite(const json& v) {
+  return v.is_object() && v.size() == 1 && v.contains("non-finite");
+}
+
 /// Python's json module, which transformers writes configs with, spells a non-finite float as a
 /// bare NaN, Infinity or -Infinity, which JSON has not (Nemotron-3-Super's `time_step_limit: [0.0,
 /// Infinity]`). Each such value (after a key's colon or inside an array, followed by white space,
@@ -136,11 +141,6 @@ const char* const kExpertKeys[] = {"num_local_experts", "num_experts", "n_routed
 /// type whatever type it wants ("expected a number, got {"non-finite":"Infinity"}"; the readers of
 /// an object, rope_scaling and text_config, ask is_non_finite() too). Elsewhere
 /// (a key, the whole document, "NaN1") the word is left for the JSON parser to refuse.
-/// A value non_finite_as_objects() wrote in place of a bare NaN or Infinity.
-bool is_non_finite(const json& v) {
-  return v.is_object() && v.size() == 1 && v.contains("non-finite");
-}
-
 std::string non_finite_as_objects(const std::string& text) {
   std::string out;
   out.reserve(text.size());
