@@ -78,6 +78,18 @@ TEST_CASE("--model and --cluster take shipped names, from any working directory"
   check_error("estimate --model llama3-8 --cluster dgx-h100-80gb --plan tp=8",
               "option --model: 'llama3-8' is neither a file nor a name in configs/models/ "
               "(nearest: llama3-8b, llama2-7b, llama3-70b)");
+  // The models with experts ship as Hugging Face configs: their names too.
+  const Run moe = planner(
+      "estimate --model qwen3-30b-a3b --cluster dgx-h100-80gb "
+      "--plan \"tp=1,pp=1,dp=16,ep=16,mbs=1,gbs=1024,zero=1,recompute=full\"");
+  REQUIRE(moe.rc == 0);
+  CHECK(has(moe.out, "# model   qwen3-30b-a3b (configs/models/qwen3-30b-a3b.json)"));
+  CHECK(planner("estimate --model deepseek-v3.json --cluster dgx-h800 "
+                "--plan \"tp=8,pp=1,dp=256,ep=256,mbs=1,gbs=4096,zero=1,sp=1\"")
+            .rc == 0);
+  check_error("estimate --model qwen3-30b --cluster dgx-h100-80gb --plan tp=8",
+              "option --model: 'qwen3-30b' is neither a file nor a name in configs/models/ "
+              "(nearest: qwen3-30b-a3b, gpt3-13b, gpt3-350m)");
   check_error("estimate --model llama3-8b --cluster dgx-h100 --plan tp=8",
               "option --cluster: 'dgx-h100' is neither a file nor a name in hw_profiles/ "
               "(nearest: dgx-h200, dgx-h800, dgx-b200)");

@@ -70,7 +70,8 @@ std::vector<std::string> shipped_names(const std::string& folder) {
   for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)}) {
     std::error_code ec;
     for (fs::directory_iterator it(root / folder, ec), end; !ec && it != end; it.increment(ec))
-      if (it->path().extension() == ".yaml") names.insert(it->path().stem().string());
+      if (it->path().extension() == ".yaml" || it->path().extension() == ".json")
+        names.insert(it->path().stem().string());
   }
   return {names.begin(), names.end()};
 }
@@ -81,12 +82,15 @@ std::string resolve_input(const std::string& text, const std::string& folder,
   std::error_code ec;
   if (text.empty() || text.find('/') != std::string::npos || fs::exists(text, ec) || ec)
     return text;  // a path: read as given (a missing one is read_file's message)
-  const bool has_ext = fs::path(text).extension() == ".yaml";
-  const std::string file = folder + "/" + text + (has_ext ? "" : ".yaml");
-  for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)}) {
-    const fs::path candidate = root == "." ? fs::path(file) : root / file;
-    if (fs::is_regular_file(candidate, ec)) return candidate.string();
-  }
+  const std::string ext = fs::path(text).extension().string();
+  const bool has_ext = ext == ".yaml" || ext == ".json";
+  for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)})
+    for (const char* add : {".yaml", ".json"}) {  // the model YAML first, then a config.json
+      const std::string file = folder + "/" + text + (has_ext ? "" : add);
+      const fs::path candidate = root == "." ? fs::path(file) : root / file;
+      if (fs::is_regular_file(candidate, ec)) return candidate.string();
+      if (has_ext) break;
+    }
   const std::vector<std::string> names = shipped_names(folder);
   std::string near;
   for (const std::string& n : nearest_words(fs::path(text).stem().string(), names, kNearestNames))

@@ -24,10 +24,11 @@ struct Inputs {
 Inputs load_inputs(const std::string& model_file, const std::string& cluster_file);
 
 /// --model llama3-8b, --cluster dgx-h100-80gb: a word with no '/' that is not a file names
-/// `folder`/NAME.yaml ("configs/models", "hw_profiles"), looked up under the working directory,
-/// then under the source tree the planner was built from (PLANNER_SOURCE_DIR). Anything else is
-/// returned as given. A name found in neither throws InputError for `option` listing the nearest
-/// shipped names.
+/// `folder`/NAME.yaml, else `folder`/NAME.json (the shipped Hugging Face configs of the models with
+/// experts: --model qwen3-30b-a3b) ("configs/models", "hw_profiles"), looked up under the working
+/// directory, then under the source tree the planner was built from (PLANNER_SOURCE_DIR). Anything
+/// else is returned as given. A name found in neither throws InputError for `option` listing the
+/// nearest shipped names.
 std::string resolve_input(const std::string& text, const std::string& folder,
                           const std::string& option);
 
@@ -37,8 +38,8 @@ const AccuracyBands* shipped_bands();
 /// The same for models with experts (configs/accuracy/moe-bands.csv: the MoE runs' errors).
 const AccuracyBands* shipped_moe_bands();
 
-/// The stems of the shipped files in `folder` (configs/models, hw_profiles), under the working
-/// directory and the source tree: "llama3-8b", "dgx-h100-80gb".
+/// The stems of the shipped .yaml and .json files in `folder` (configs/models, hw_profiles), under
+/// the working directory and the source tree: "llama3-8b", "qwen3-30b-a3b", "dgx-h100-80gb".
 std::vector<std::string> shipped_names(const std::string& folder);
 
 /// The options that name one plan on one model and cluster (estimate, emit, validate); see
