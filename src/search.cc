@@ -582,8 +582,8 @@ class Searcher {
     if (e.rejection == Rejection::out_of_memory) work_.estimate(limits::kOutOfMemoryEstimateWeight);
     ++r_.rejections[int(e.rejection)];
     if (const long long n = r_.rejections[int(Rejection::framework_refuses)];
-        e.rejection == Rejection::framework_refuses && (n & (n - 1)) == 0)
-      r_.framework_refused.push_back(p);
+        e.rejection == Rejection::framework_refuses && eo_.framework && (n & (n - 1)) == 0)
+      r_.framework_refused.push_back({*eo_.framework, p});
     if (!p.offloads()) twin_ = e.rejection, twin_known_ = true;
     if (e.rejection == Rejection::out_of_memory) {
       r_.any_memory_rejection = true;

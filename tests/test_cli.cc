@@ -216,6 +216,15 @@ TEST_CASE("every plan refused by the framework: the no-fit message says why, for
                zero = many.out.find("use zero=1");
   CHECK(interleaved != std::string::npos);
   CHECK(interleaved < zero);
+  // --framework all: each framework's reasons, named.
+  const Run all = planner("suggest --model configs/models/llama3-8b.yaml " + kCluster +
+                          " --gpus 8 --global-batch 64 --framework all --loss-fusion te");
+  CHECK(all.rc == 2);
+  for (const char* f : {"megatron", "deepspeed", "torchtitan"}) {
+    CAPTURE(f);
+    CHECK(all.out.find(std::string("\n--framework ") + f + " cannot run plans such as --plan") !=
+          std::string::npos);
+  }
   // A no-fit for memory alone names no framework refusal.
   const Run mem = planner("suggest " + kModel + " " + kCluster +
                           " --gpus 32 --global-batch 64 --offload-optimizer none "

@@ -84,9 +84,13 @@ struct SearchResult {
   std::vector<Estimate> top;    ///< best first, at most top_k
   Estimate closest_infeasible;  ///< smallest memory overshoot, when nothing fits
   bool any_memory_rejection = false;
-  /// Plans the framework refused (Rejection::framework_refuses), the 1st, 2nd, 4th, 8th ... of
-  /// them, which a no-fit message asks the framework about: a few samples across the search.
-  std::vector<Plan> framework_refused;
+  /// Plans a framework refused (Rejection::framework_refuses), the 1st, 2nd, 4th, 8th ... of
+  /// each framework's search, which a no-fit message asks that framework about.
+  struct Refused {
+    Framework framework;
+    Plan plan;
+  };
+  std::vector<Refused> framework_refused;
   double search_time_s = 0;
   int simulated = 0;  ///< candidates re-ranked by the simulator
   /// Candidates ranked by their closed form alone: the search's simulation budget

@@ -86,30 +86,35 @@ void throw_no_fit(const Inputs& in, const SearchResult& r) {
   if (r.rejections[static_cast<int>(Rejection::experts_invalid)] > 0 && !in.model.moe.any())
     msg += fmt("\nthe expert knobs ({}) need a model with experts; {} has none", kExpertKnobs,
                in.model.name);
-  // Where no plan got as far as its memory, the framework's refusals are likely why: the reasons
-  // it gives for the sampled refused plans, the most frequent first (at most three).
-  if (!r.any_memory_rejection && r.rejections[static_cast<int>(Rejection::framework_refuses)] > 0 &&
-      r.frameworks.size() == 1) {
+  // Where no plan got as far as its memory, the frameworks' refusals are likely why: the reasons
+  // each gives for its sampled refused plans, the most frequent first (at most three). Its
+  // refusals read the cluster's hardware only, the same under every framework's stack.
+  if (!r.any_memory_rejection && r.rejections[static_cast<int>(Rejection::framework_refuses)] > 0) {
     struct Reason {
+      Framework framework;
       std::string why;
       const Plan* plan;
       int hits;
     };
     std::vector<Reason> reasons;
-    for (const Plan& p : r.framework_refused) {
+    for (const SearchResult::Refused& x : r.framework_refused) {
       std::string why;
-      if (!refuses(r.frameworks.front(), in.model, in.cluster, p, &why)) continue;
-      auto it = std::find_if(reasons.begin(), reasons.end(),
-                             [&](const Reason& x) { return x.why == why; });
+      if (!refuses(x.framework, in.model, in.cluster, x.plan, &why)) continue;
+      auto it = std::find_if(reasons.begin(), reasons.end(), [&](const Reason& y) {
+        return y.framework == x.framework && y.why == why;
+      });
       if (it == reasons.end())
-        reasons.push_back({why, &p, 1});
+        reasons.push_back({x.framework, why, &x.plan, 1});
       else
         ++it->hits;
     }
     std::stable_sort(reasons.begin(), reasons.end(),
                      [](const Reason& a, const Reason& b) { return a.hits > b.hits; });
-    for (size_t i = 0; i < std::min<size_t>(reasons.size(), 3); ++i)
-      msg += fmt("\nthe framework cannot run plans such as --plan \"{}\": {}",
+    const bool several = r.frameworks.size() > 1;
+    for (size_t i = 0; i < std::min<size_t>(reasons.size(), several ? 5 : 3); ++i)
+      msg += fmt("\n{} cannot run plans such as --plan \"{}\": {}",
+                 several ? std::string("--framework ") + to_string(reasons[i].framework)
+                         : std::string("the framework"),
                  to_plan_string(*reasons[i].plan), reasons[i].why);
   }
   if (r.any_memory_rejection) {
