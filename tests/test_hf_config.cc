@@ -282,6 +282,17 @@ TEST_CASE("gpt-oss's layer_types: the share of sliding layers, and their pattern
   const ModelSpec irregular = io::parse_hf_config(shifted, "config.json");
   CHECK(irregular.arch.local_layers == doctest::Approx(0.5));
   CHECK(irregular.arch.global_every == 0);
+  // The largest model the limits allow, every layer sliding but the last two: one pass over the
+  // list (a search over every N took minutes here), and no pattern.
+  std::string big = replace(text, "\"num_hidden_layers\": 24", "\"num_hidden_layers\": 100000");
+  const size_t from = big.find("\"layer_types\": [") + 15, to = big.find(']', from);
+  std::string list = "[";
+  for (int i = 0; i < 99998; ++i) list += "\"sliding_attention\",";
+  big.replace(from, to + 1 - from, list + "\"full_attention\",\"full_attention\"]");
+  const ModelSpec last = io::parse_hf_config(big, "config.json");
+  CHECK(last.layers == 100000);
+  CHECK(last.arch.global_every == 0);
+  CHECK(last.arch.local_layers == doctest::Approx(0.99998));
 }
 
 TEST_CASE("an architecture recognised but not modelled says what is missing") {

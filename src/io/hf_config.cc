@@ -375,15 +375,15 @@ void read_window(const Config& c, const Architecture& arch, ModelSpec& m) {
     for (const json& t : types) sliding += t == "sliding_attention";
     local = double(sliding) / m.layers;
     // The pattern Megatron-LM's --window-attn-skip-freq writes, when the list has it: every Nth
-    // layer (counting from 1) global, the others local (gpt-oss: N = 2, as Gemma 2).
-    for (int n = 2; n <= m.layers && sliding > 0 && sliding < m.layers; ++n) {
-      bool repeats = true;
+    // layer (counting from 1) global, the others local (gpt-oss: N = 2, as Gemma 2). The first
+    // global layer fixes N; one pass checks the rest.
+    if (sliding > 0 && sliding < m.layers) {
+      int n = 1;
+      while (types[static_cast<size_t>(n - 1)] == "sliding_attention") ++n;
+      bool repeats = n > 1;
       for (int i = 0; i < m.layers && repeats; ++i)
         repeats = (types[static_cast<size_t>(i)] == "sliding_attention") == ((i + 1) % n != 0);
-      if (repeats) {
-        m.arch.global_every = n;
-        break;
-      }
+      if (repeats) m.arch.global_every = n;
     }
   } else if (arch.window == Window::above_max) {
     if (!c.get_bool("use_sliding_window", false)) return;
