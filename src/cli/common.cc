@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -64,14 +66,26 @@ const AccuracyBands* shipped_moe_bands() {
   return bands ? &*bands : nullptr;
 }
 
+namespace {
+
+/// The endings of shipped inputs, in the order a name tries them: the model YAML, then a
+/// Hugging Face config.json (the models with experts).
+constexpr std::array<const char*, 2> kShippedExtensions = {".yaml", ".json"};
+
+bool shipped_extension(const std::filesystem::path& p) {
+  return std::find(kShippedExtensions.begin(), kShippedExtensions.end(), p.extension().string()) !=
+         kShippedExtensions.end();
+}
+
+}  // namespace
+
 std::vector<std::string> shipped_names(const std::string& folder) {
   namespace fs = std::filesystem;
   std::set<std::string> names;
   for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)}) {
     std::error_code ec;
     for (fs::directory_iterator it(root / folder, ec), end; !ec && it != end; it.increment(ec))
-      if (it->path().extension() == ".yaml" || it->path().extension() == ".json")
-        names.insert(it->path().stem().string());
+      if (shipped_extension(it->path())) names.insert(it->path().stem().string());
   }
   return {names.begin(), names.end()};
 }
@@ -81,15 +95,16 @@ std::string resolve_input(const std::string& text, const std::string& folder,
   namespace fs = std::filesystem;
   std::error_code ec;
   if (text.empty() || text.find('/') != std::string::npos || fs::exists(text, ec) || ec)
-    return text;  // a path: read as given (a missing one is read_file's message)
-  const std::string ext = fs::path(text).extension().string();
-  const bool has_ext = ext == ".yaml" || ext == ".json";
+    return text;                   // a path: read as given (a missing one is read_file's message)
+  std::vector<std::string> files;  // the name as given when it has an ending, else each ending
+  if (shipped_extension(text))
+    files.push_back(folder + "/" + text);
+  else
+    for (const char* ext : kShippedExtensions) files.push_back(folder + "/" + text + ext);
   for (const fs::path& root : {fs::path("."), fs::path(PLANNER_SOURCE_DIR)})
-    for (const char* add : {".yaml", ".json"}) {  // the model YAML first, then a config.json
-      const std::string file = folder + "/" + text + (has_ext ? "" : add);
+    for (const std::string& file : files) {
       const fs::path candidate = root == "." ? fs::path(file) : root / file;
       if (fs::is_regular_file(candidate, ec)) return candidate.string();
-      if (has_ext) break;
     }
   const std::vector<std::string> names = shipped_names(folder);
   std::string near;
